@@ -1,0 +1,3 @@
+from argocd_image_updater.cli.main import main
+
+main()

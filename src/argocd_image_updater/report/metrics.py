@@ -1,0 +1,96 @@
+"""Prometheus metrics, with the original's names and labels plus our own additions.
+
+All metrics live in :data:`REGISTRY` (not the global default registry) so that the endpoint serves
+exactly these plus process metrics. Names with the original's meaning fit its Grafana dashboard.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+
+REGISTRY: Final = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)
+
+_P = "argocd_image_updater_"
+
+# --- the original's metrics -------------------------------------------------------------------
+REGISTRY_REQUESTS: Final = Counter(
+    _P + "registry_requests",
+    "Number of HTTP requests made to a container registry",
+    ["registry"],
+    registry=REGISTRY,
+)
+REGISTRY_REQUESTS_FAILED: Final = Counter(
+    _P + "registry_requests_failed",
+    "Number of failed HTTP requests to a container registry (transport errors and 4xx/5xx "
+    "other than expected challenges)",
+    ["registry"],
+    registry=REGISTRY,
+)
+K8S_API_REQUESTS: Final = Counter(
+    _P + "k8s_api_requests", "Number of Kubernetes API requests", registry=REGISTRY
+)
+K8S_API_ERRORS: Final = Counter(
+    _P + "k8s_api_errors", "Number of failed Kubernetes API requests", registry=REGISTRY
+)
+ARGOCD_API_REQUESTS: Final = Counter(
+    _P + "argocd_api_requests",
+    "Number of Argo CD API requests",
+    ["argocd_server"],
+    registry=REGISTRY,
+)
+ARGOCD_API_ERRORS: Final = Counter(
+    _P + "argocd_api_errors",
+    "Number of failed Argo CD API requests",
+    ["argocd_server"],
+    registry=REGISTRY,
+)
+
+# --- additions --------------------------------------------------------------------------------
+REGISTRY_RESPONSES: Final = Counter(
+    _P + "registry_responses",
+    "Registry HTTP responses by request kind and status code ('error' for transport errors)",
+    ["registry", "kind", "status"],
+    registry=REGISTRY,
+)
+REGISTRY_REQUEST_DURATION: Final = Histogram(
+    _P + "registry_request_duration_seconds",
+    "Latency of registry HTTP requests",
+    ["registry", "kind"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
+)
+REGISTRY_RATE_LIMIT_WAITS: Final = Counter(
+    _P + "registry_rate_limit_waits",
+    "Number of registry requests delayed by the per-registry rate limit",
+    ["registry"],
+    registry=REGISTRY,
+)
+REGISTRY_RATE_LIMIT_WAIT_SECONDS: Final = Counter(
+    _P + "registry_rate_limit_wait_seconds",
+    "Time spent waiting for the per-registry rate limit",
+    ["registry"],
+    registry=REGISTRY,
+)
+CACHE_HITS: Final = Counter(
+    _P + "cache_hits",
+    "Cache hits by cache (tags, metadata, token, credentials)",
+    ["cache"],
+    registry=REGISTRY,
+)
+CACHE_MISSES: Final = Counter(
+    _P + "cache_misses", "Cache misses by cache", ["cache"], registry=REGISTRY
+)
+LAST_SUCCESSFUL_CYCLE: Final = Gauge(
+    _P + "last_successful_cycle_timestamp_seconds",
+    "Unix time at which the last update cycle completed without a cycle-level error",
+    registry=REGISTRY,
+)
+CYCLE_DURATION: Final = Histogram(
+    _P + "cycle_duration_seconds",
+    "Duration of one update cycle",
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+    registry=REGISTRY,
+)

@@ -118,13 +118,27 @@ class JsonFormatter(logging.Formatter):
 
 
 def setup(level: str = "info", fmt: str = "text", stream: Any = None) -> None:
-    """Configure the package's logging; ``fmt`` is ``text`` or ``json``."""
+    """Configure the package's logging; ``fmt`` is ``text`` or ``json``.
+
+    Without ``stream``, records below ``error`` go to stdout and the rest to stderr.
+    """
     if fmt not in ("text", "json"):
         raise LogConfigError(f"invalid log format '{fmt}': use text or json")
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(TextFormatter() if fmt == "text" else JsonFormatter())
+    formatter = TextFormatter() if fmt == "text" else JsonFormatter()
+    handlers: list[logging.Handler] = []
+    if stream is not None:
+        handlers.append(logging.StreamHandler(stream))
+    else:
+        # Like the original: errors go to stderr, everything else to stdout.
+        out = logging.StreamHandler(sys.stdout)
+        out.addFilter(lambda record: record.levelno < logging.ERROR)
+        err = logging.StreamHandler(sys.stderr)
+        err.setLevel(logging.ERROR)
+        handlers += [out, err]
+    for handler in handlers:
+        handler.setFormatter(formatter)
     root = logging.getLogger(ROOT)
-    root.handlers[:] = [handler]
+    root.handlers[:] = handlers
     root.setLevel(parse_level(level))
     root.propagate = False
 

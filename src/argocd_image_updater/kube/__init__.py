@@ -1,0 +1,1 @@
+"""Kubernetes API adapter: connection, Applications, ImageUpdaters, Secrets, Events."""

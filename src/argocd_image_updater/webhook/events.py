@@ -1,0 +1,176 @@
+"""Values exchanged between the webhook HTTP layer and the payload parsers.
+
+:class:`WebhookRequest` is what the server hands to the parsers (an already read body, no I/O),
+:class:`RegistryEvent` is what a valid notification yields, and :class:`WebhookRejected` carries
+the HTTP status and error text the original answers with when a notification is refused.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryEvent:
+    """One pushed image reported by a registry.
+
+    ``registry`` is the registry host as the payload reports it (may be empty for ``aliyun-acr``
+    without a region, like the original), ``repository`` the repository path inside it, ``tag``
+    the pushed tag (empty for a digest-only ``acr`` push) and ``source_type`` the webhook type that
+    produced the event (``docker.io``, ``harbor``, …).
+    """
+
+    registry: str
+    repository: str
+    tag: str
+    digest: str = ""
+    source_type: str = ""
+
+    def __str__(self) -> str:
+        ref = f"{self.registry}/{self.repository}" if self.registry else self.repository
+        if self.tag:
+            ref = f"{ref}:{self.tag}"
+        if self.digest:
+            ref = f"{ref}@{self.digest}"
+        return ref
+
+
+DOCKER_HUB = "docker.io"
+_DOCKER_HUB_HOSTS = frozenset({"", "docker.io", "index.docker.io", "registry-1.docker.io"})
+
+
+def normalise_registry(host: str) -> str:
+    """The canonical form of a registry host, for matching events against configured images.
+
+    The host is lower-cased, a leading ``http://``/``https://`` and anything after the first ``/``
+    are dropped, and every Docker Hub spelling (``docker.io``, ``index.docker.io``,
+    ``registry-1.docker.io`` and the empty host) becomes ``docker.io``. Ports are kept.
+
+    Upstream matching lets an image *without* a registry host match events from any registry;
+    callers wanting that rule must test for the empty host before normalising it.
+    """
+    text = host.strip().lower()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    text = text.split("/", 1)[0]
+    return DOCKER_HUB if text in _DOCKER_HUB_HOSTS else text
+
+
+def repository_key(registry: str, repository: str) -> tuple[str, str]:
+    """``(registry, repository)`` in canonical form, for matching events against images.
+
+    The registry goes through :func:`normalise_registry`; surrounding slashes and blanks are
+    removed from the repository, and on Docker Hub a single-component name gets the implicit
+    ``library/`` namespace (``nginx`` and ``library/nginx`` are the same repository). The
+    repository's case is kept.
+    """
+    host = normalise_registry(registry)
+    name = repository.strip().strip("/")
+    if host == DOCKER_HUB and name and "/" not in name:
+        name = f"library/{name}"
+    return host, name
+
+
+class Headers(Mapping[str, str]):
+    """Read-only HTTP headers with case-insensitive lookups (the original casing is kept)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, source: Mapping[str, str] | None = None) -> None:
+        items: dict[str, tuple[str, str]] = {}
+        for name, value in (source or {}).items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise TypeError(f"header {name!r}: names and values must be strings")
+            items[name.lower()] = (name, value)
+        self._items = items
+
+    def __getitem__(self, name: str) -> str:
+        return self._items[name.lower()][1]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return (original for original, _ in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:  # values may hold secrets: show names only
+        return f"Headers({sorted(self)!r})"
+
+    def value(self, name: str) -> str:
+        """The header's value, or ``""`` when absent (like Go's ``Header.Get``)."""
+        entry = self._items.get(name.lower())
+        return entry[1] if entry else ""
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRequest:
+    """An incoming webhook call with its body already read.
+
+    ``query`` holds the first value of each query parameter and ``headers`` accepts any mapping;
+    it is converted into case-insensitive :class:`Headers`. The body is plain bytes, so it can be
+    read by validation and parsing alike.
+    """
+
+    method: str
+    path: str = "/webhook"
+    query: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    remote: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.body, bytes):
+            raise TypeError(f"webhook request body must be bytes, not {type(self.body).__name__}")
+        if not isinstance(self.headers, Headers):
+            object.__setattr__(self, "headers", Headers(self.headers))
+        object.__setattr__(self, "query", dict(self.query))
+
+    def header(self, name: str) -> str:
+        """The header ``name`` (case-insensitive), or ``""`` when absent."""
+        return self.headers.get(name, "")
+
+    def param(self, name: str) -> str:
+        """The query parameter ``name``, or ``""`` when absent."""
+        return self.query.get(name, "")
+
+    def __repr__(self) -> str:  # query and headers may carry secrets: never show their values
+        return (
+            f"WebhookRequest(method={self.method!r}, path={self.path!r}, "
+            f"query={sorted(self.query)!r}, headers={sorted(self.headers)!r}, "
+            f"body=<{len(self.body)} bytes>, remote={self.remote!r})"
+        )
+
+
+class Reason(enum.StrEnum):
+    """Short machine-readable codes for why a webhook call was refused (metric labels)."""
+
+    BAD_METHOD = "bad-method"
+    BAD_CONTENT_TYPE = "bad-content-type"
+    MISSING_SECRET = "missing-secret"
+    BAD_SIGNATURE = "bad-signature"
+    BAD_TIMESTAMP = "bad-timestamp"
+    WRONG_EVENT = "wrong-event"
+    MALFORMED_JSON = "malformed-json"
+    MISSING_FIELD = "missing-field"
+    UNSUPPORTED_TYPE = "unsupported-type"
+    NO_HANDLERS = "no-handlers"
+    TOO_LARGE = "too-large"
+
+
+class WebhookRejected(Exception):
+    """A webhook call was refused: ``status`` and ``message`` are the HTTP answer (the original's
+    status code and error text), ``reason`` a short code from :class:`Reason` for metrics."""
+
+    def __init__(self, message: str, *, reason: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.reason = str(reason)
+
+    def __repr__(self) -> str:
+        return f"WebhookRejected(status={self.status}, reason={self.reason!r}, message={self.message!r})"

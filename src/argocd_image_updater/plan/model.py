@@ -1,0 +1,198 @@
+"""The values the planner hands on: per-image results, changes, parameter edits, the app plan.
+
+An :class:`AppPlan` is the single value consumed by the ``argocd`` writer (a JSON patch on the
+Application), the ``git`` writer (files in a repository) and ``--dry-run``. Every configured image
+of the application has exactly one :class:`ImageResult`; images that are updated also have an
+:class:`ImageChange` carrying the exact parameter edits.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from argocd_image_updater.model.image import ImageRef
+
+EditKind = Literal["helm", "kustomize", "plugin"]
+SourcePath = tuple[str | int, ...]
+
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
+class Outcome(enum.StrEnum):
+    UPDATED = "updated"
+    UP_TO_DATE = "up-to-date"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+class Reason(enum.StrEnum):
+    """Machine-readable reason codes of an :class:`ImageResult`."""
+
+    UPDATED = "updated"
+    UP_TO_DATE = "up-to-date"
+    ALREADY_SET = "already-set"
+    NOT_LIVE = "not-live"
+    NO_CANDIDATE = "no-candidate"
+    REGISTRY_ERROR = "registry-error"
+    REGISTRY_CONFIG = "registry-config"
+    INVALID_CONFIG = "invalid-config"
+    PULL_SECRET_NAMESPACE = "pull-secret-namespace"
+    POLICY_ERROR = "policy-error"
+    VERIFICATION_FAILED = "verification-failed"
+    UNSUPPORTED_SOURCE = "unsupported-source-type"
+
+
+@dataclass(frozen=True, slots=True)
+class ParamEdit:
+    """One parameter the updater manages on the Application source.
+
+    ``name`` is the Helm parameter name, the kustomize image key (the kustomize target name, or
+    the image's full name without tag) or the plugin environment variable. ``value`` is the
+    parameter value, for kustomize the whole ``images`` entry (``[name=]image:tag[@digest]``).
+    ``changed`` is False when the source already holds exactly this value: up-to-date images are
+    re-set with their current value so that a git file can list every managed image.
+    """
+
+    kind: EditKind
+    name: str
+    value: str
+    changed: bool
+    force_string: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ImageResult:
+    """What happened to one configured image, with a reason code and a human message.
+
+    ``current`` is the live reference (``None`` when the image is not live or could not be
+    parsed); ``chosen`` is the reference selected from the registry, when one was.
+    """
+
+    alias: str
+    image: str
+    current: str | None
+    chosen: str | None
+    outcome: Outcome
+    reason: str
+    message: str
+    detail: str = ""
+    """Extra machine-readable detail, e.g. the policy's summary for ``no-candidate``."""
+
+    @property
+    def considered(self) -> bool:
+        """The original counts every image it found live as considered."""
+        return self.reason != Reason.NOT_LIVE
+
+
+@dataclass(frozen=True, slots=True)
+class ImageChange:
+    """An image that moves to a new tag/digest, and the parameter edits that do it.
+
+    ``image`` is the configured reference (its tag is still the version constraint). ``old_tag``
+    and ``new_tag`` are rendered ``tag[@digest]`` (``old_tag`` is the digest alone when the live
+    image had no tag name); ``new_digest``/``old_digest`` are ``""`` when unknown.
+    """
+
+    alias: str
+    image: ImageRef
+    old_tag: str
+    new_tag: str
+    new_digest: str
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+    edits: tuple[ParamEdit, ...] = ()
+    old_digest: str = ""
+
+    @property
+    def old_version(self) -> str:
+        """The original's rendering of the old tag: the digest when known, else the name."""
+        return self.old_digest or _strip_digest(self.old_tag)
+
+    @property
+    def new_version(self) -> str:
+        """The original's rendering of the new tag: the digest when known, else the name."""
+        return self.new_digest or _strip_digest(self.new_tag)
+
+
+def _strip_digest(text: str) -> str:
+    return text.partition("@")[0]
+
+
+def render_tag(tag: str | None, digest: str) -> str:
+    """``tag@digest``, ``tag``, or the bare digest when there is no tag name."""
+    if tag and digest:
+        return f"{tag}@{digest}"
+    return digest or tag or ""
+
+
+@dataclass(frozen=True, slots=True)
+class AppPlan:
+    """What to do with one Application.
+
+    ``source_path`` locates the written source inside the object, e.g. ``("spec", "source")`` or
+    ``("spec", "sources", 1)``. ``managed`` lists every parameter edit in application order,
+    including unchanged re-sets of up-to-date images. The counters follow the original:
+    ``considered`` counts live images, ``skipped`` not-live images and images without a
+    candidate, ``updated`` changes, ``errors`` failed images. ``note`` explains an application
+    that was not planned at all (e.g. an unsupported source type); it counts nothing.
+    """
+
+    app_name: str
+    app_namespace: str
+    source_path: SourcePath
+    source_type: str
+    results: tuple[ImageResult, ...]
+    changes: tuple[ImageChange, ...]
+    managed: tuple[ParamEdit, ...]
+    considered: int
+    skipped: int
+    updated: int
+    errors: int
+    note: str = ""
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        app_name: str,
+        app_namespace: str,
+        source_path: SourcePath,
+        source_type: str,
+        results: Iterable[ImageResult],
+        changes: Iterable[ImageChange] = (),
+        managed: Iterable[ParamEdit] = (),
+        note: str = "",
+    ) -> AppPlan:
+        """Assemble a plan, deriving the counters from the results."""
+        rs = tuple(results)
+        return cls(
+            app_name=app_name,
+            app_namespace=app_namespace,
+            source_path=source_path,
+            source_type=source_type,
+            results=rs,
+            changes=tuple(changes),
+            managed=tuple(managed),
+            considered=sum(1 for r in rs if r.considered),
+            skipped=sum(1 for r in rs if r.outcome is Outcome.SKIPPED),
+            updated=sum(1 for r in rs if r.outcome is Outcome.UPDATED),
+            errors=sum(1 for r in rs if r.outcome is Outcome.ERROR),
+            note=note,
+        )
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.app_namespace}/{self.app_name}"
+
+    def result_for(self, alias: str) -> ImageResult | None:
+        for result in self.results:
+            if result.alias == alias:
+                return result
+        return None

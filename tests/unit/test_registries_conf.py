@@ -295,6 +295,7 @@ def test_unknown_top_level_key() -> None:
         ("credsexpire: 3600", "key 'credsexpire': 3600 has no unit"),
         ("credsexpire: -5m", "key 'credsexpire': '-5m' is negative"),
         ("insecure: maybe", "key 'insecure': input should be a valid boolean"),
+        ("limit: true", "key 'limit': 'True' is not a number"),
         ("credentials: user:secretpassword", "key 'credentials': invalid credential reference"),
         ("credentials: ext:script.sh", "path to script must be absolute"),
         ("prefix: https://r.io", "prefix 'https://r.io' must be written without a scheme"),

@@ -96,6 +96,13 @@ class RegistryEntry(BaseModel):
             return {k: v for k, v in data.items() if v is not None}
         return data
 
+    @field_validator("limit", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError(f"'{value}' is not a number; write requests per second, e.g. 10")
+        return value
+
     @field_validator("credsexpire", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:

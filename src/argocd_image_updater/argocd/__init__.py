@@ -1,0 +1,1 @@
+"""Argo CD API adapter (REST gateway of argocd-server)."""

@@ -1,0 +1,298 @@
+"""Which Applications an ImageUpdater CR manages, and with which configuration.
+
+:func:`select_applications` follows the original's rules for one CR and the Applications of its
+namespace:
+
+1. Every ``namePattern`` must be a valid glob, else the whole CR fails
+   (``invalid application name pattern '<p>': …``) and no app is selected.
+2. ``applicationRefs`` are tried from the most to the least specific (:func:`specificity`,
+   stable for ties); the first ref whose pattern matches the app name and whose label selector
+   matches its labels wins. An invalid selector matches nothing (with a warning).
+3. With ``useAnnotations: true`` the images, settings and write-back configuration come from the
+   app's legacy annotations; if they cannot be read, the next (less specific) ref is tried. The
+   same holds when the write-back configuration is unusable.
+4. The app must be of a supported source type (Helm, Kustomize, Plugin), else it is skipped.
+5. Images whose manifest target is ambiguous are dropped; apps left without images are skipped.
+
+:func:`select_applications_v0` is the annotation-only selection of the v0.x releases.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from argocd_image_updater.config import annotations as ann
+from argocd_image_updater.config.imageupdater import (
+    ApplicationRef,
+    ImageUpdater,
+    ref_settings,
+    ref_verification,
+    ref_write_back,
+)
+from argocd_image_updater.config.labels import (
+    PatternError,
+    SelectorError,
+    check_pattern,
+    go_path_match,
+    selector_matches,
+)
+from argocd_image_updater.config.update_config import (
+    AppUpdateConfig,
+    ImageSpec,
+    UpdateSettings,
+    Verification,
+    WriteBack,
+    WriteBackError,
+)
+from argocd_image_updater.model.application import Application, ApplicationError, SourceType
+
+_CLASS_RE: Final = re.compile(r"\[.*?]")
+_EXACT_BONUS: Final = 1_000_000
+_SELECTOR_BONUS: Final = 10_000
+_SELECTOR_ITEM: Final = 100
+
+MSG_AMBIGUOUS_TARGET: Final = (
+    "only one of the fields (Helm, Kustomize, Plugin) should be set, dictating the update method"
+)
+
+
+@dataclass(slots=True)
+class SelectionResult:
+    """What one selection pass produced.
+
+    ``skipped`` holds ``(qualified app name, reason)`` for apps a ref matched but that cannot be
+    managed; ``warnings`` are log-worthy problems; ``error`` is set when the whole CR failed.
+    """
+
+    configs: list[AppUpdateConfig] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def specificity(ref: ApplicationRef) -> int:
+    """How specific a ref is; higher scores are tried first.
+
+    +1,000,000 for a pattern without ``*?[]``; + the number of literal characters (classes,
+    ``*`` and ``?`` removed); +10,000 for a label selector, +100 per label and per expression.
+    """
+    pattern = ref.name_pattern
+    score = 0
+    if not any(c in pattern for c in "*?[]"):
+        score += _EXACT_BONUS
+    literals = _CLASS_RE.sub("", pattern).replace("*", "").replace("?", "")
+    score += len(literals.encode())
+    selector = ref.label_selectors
+    if selector is not None:
+        score += _SELECTOR_BONUS
+        score += _SELECTOR_ITEM * len(selector.match_labels or {})
+        score += _SELECTOR_ITEM * len(selector.match_expressions or ())
+    return score
+
+
+def sort_refs(refs: Sequence[ApplicationRef] | None) -> list[ApplicationRef]:
+    """Most specific first; ties keep their order."""
+    return sorted(refs or (), key=specificity, reverse=True)
+
+
+def _selector_matches(ref: ApplicationRef, app: Application, warnings: list[str]) -> bool:
+    selector = ref.label_selectors
+    if selector is None:
+        return True
+    try:
+        return selector_matches(selector.match_labels, selector.requirements, app.labels)
+    except SelectorError as exc:
+        warnings.append(
+            f"Invalid label selector provided in applicationRef '{ref.name_pattern}': {exc}"
+        )
+        return False
+
+
+def _images(
+    specs: Sequence[ImageSpec], app: Application, result: SelectionResult
+) -> tuple[ImageSpec, ...]:
+    usable: list[ImageSpec] = []
+    for spec in specs:
+        if spec.target is not None and len(spec.target.kinds) > 1:
+            result.warnings.append(
+                f"Could not set manifest target config for image {spec.image} of app "
+                f"{app.qualified_name}, skipping: {MSG_AMBIGUOUS_TARGET}"
+            )
+            continue
+        usable.append(spec)
+    return tuple(usable)
+
+
+def _annotation_images(
+    annotated: Sequence[ann.AnnotatedImage],
+    settings: UpdateSettings,
+    verification: Verification | None,
+) -> list[ImageSpec]:
+    return [
+        ImageSpec(
+            alias=img.alias,
+            image=img.image,
+            settings=settings.merged(img.settings),
+            target=img.target,
+            verification=verification,
+        )
+        for img in annotated
+    ]
+
+
+def _try_ref(
+    cr: ImageUpdater, ref: ApplicationRef, app: Application, result: SelectionResult
+) -> tuple[list[ImageSpec], WriteBack] | None:
+    """Build the images and write-back config of ``app`` under ``ref``; ``None`` to go on."""
+    who = app.qualified_name
+    annotated: list[ann.AnnotatedImage] = []
+    if ref.use_annotations:
+        try:
+            annotated = ann.read_image_list(app)
+        except ann.AnnotationError as exc:
+            result.warnings.append(f"Could not create image list for app {who}, skipping: {exc}")
+            return None
+        write_back = WriteBack.from_layers(ann.read_write_back(app))
+    else:
+        write_back = ref_write_back(cr, ref)
+    try:
+        write_back.check(app.namespace)
+        app.write_source(write_back.write_back_target)
+    except (WriteBackError, ApplicationError) as exc:
+        result.warnings.append(f"Could not create write-back config for app {who}, skipping: {exc}")
+        return None
+    if ref.use_annotations:
+        try:
+            settings = ann.read_update_settings(app) or UpdateSettings()
+        except ann.AnnotationError as exc:
+            result.warnings.append(
+                f"Could not create common update settings for app {who}, skipping: {exc}"
+            )
+            return None
+        verification = ref_verification(cr, ref, include_spec=False)
+        return _annotation_images(annotated, settings, verification), write_back
+    settings = ref_settings(cr, ref)
+    verification = ref_verification(cr, ref)
+    return [img.to_spec(settings, verification) for img in ref.images or ()], write_back
+
+
+def _check_patterns(cr: ImageUpdater) -> str | None:
+    for ref in cr.spec.application_refs:
+        try:
+            check_pattern(ref.name_pattern)
+        except PatternError as exc:
+            return f"invalid application name pattern '{ref.name_pattern}': {exc}"
+    return None
+
+
+def _not_supported(app: Application, source_type: SourceType) -> str:
+    return (
+        f"skipping app '{app.qualified_name}' of type '{source_type}' because it's not of "
+        "supported source type"
+    )
+
+
+def select_applications(cr: ImageUpdater, apps: Sequence[Application]) -> SelectionResult:
+    """The apps ``cr`` manages among ``apps`` (the Applications of its namespace)."""
+    result = SelectionResult()
+    error = _check_patterns(cr)
+    if error is not None:
+        result.error = error
+        return result
+    refs = sort_refs(cr.spec.application_refs)
+    for app in apps:
+        for ref in refs:
+            if not go_path_match(ref.name_pattern, app.name):
+                continue
+            if not _selector_matches(ref, app, result.warnings):
+                continue
+            built = _try_ref(cr, ref, app, result)
+            if built is None:
+                continue
+            specs, write_back = built
+            source_type = app.source_type(write_back.write_back_target)
+            if not source_type.is_supported:
+                reason = _not_supported(app, source_type)
+                result.warnings.append(reason)
+                result.skipped.append((app.qualified_name, reason))
+                break
+            images = _images(specs, app, result)
+            if not images:
+                result.skipped.append((app.qualified_name, "no usable images configured"))
+                break
+            result.configs.append(
+                AppUpdateConfig(
+                    app=app,
+                    images=images,
+                    write_back=write_back,
+                    origin=cr.origin,
+                    name_pattern=ref.name_pattern,
+                )
+            )
+            break
+    return result
+
+
+def _legacy_label_matches(app: Application, label: str) -> bool:
+    key, sep, value = label.partition("=")
+    if not sep or "=" in value:
+        raise SelectorError(f"labels should have key=value, but instead got: {label}")
+    return app.labels.get(key) == value
+
+
+def select_applications_v0(
+    apps: Sequence[Application], name_patterns: Sequence[str] = (), label: str = ""
+) -> SelectionResult:
+    """The annotation-only selection of the v0.x releases.
+
+    Apps need the ``image-list`` annotation and a Helm or Kustomize source (a
+    ``write-back-target: kustomization…`` annotation forces Kustomize). ``name_patterns`` (any
+    match; invalid patterns are warned about and ignored) and ``label`` (``key=value``) filter.
+    """
+    result = SelectionResult()
+    for pattern in name_patterns:
+        try:
+            check_pattern(pattern)
+        except PatternError as exc:
+            result.warnings.append(f"Invalid application name pattern '{pattern}': {exc}")
+    valid = [p for p in name_patterns if _valid(p)]
+    for app in apps:
+        if not ann.is_annotated(app):
+            continue
+        target = app.annotations.get(ann.WRITE_BACK_TARGET_KEY, "")
+        forced = target if target.startswith("kustomization") else None
+        source_type = app.source_type(forced)
+        if source_type not in (SourceType.HELM, SourceType.KUSTOMIZE):
+            reason = _not_supported(app, source_type)
+            result.warnings.append(reason)
+            result.skipped.append((app.qualified_name, reason))
+            continue
+        if name_patterns and not any(go_path_match(p, app.name) for p in valid):
+            continue
+        if label:
+            try:
+                if not _legacy_label_matches(app, label):
+                    continue
+            except SelectorError as exc:
+                result.warnings.append(f"Unable match app labels against {label}: {exc}")
+                continue
+        try:
+            config, warnings = ann.config_from_annotations_v0(app)
+        except ann.AnnotationError as exc:
+            result.warnings.append(str(exc))
+            result.skipped.append((app.qualified_name, str(exc)))
+            continue
+        result.warnings.extend(warnings)
+        result.configs.append(config)
+    return result
+
+
+def _valid(pattern: str) -> bool:
+    try:
+        check_pattern(pattern)
+    except PatternError:
+        return False
+    return True

@@ -1,0 +1,365 @@
+"""The resolved, per-application update configuration the planner consumes.
+
+Values here are plain and already merged over their scopes (spec → applicationRef → image):
+
+* :class:`UpdateSettings` — field by field, a set (non-``None``) field of a later scope wins;
+  an explicit empty list (``ignoreTags: []``) therefore clears the inherited value.
+* :class:`Verification` — ``enabled`` and the cosign key, field by field; no block at any scope
+  means no policy (``None``).
+* :class:`WriteBack` — spec → ref only: ``method`` inherits when unset, ``gitConfig``
+  repository/branch/writeBackTarget field by field, ``pullRequest`` replaced as a whole.
+* :class:`ManifestTarget` — image level only, never merged.
+
+Strategy names, ``allowTags`` match functions and platforms stay raw strings here; the policy
+stage validates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from argocd_image_updater.model.application import Application
+
+DEFAULT_STRATEGY: Final = "semver"
+DEFAULT_METHOD: Final = "argocd"
+DEFAULT_GIT_CREDENTIALS: Final = "repocreds"
+
+PullRequestProvider = Literal["github", "gitlab"]
+
+
+class WriteBackError(ValueError):
+    """A write-back configuration that cannot be used for an application."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateSettings:
+    """``CommonUpdateSettings`` of one scope, or merged; ``None`` means "inherit"."""
+
+    strategy: str | None = None
+    force_update: bool | None = None
+    allow_tags: str | None = None
+    ignore_tags: tuple[str, ...] | None = None
+    pull_secret: str | None = None
+    platforms: tuple[str, ...] | None = None
+
+    def merged(self, over: UpdateSettings | None) -> UpdateSettings:
+        """``self`` with every field that ``over`` sets replaced by ``over``'s value."""
+        if over is None:
+            return self
+        return UpdateSettings(
+            strategy=over.strategy if over.strategy is not None else self.strategy,
+            force_update=over.force_update if over.force_update is not None else self.force_update,
+            allow_tags=over.allow_tags if over.allow_tags is not None else self.allow_tags,
+            ignore_tags=over.ignore_tags if over.ignore_tags is not None else self.ignore_tags,
+            pull_secret=over.pull_secret if over.pull_secret is not None else self.pull_secret,
+            platforms=over.platforms if over.platforms is not None else self.platforms,
+        )
+
+    @classmethod
+    def merge(cls, *scopes: UpdateSettings | None) -> UpdateSettings:
+        """Merge scopes in order (the last one that sets a field wins)."""
+        result = cls()
+        for scope in scopes:
+            result = result.merged(scope)
+        return result
+
+    @property
+    def is_empty(self) -> bool:
+        return self == UpdateSettings()
+
+    @property
+    def effective_strategy(self) -> str:
+        """The strategy name as configured, ``semver`` when unset or blank."""
+        return self.strategy if self.strategy else DEFAULT_STRATEGY
+
+    @property
+    def effective_force_update(self) -> bool:
+        return bool(self.force_update)
+
+    @property
+    def effective_allow_tags(self) -> str:
+        """The match function text; ``""`` allows every tag."""
+        return self.allow_tags or ""
+
+    @property
+    def effective_ignore_tags(self) -> tuple[str, ...]:
+        return self.ignore_tags or ()
+
+    @property
+    def effective_pull_secret(self) -> str:
+        """The credential reference; ``""`` means anonymous / registry defaults."""
+        return self.pull_secret or ""
+
+    @property
+    def effective_platforms(self) -> tuple[str, ...]:
+        """Platform constraints; ``()`` means the updater's own runtime platform."""
+        return self.platforms or ()
+
+
+@dataclass(frozen=True, slots=True)
+class HelmTarget:
+    """Helm parameter / value paths; ``None`` fields fall back to ``image.name``/``image.tag``."""
+
+    name: str | None = None
+    tag: str | None = None
+    spec: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KustomizeTarget:
+    """The image name as it appears in the kustomization (the image to override)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class PluginTarget:
+    """Plugin environment variable names; ``spec`` wins over ``name``/``tag``."""
+
+    name: str | None = None
+    tag: str | None = None
+    spec: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestTarget:
+    helm: HelmTarget | None = None
+    kustomize: KustomizeTarget | None = None
+    plugin: PluginTarget | None = None
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The members that are set, e.g. ``("helm",)``."""
+        names = ("helm", "kustomize", "plugin")
+        values = (self.helm, self.kustomize, self.plugin)
+        return tuple(n for n, v in zip(names, values, strict=True) if v is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequestSettings:
+    provider: PullRequestProvider
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GitSettings:
+    """``gitConfig`` of one scope or merged; ``None`` fields are unset."""
+
+    repository: str | None = None
+    branch: str | None = None
+    write_back_target: str | None = None
+    pull_request: PullRequestSettings | None = None
+
+    def merged(self, over: GitSettings | None) -> GitSettings:
+        if over is None:
+            return self
+        return GitSettings(
+            repository=over.repository if over.repository is not None else self.repository,
+            branch=over.branch if over.branch is not None else self.branch,
+            write_back_target=(
+                over.write_back_target
+                if over.write_back_target is not None
+                else self.write_back_target
+            ),
+            pull_request=over.pull_request if over.pull_request is not None else self.pull_request,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBackLayer:
+    """``writeBackConfig`` of one scope before merging; ``None`` means "inherit"."""
+
+    method: str | None = None
+    git: GitSettings | None = None
+
+
+def split_branch(branch: str) -> tuple[str, str]:
+    """``base``, ``base:template`` or ``:template`` → ``(base, write_branch_template)``.
+
+    Raises :class:`WriteBackError` for more than one ``:``.
+    """
+    parts = branch.strip().split(":")
+    if len(parts) > 2:
+        raise WriteBackError(
+            f"invalid format for git-branch: {branch}: use <branch>, "
+            "<base>:<write-branch-template> or :<write-branch-template>"
+        )
+    return parts[0], parts[1] if len(parts) == 2 else ""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBack:
+    """The merged write-back configuration of one application."""
+
+    method: str = DEFAULT_METHOD
+    git: GitSettings = field(default_factory=GitSettings)
+
+    @classmethod
+    def from_layers(cls, *layers: WriteBackLayer | None) -> WriteBack:
+        """Merge scopes in order (spec, then ref)."""
+        method: str | None = None
+        git = GitSettings()
+        for layer in layers:
+            if layer is None:
+                continue
+            if layer.method is not None:
+                method = layer.method
+            git = git.merged(layer.git)
+        return cls(method=method if method is not None else DEFAULT_METHOD, git=git)
+
+    @property
+    def _method(self) -> str:
+        return self.method.strip()
+
+    @property
+    def is_git(self) -> bool:
+        m = self._method
+        return m == "git" or m.startswith("git:")
+
+    @property
+    def git_credentials_ref(self) -> str:
+        """``repocreds`` (default), ``secret:<name>`` or ``secret:<namespace>/<name>``."""
+        m = self._method
+        if m.startswith("git:"):
+            return m[len("git:") :]
+        return DEFAULT_GIT_CREDENTIALS
+
+    @property
+    def write_back_target(self) -> str | None:
+        """The explicit git write-back target (``None`` for the argocd method)."""
+        return self.git.write_back_target if self.is_git else None
+
+    @property
+    def base_branch(self) -> str:
+        """The branch to check out; ``""`` means the source's targetRevision."""
+        return split_branch(self.git.branch)[0] if self.git.branch else ""
+
+    @property
+    def write_branch(self) -> str:
+        """The write-branch template; ``""`` means push to the checkout branch."""
+        return split_branch(self.git.branch)[1] if self.git.branch else ""
+
+    def check(self, namespace: str | None = None, *, qualified_secret: bool = False) -> None:
+        """Raise :class:`WriteBackError` when this configuration cannot be used.
+
+        ``namespace`` (when given) is the only namespace a ``secret:<ns>/<name>`` credential
+        reference may name; ``qualified_secret`` requires the ``<ns>/<name>`` form. Git
+        settings are only checked for the git method, as they are ignored otherwise.
+        """
+        m = self._method
+        if m == "argocd":
+            return
+        if m != "git" and not m.startswith("git:"):
+            raise WriteBackError(
+                f"invalid update mechanism: {self.method}: use argocd, git or git:<credentials>"
+            )
+        _check_credentials(self.git_credentials_ref, namespace, qualified_secret)
+        if self.git.branch is not None:
+            split_branch(self.git.branch)
+            if self.git.pull_request is not None and ":" in self.git.branch:
+                raise WriteBackError(
+                    f"pullRequest mode does not support colon branch format "
+                    f"'{self.git.branch}': set the branch to the base branch only, the pull "
+                    "request branch is generated"
+                )
+
+
+def _check_credentials(ref: str, namespace: str | None, qualified: bool) -> None:
+    if ref == DEFAULT_GIT_CREDENTIALS:
+        return
+    if ref.startswith("secret:"):
+        name = ref[len("secret:") :]
+        parts = name.split("/")
+        if len(parts) > 2 or not all(parts) or (qualified and len(parts) != 2):
+            form = "secret:<namespace>/<name>" if qualified else "secret:[<namespace>/]<name>"
+            raise WriteBackError(
+                f"invalid git credentials source: '{ref}': use repocreds or {form}"
+            )
+        if len(parts) == 2 and namespace is not None and parts[0] != namespace:
+            raise WriteBackError(
+                f"invalid git credentials source: '{ref}': secret namespace '{parts[0]}' must be "
+                f"the application's namespace '{namespace}'"
+            )
+        return
+    raise WriteBackError(
+        f"invalid git credentials source: unknown credential type in '{ref}': "
+        "use repocreds, secret:<name> or secret:<namespace>/<name>"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """Cosign verification policy of one scope, or merged."""
+
+    enabled: bool = True
+    cosign_secret_name: str | None = None
+    cosign_key: str | None = None
+
+    def merged(self, over: Verification | None) -> Verification:
+        if over is None:
+            return self
+        has_key = over.cosign_secret_name is not None or over.cosign_key is not None
+        return Verification(
+            enabled=over.enabled,
+            cosign_secret_name=over.cosign_secret_name if has_key else self.cosign_secret_name,
+            cosign_key=over.cosign_key if has_key else self.cosign_key,
+        )
+
+    @classmethod
+    def merge(cls, *scopes: Verification | None) -> Verification | None:
+        """Merge in order; ``None`` when no scope has a policy."""
+        result: Verification | None = None
+        for scope in scopes:
+            if scope is None:
+                continue
+            result = scope if result is None else result.merged(scope)
+        return result
+
+    @property
+    def has_method(self) -> bool:
+        return bool(self.cosign_secret_name) and bool(self.cosign_key)
+
+
+@dataclass(frozen=True, slots=True)
+class ImageSpec:
+    """One image to manage in one application, with its merged settings.
+
+    ``image`` is the configured ``[registry/]repo[:constraint][@digest]`` string, verbatim.
+    ``alias`` may be ``""`` (legacy image lists without alias).
+    """
+
+    alias: str
+    image: str
+    settings: UpdateSettings = field(default_factory=UpdateSettings)
+    target: ManifestTarget | None = None
+    verification: Verification | None = None
+
+    @property
+    def key(self) -> str:
+        """The alias, or the image string when there is none."""
+        return self.alias or self.image
+
+
+LEGACY_ORIGIN: Final = "annotations"
+
+
+@dataclass(frozen=True, slots=True)
+class AppUpdateConfig:
+    """Everything the planner needs to update one application.
+
+    ``origin`` is ``imageupdater <namespace>/<name>`` (an ImageUpdater CR, also in
+    ``useAnnotations`` mode) or ``annotations`` (legacy annotation-only mode).
+    """
+
+    app: Application
+    images: tuple[ImageSpec, ...]
+    write_back: WriteBack = field(default_factory=WriteBack)
+    origin: str = LEGACY_ORIGIN
+    name_pattern: str = ""
+    """The ``namePattern`` of the applicationRef that selected the app (CR origin only)."""
+
+    @property
+    def is_legacy(self) -> bool:
+        """Legacy annotation mode: pull secrets in any namespace are allowed."""
+        return self.origin == LEGACY_ORIGIN

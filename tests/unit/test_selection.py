@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from argocd_image_updater.config.imageupdater import (
     ApplicationRef,
@@ -124,6 +127,16 @@ def test_malformed_patterns_raise(pattern: str) -> None:
         go_path_match(pattern, "zzz-does-not-match")
     with pytest.raises(PatternError):
         check_pattern(pattern)
+
+
+def _glob_regex(pattern: str) -> str:
+    return "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in pattern)
+
+
+@given(st.text(alphabet="ab*?/", max_size=8), st.text(alphabet="ab/", max_size=8))
+def test_stars_and_question_marks_never_cross_slashes(pattern: str, name: str) -> None:
+    expected = re.fullmatch(_glob_regex(pattern), name) is not None
+    assert go_path_match(pattern, name) is expected
 
 
 # --- label selectors (AS-5) ---------------------------------------------------------------------

@@ -25,7 +25,7 @@ class PlatformImage:
     platform: Platform
     digest: str = ""
     created: datetime | None = None
-    labels: Mapping[str, str] = field(default=_EMPTY)
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
 
 @dataclass(frozen=True, slots=True)

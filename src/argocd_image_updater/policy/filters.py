@@ -1,0 +1,239 @@
+"""Tag filters: the ``allowTags`` match function and the ``ignoreTags`` glob patterns.
+
+``allowTags`` is ``regexp:<expression>`` or ``any`` (an empty value means any). Anything else,
+including a bare regular expression, matches no tag at all, as in the original; the matcher
+carries the reason so that it can be reported. The expression is searched for anywhere in the
+tag (unanchored). The original uses Go's RE2 syntax; expressions are run with Python's ``re``
+after translating RE2's POSIX classes (``[[:digit:]]``) and ``\\z``. Differences left are rare
+in tag filters: RE2 rejects back-references and look-around (accepted here), and Python rejects
+``\\pN`` classes and flags such as ``(?i)`` that are not at the start (such an expression then
+matches no tag and the matcher's ``error`` says why).
+
+``ignoreTags`` entries are globs with the semantics of Go's ``filepath.Match``: ``*`` and ``?``
+do not match ``/``, ``[...]`` classes take ranges and ``^`` negation, ``\\`` escapes, and a
+malformed pattern matches nothing. Python's ``fnmatch`` differs on each of these points, hence
+the small translator below.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final, Literal
+
+MatchKind = Literal["any", "none", "regexp"]
+_ALLOW_HINT: Final = "use regexp:<expression> or any"
+
+
+@dataclass(frozen=True, slots=True)
+class TagMatcher:
+    """Which tags ``allowTags`` lets through."""
+
+    kind: MatchKind
+    pattern: str = ""
+    error: str | None = None
+    """Why the matcher is ``none`` (the configured value was not understood)."""
+
+    def matches(self, tag: str) -> bool:
+        if self.kind == "any":
+            return True
+        if self.kind == "none":
+            return False
+        compiled = _compile_regexp(self.pattern)
+        return compiled is not None and compiled.search(tag) is not None
+
+    def __str__(self) -> str:
+        return f"regexp:{self.pattern}" if self.kind == "regexp" else self.kind
+
+
+MATCH_ANY: Final = TagMatcher("any")
+
+
+def parse_allow_tags(text: str | None) -> TagMatcher:
+    """Read an ``allowTags`` value; unusable values give a ``none`` matcher with an error."""
+    if text is None or not text.strip() or text.strip().lower() == "any":
+        return MATCH_ANY
+    function, sep, expression = text.partition(":")
+    if not sep:
+        return TagMatcher("none", error=f"invalid match option syntax '{text}': {_ALLOW_HINT}")
+    if function.strip().lower() != "regexp":
+        return TagMatcher(
+            "none", error=f"unknown match function '{function}' in '{text}': {_ALLOW_HINT}"
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            re.compile(_translate_re2(expression))
+    except (re.error, ValueError) as err:
+        return TagMatcher(
+            "none",
+            error=f"could not compile regexp '{expression}' in '{text}': {err}; fix the expression",
+        )
+    return TagMatcher("regexp", expression)
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_regexp(expression: str) -> re.Pattern[str] | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return re.compile(_translate_re2(expression))
+    except (re.error, ValueError):
+        return None
+
+
+_POSIX_CLASSES: Final = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "ascii": "\\x00-\\x7f",
+    "blank": "\\t ",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": "\\t\\n\\v\\f\\r ",
+    "upper": "A-Z",
+    "word": "0-9A-Za-z_",
+    "xdigit": "0-9A-Fa-f",
+}
+
+
+def _translate_re2(expression: str) -> str:
+    """RE2 syntax Python spells differently: POSIX classes inside ``[...]`` and ``\\z``."""
+    out: list[str] = []
+    i, n = 0, len(expression)
+    in_class = False
+    while i < n:
+        c = expression[i]
+        if c == "\\" and i + 1 < n:
+            pair = expression[i : i + 2]
+            out.append("\\Z" if pair == "\\z" and not in_class else pair)
+            i += 2
+            continue
+        if not in_class:
+            out.append(c)
+            i += 1
+            if c == "[":
+                in_class = True
+                if i < n and expression[i] == "^":
+                    out.append("^")
+                    i += 1
+                if i < n and expression[i] == "]":  # a leading ']' is a literal
+                    out.append("\\]")
+                    i += 1
+            continue
+        if c == "[" and expression.startswith(":", i + 1):
+            end = expression.find(":]", i + 2)
+            if end != -1:
+                name = expression[i + 2 : end]
+                if name not in _POSIX_CLASSES:
+                    raise ValueError(f"unsupported character class [:{name}:]")
+                out.append(_POSIX_CLASSES[name])
+                i = end + 2
+                continue
+        if c == "]":
+            in_class = False
+            out.append(c)
+        elif c in "[&~|":  # literal in a class; escaped so Python reads no set operation
+            out.append("\\" + c)
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def glob_match(pattern: str, name: str) -> bool:
+    """Whether ``name`` matches the glob ``pattern`` (Go ``filepath.Match``; bad pattern: no)."""
+    compiled = _compile_glob(pattern)
+    return compiled is not None and compiled.fullmatch(name) is not None
+
+
+def is_ignored(tag: str, patterns: Iterable[str]) -> str | None:
+    """The first ignore pattern that matches ``tag``, or ``None``."""
+    for pattern in patterns:
+        if glob_match(pattern, tag):
+            return pattern
+    return None
+
+
+class _BadPattern(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_glob(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(_glob_to_regex(pattern), re.DOTALL)
+    except _BadPattern:
+        return None
+
+
+def _glob_to_regex(pattern: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            regex, i = _glob_class(pattern, i + 1)
+            out.append(regex)
+        elif c == "\\":
+            if i + 1 >= n:
+                raise _BadPattern
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def _glob_class(pattern: str, i: int) -> tuple[str, int]:
+    """Translate ``[...]`` starting after the ``[``; return the regex and the index after ``]``.
+
+    Go's rules: a class is non-empty; ``-`` and ``]`` must be escaped unless ``]`` closes a
+    non-empty class; a range whose low end is above its high end matches nothing.
+    """
+    negated = i < len(pattern) and pattern[i] == "^"
+    if negated:
+        i += 1
+    ranges: list[tuple[str, str]] = []
+    while True:
+        if i < len(pattern) and pattern[i] == "]" and ranges:
+            i += 1
+            break
+        low, i = _glob_class_char(pattern, i)
+        high = low
+        if pattern[i] == "-":
+            high, i = _glob_class_char(pattern, i + 1)
+        ranges.append((low, high))
+    parts = [
+        re.escape(lo) if lo == hi else f"{re.escape(lo)}-{re.escape(hi)}"
+        for lo, hi in ranges
+        if lo <= hi
+    ]
+    if not parts:
+        return ("(?s:.)" if negated else "(?!)"), i
+    return f"[{'^' if negated else ''}{''.join(parts)}]", i
+
+
+def _glob_class_char(pattern: str, i: int) -> tuple[str, int]:
+    if i >= len(pattern) or pattern[i] in "-]":
+        raise _BadPattern
+    if pattern[i] == "\\":
+        i += 1
+        if i >= len(pattern):
+            raise _BadPattern
+    if i + 1 >= len(pattern):  # the class is never closed
+        raise _BadPattern
+    return pattern[i], i + 1

@@ -1,0 +1,356 @@
+"""Semantic versions and version constraints with the semantics of Masterminds/semver v3.4.
+
+The original chooses tags with the Go library Masterminds/semver. No Python package implements
+its constraint language (``~``, ``^``, ``x`` wildcards, hyphen ranges, ``||``, comma or space
+AND, bare ``1.20`` meaning ``1.20.x``) together with its lenient version parsing and its
+pre-release rule, so both are written here by hand from the library's documented behaviour:
+
+* Versions are lenient: an optional ``v``, one to three numeric parts (leading zeros are
+  accepted and dropped, values must fit 64 bits), an optional pre-release and build metadata
+  (``1``, ``v1.2``, ``20240101``, ``1.2.3-rc.1+build.5``). Numeric pre-release identifiers must
+  not have leading zeros. ``latest``, ``1.2.3.4`` or ``V1.2`` are not versions.
+* Precedence is semver 2.0: build metadata is ignored, a pre-release sorts before its release,
+  pre-release identifiers compare numerically when numeric and numeric before alphanumeric.
+* A pre-release version satisfies a constraint only when the AND group it is checked against
+  contains a comparator with a pre-release (``>=1.3.0-0``, ``2.x-0``); ``*`` excludes them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+_UINT64_MAX: Final = 2**64 - 1
+_IDENT = r"[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*"
+_VERSION_RE: Final = re.compile(
+    rf"v?([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?(?:-({_IDENT}))?(?:\+({_IDENT}))?"
+)
+
+# One pre-release identifier as a sort key: numeric ones before alphanumeric ones.
+_IdentKey = tuple[int, int, str]
+# (major, minor, patch, 1 for a release / 0 for a pre-release, pre-release identifiers)
+PrecedenceKey = tuple[int, int, int, int, tuple[_IdentKey, ...]]
+
+
+def _uint64(digits: str) -> int | None:
+    """The value of an ASCII digit string when it fits 64 bits (checked before converting)."""
+    if len(digits) < 20:  # fast path: below 10**19 < 2**64
+        return int(digits)
+    significant = digits.lstrip("0")
+    if len(significant) > 20:
+        return None
+    value = int(digits)
+    return value if value <= _UINT64_MAX else None
+
+
+def _ident_key(ident: str) -> _IdentKey:
+    if ident.isdigit() and ident.isascii():
+        value = _uint64(ident)
+        if value is not None:  # larger numbers compare as text, as in the Go library
+            return (0, value, "")
+    return (1, 0, ident)
+
+
+def _precedence(major: int, minor: int, patch: int, prerelease: str) -> PrecedenceKey:
+    if not prerelease:
+        return (major, minor, patch, 1, ())
+    return (major, minor, patch, 0, tuple(_ident_key(p) for p in prerelease.split(".")))
+
+
+@dataclass(frozen=True, slots=True, order=False)
+class Version:
+    """A parsed version. ``<`` orders by precedence, then by the original text (a total order);
+    use :func:`compare` for plain precedence (``1.0`` and ``v1.0.0`` are equal there)."""
+
+    major: int
+    minor: int
+    patch: int
+    prerelease: str = ""
+    metadata: str = ""
+    original: str = ""
+    precedence: PrecedenceKey = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        key = _precedence(self.major, self.minor, self.patch, self.prerelease)
+        object.__setattr__(self, "precedence", key)
+
+    @classmethod
+    def parse(cls, text: str) -> Version | None:
+        """The version ``text`` denotes, or ``None`` when it is not a (lenient) semver."""
+        match = _VERSION_RE.fullmatch(text)
+        if match is None:
+            return None
+        numbers = [_uint64(part) if part else 0 for part in match.group(1, 2, 3)]
+        if None in numbers:
+            return None
+        prerelease = match.group(4) or ""
+        for ident in prerelease.split(".") if prerelease else ():
+            if len(ident) > 1 and ident[0] == "0" and ident.isdigit():
+                return None
+        major, minor, patch = (n or 0 for n in numbers)
+        return cls(major, minor, patch, prerelease, match.group(5) or "", text)
+
+    @property
+    def sort_key(self) -> tuple[PrecedenceKey, str]:
+        """Precedence, ties broken by the original text (``1.0`` < ``v1.0``)."""
+        return (self.precedence, self.original)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self.sort_key < other.sort_key
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self.sort_key <= other.sort_key
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self.sort_key > other.sort_key
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self.sort_key >= other.sort_key
+
+    def __str__(self) -> str:
+        text = f"{self.major}.{self.minor}.{self.patch}"
+        if self.prerelease:
+            text += "-" + self.prerelease
+        if self.metadata:
+            text += "+" + self.metadata
+        return text
+
+
+def compare(a: Version, b: Version) -> int:
+    """-1, 0 or 1 by semver precedence (build metadata and a ``v`` prefix do not count)."""
+    return (a.precedence > b.precedence) - (a.precedence < b.precedence)
+
+
+class ConstraintError(ValueError):
+    """A version constraint that cannot be parsed; the message names it."""
+
+
+# The constraint grammar. Whitespace is Go's \s; the part pattern deliberately admits '|', 'x',
+# 'X' and '*' anywhere (as the Go library does) and rejects odd parts when building the version.
+_WS = r"[ \t\n\f\r]"
+_OPS = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^"  # order matters: alternatives are tried left to right
+_PART = r"[0-9|xX*]+"
+_CV = rf"v?({_PART})(\.{_PART})?(\.{_PART})?(-{_IDENT})?(\+{_IDENT})?"
+_CV_PLAIN = rf"v?{_PART}(?:\.{_PART})?(?:\.{_PART})?(?:-{_IDENT})?(?:\+{_IDENT})?"
+_ITEM_RE: Final = re.compile(rf"(?:{_OPS}){_WS}*{_CV_PLAIN}")
+_COMPARATOR_RE: Final = re.compile(rf"({_OPS}){_WS}*({_CV})")
+_RANGE_RE: Final = re.compile(rf"{_WS}*({_CV_PLAIN}){_WS}+-{_WS}+({_CV_PLAIN}){_WS}*")
+_SPACE_RE: Final = re.compile(rf"{_WS}*")
+_WILDCARDS: Final = frozenset({"x", "X", "*"})
+_OP_ALIASES: Final = {"": "=", "=>": ">=", "=<": "<=", "~>": "~"}
+_EXAMPLES: Final = "use e.g. '1.2.x', '~1.2', '^1.0', '>=1.0 <2.0', '1.0 - 1.4' or '*'"
+
+
+@dataclass(frozen=True, slots=True)
+class _Comparator:
+    """One ``<op><version>``; ``x``/``*`` or missing parts make it dirty (a range)."""
+
+    op: str
+    version: Version
+    dirty: bool
+    minor_dirty: bool
+    patch_dirty: bool
+
+    def admits(self, v: Version, include_prerelease: bool) -> bool:
+        if v.prerelease and not include_prerelease:
+            return False
+        con, op = self.version, self.op
+        if op == "=":
+            return self._tilde(v) if self.dirty else compare(v, con) == 0
+        if op == "!=":
+            return self._not_equal(v)
+        if op == ">":
+            return self._greater(v)
+        if op == "<":
+            return compare(v, con) < 0
+        if op == ">=":
+            return compare(v, con) >= 0
+        if op == "<=":
+            return self._less_equal(v)
+        if op == "~":
+            return self._tilde(v)
+        return self._caret(v)
+
+    def _not_equal(self, v: Version) -> bool:
+        con = self.version
+        if self.dirty:
+            if v.major != con.major:
+                return True
+            if self.minor_dirty:
+                return False
+            if v.minor != con.minor:
+                return True
+            if self.patch_dirty:
+                return v.prerelease != con.prerelease
+            if v.patch != con.patch:
+                return True
+        return compare(v, con) != 0
+
+    def _greater(self, v: Version) -> bool:
+        con = self.version
+        if not self.dirty:
+            return compare(v, con) > 0
+        if v.major != con.major:
+            return v.major > con.major
+        if self.minor_dirty:  # >11 needs 12 or higher
+            return False
+        if self.patch_dirty:  # >11.1 needs 11.2 or higher
+            return v.minor > con.minor
+        return compare(v, con) > 0
+
+    def _less_equal(self, v: Version) -> bool:
+        con = self.version
+        if not self.dirty:
+            return compare(v, con) <= 0
+        if v.major > con.major:
+            return False
+        return not (v.major == con.major and v.minor > con.minor and not self.minor_dirty)
+
+    def _tilde(self, v: Version) -> bool:
+        con = self.version
+        if compare(v, con) < 0:
+            return False
+        if (con.major, con.minor, con.patch) == (0, 0, 0) and not (
+            self.minor_dirty or self.patch_dirty
+        ):
+            return True  # ~0.0.0 and * admit everything
+        if v.major != con.major:
+            return False
+        return self.minor_dirty or v.minor == con.minor
+
+    def _caret(self, v: Version) -> bool:
+        con = self.version
+        if compare(v, con) < 0:
+            return False
+        if con.major > 0 or self.minor_dirty:
+            return v.major == con.major
+        if v.major > 0:
+            return False
+        if con.minor > 0 or self.patch_dirty:
+            return v.minor == con.minor
+        if v.minor > 0:
+            return False
+        return v.patch == con.patch
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """A parsed constraint: OR of AND groups of comparators."""
+
+    text: str
+    groups: tuple[tuple[_Comparator, ...], ...]
+    group_has_prerelease: tuple[bool, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Constraint:
+        """Parse ``text`` (``""`` means ``*``); raise :class:`ConstraintError` naming it."""
+        return _parse_constraint(text)
+
+    @property
+    def has_prerelease(self) -> bool:
+        """True when some AND group admits pre-release versions."""
+        return any(self.group_has_prerelease)
+
+    def check(self, v: Version, include_prerelease: bool = False) -> bool:
+        """Whether ``v`` satisfies the constraint (``include_prerelease`` admits pre-releases
+        in every group, not only in groups that mention one)."""
+        for group, has_pre in zip(self.groups, self.group_has_prerelease, strict=True):
+            include = include_prerelease or has_pre
+            for comparator in group:
+                if not comparator.admits(v, include):
+                    break
+            else:
+                return True
+        return False
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_constraint(text: str) -> Constraint:
+    source = text if text.strip() else "*"
+    rewritten = _RANGE_RE.sub(lambda m: f">= {m.group(1)}, <= {m.group(2)} ", source)
+    groups: list[tuple[_Comparator, ...]] = []
+    has_pre: list[bool] = []
+    for part in rewritten.split("||"):
+        comparators = tuple(_parse_comparator(text, item) for item in _split_and(text, part))
+        groups.append(comparators)
+        has_pre.append(any(c.version.prerelease for c in comparators))
+    return Constraint(text, tuple(groups), tuple(has_pre))
+
+
+def _split_and(text: str, part: str) -> list[str]:
+    """The comparators of one AND group, separated by whitespace or a comma.
+
+    Scanning item by item accepts the same strings as the Go library's validation pattern but
+    takes linear time on any input.
+    """
+    if not part.strip():
+        raise ConstraintError(
+            f"invalid version constraint '{text}': an alternative next to '||' is empty; "
+            f"{_EXAMPLES}"
+        )
+    items: list[str] = []
+    pos = _skip_space(part, 0)
+    while True:
+        match = _ITEM_RE.match(part, pos)
+        if match is not None:
+            items.append(match.group(0))
+            end = match.end()
+            pos = _skip_space(part, end)
+            if pos == len(part):
+                return items
+            if part[pos] == ",":
+                pos = _skip_space(part, pos + 1)
+                continue
+            if pos > end:
+                continue
+        hint = ""
+        if match is not None and part[pos] in "=!<>~^":
+            hint = " (separate comparators with a space or a comma)"
+        raise ConstraintError(
+            f"invalid version constraint '{text}': improper constraint '{part.strip()}'"
+            f"{hint}; {_EXAMPLES}"
+        )
+
+
+def _skip_space(text: str, pos: int) -> int:
+    match = _SPACE_RE.match(text, pos)
+    return match.end() if match else pos
+
+
+def _parse_comparator(text: str, item: str) -> _Comparator:
+    match = _COMPARATOR_RE.fullmatch(item)
+    if match is None:  # cannot happen: items were matched by the same grammar
+        raise ConstraintError(f"invalid version constraint '{text}': '{item}'; {_EXAMPLES}")
+    op, whole, major, minor, patch, pre = match.group(1, 2, 3, 4, 5, 6)
+    pre = pre or ""
+    minor_part, patch_part = (minor or "")[1:], (patch or "")[1:]
+    dirty = minor_dirty = patch_dirty = False
+    version_text = whole
+    if major in _WILDCARDS:
+        dirty, version_text = True, "0.0.0" + pre
+    elif not minor_part or minor_part in _WILDCARDS:
+        dirty = minor_dirty = True
+        version_text = f"{major}.0.0{pre}"
+    elif not patch_part or patch_part in _WILDCARDS:
+        dirty = patch_dirty = True
+        version_text = f"{major}.{minor_part}.0{pre}"
+    version = Version.parse(version_text)
+    if version is None:
+        raise ConstraintError(
+            f"invalid version constraint '{text}': '{item.strip()}' does not name a version; "
+            f"{_EXAMPLES}"
+        )
+    return _Comparator(_OP_ALIASES.get(op, op), version, dirty, minor_dirty, patch_dirty)

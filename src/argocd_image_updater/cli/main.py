@@ -2,15 +2,40 @@
 
 from __future__ import annotations
 
+import importlib
 import platform
 import sys
+from typing import Final
 
 import click
 
 from argocd_image_updater import __version__
 
+# Subcommands are imported on first use, so that `test` does not pay for the controller's
+# imports and `version` stays instant (the pattern click documents for lazy subcommands).
+LAZY_COMMANDS: Final = {
+    "run": "argocd_image_updater.cli.run_cmd:run_command",
+    "test": "argocd_image_updater.cli.test_cmd:test_command",
+    "demo": "argocd_image_updater.cli.demo_cmd:demo_command",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        module, attr = target.split(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
 
 @click.group(
+    cls=LazyGroup,
     help="Automatically update container images with ArgoCD",
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
@@ -32,7 +57,4 @@ def version(short: bool) -> None:
 
 
 def main() -> None:
-    from argocd_image_updater.cli import commands
-
-    commands.register(cli)
     cli(prog_name="argocd-image-updater")

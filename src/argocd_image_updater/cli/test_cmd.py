@@ -1,0 +1,219 @@
+"""``argocd-image-updater test IMAGE``: which tag would be chosen, without any cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+import click
+
+from argocd_image_updater.config.credentials import (
+    CredentialKind,
+    CredentialRefError,
+    EndpointCredentials,
+    parse_credential_ref,
+)
+from argocd_image_updater.config.registries import (
+    RegistriesConfError,
+    RegistryConfig,
+    load_registries_conf,
+)
+from argocd_image_updater.config.secrets import FileSecretReader, SecretReader
+from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.model.platform import Platform
+from argocd_image_updater.policy.filters import parse_allow_tags
+from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
+from argocd_image_updater.policy.select import Policy, PolicyError, Reason, Selection, choose
+from argocd_image_updater.policy.strategy import Strategy, parse_strategy
+from argocd_image_updater.registry.errors import RegistryError
+from argocd_image_updater.registry.scanner import ScanRequest, Scanner
+from argocd_image_updater.report import log as logging_setup
+from argocd_image_updater.report.log import Logger, get_logger
+
+DEFAULT_REGISTRIES_CONF: Final = Path("/app/config/registries.conf")
+EXIT_ERROR: Final = 1
+EXIT_NO_CANDIDATE: Final = 3
+
+
+class TestFailed(Exception):
+    pass
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TestOptions:
+    image: str
+    semver_constraint: str = ""
+    update_strategy: str = "semver"
+    allow_tags: str = ""
+    ignore_tags: tuple[str, ...] = ()
+    platforms: tuple[str, ...] = ()
+    registries_conf_path: str = ""
+    credentials: str = ""
+    rate_limit: float | None = None
+    kubeconfig: str = ""
+    secrets_dir: str = ""
+    explain: bool = False
+
+
+def load_registries(path: str, log: Logger) -> RegistryConfig:
+    """The original's rule: an explicit path must load; otherwise the default path if present."""
+    if path:
+        return load_registries_conf(Path(path), missing_ok=False).config
+    result = load_registries_conf(DEFAULT_REGISTRIES_CONF, missing_ok=True)
+    if not result.missing:
+        log.debug("loaded registry configuration from %s", str(DEFAULT_REGISTRIES_CONF))
+    return result.config
+
+
+async def _secret_reader(opts: TestOptions) -> tuple[SecretReader | None, Any]:
+    """A reader for ``secret:``/``pullsecret:`` references: files, or the Kubernetes API."""
+    if opts.secrets_dir:
+        return FileSecretReader(opts.secrets_dir), None
+    from argocd_image_updater.kube.client import KubeClient
+    from argocd_image_updater.kube.secrets import KubeSecretReader
+
+    kube = await KubeClient.connect(opts.kubeconfig)
+    return KubeSecretReader(kube), kube
+
+
+def build_policy(opts: TestOptions, image: ImageRef, log: Logger) -> Policy:
+    strategy, warning = parse_strategy(opts.update_strategy)
+    if warning:
+        log.warning(warning)
+    allow = parse_allow_tags(opts.allow_tags)
+    if allow.error:
+        log.warning(allow.error)
+    platforms: list[Platform | str] = list(opts.platforms) or [runtime_platform()]
+    policy = Policy(
+        strategy=strategy,
+        constraint=opts.semver_constraint,
+        allow=allow,
+        ignore=opts.ignore_tags,
+        platforms=PlatformFilter(platforms),
+    )
+    policy.validate(image.original or str(image))
+    return policy
+
+
+async def run_test(opts: TestOptions, log: Logger) -> Selection:
+    try:
+        image = ImageRef.parse(opts.image)
+    except ImageRefError as err:
+        raise TestFailed(str(err)) from None
+    log = log.bind(image_name=image.name, image_registry=image.registry or "docker.io")
+    try:
+        registries = load_registries(opts.registries_conf_path, log)
+    except (RegistriesConfError, OSError) as err:
+        raise TestFailed(f"could not load registries configuration: {err}") from None
+    try:
+        policy = build_policy(opts, image, log)
+    except PolicyError as err:
+        raise TestFailed(str(err)) from None
+
+    endpoint = registries.endpoint_for(image.registry, image.name)
+    if opts.credentials:
+        endpoint = dataclasses.replace(endpoint, credentials=opts.credentials)
+    if opts.rate_limit is not None:
+        endpoint = dataclasses.replace(endpoint, limit=opts.rate_limit)
+
+    secrets: SecretReader | None = None
+    kube: Any = None
+    if endpoint.credentials:
+        try:
+            ref = parse_credential_ref(endpoint.credentials)
+        except CredentialRefError as err:
+            raise TestFailed(f"invalid credentials reference: {err}") from None
+        if ref.kind in (CredentialKind.SECRET, CredentialKind.PULLSECRET):
+            secrets, kube = await _secret_reader(opts)
+    try:
+        log.info("retrieving information about image", image_tag=image.tag or "")
+        request = ScanRequest(
+            endpoint=endpoint,
+            repository=image.name,
+            metadata=policy.strategy.needs_metadata and not endpoint.tag_sort_mode.is_time_sorted,
+            platforms=tuple(p for p in policy.platforms.platforms),
+            only_tags=frozenset({policy.constraint})
+            if policy.strategy is Strategy.DIGEST
+            else None,
+            credentials=EndpointCredentials(endpoint, secrets=secrets)
+            if endpoint.credentials
+            else None,
+        )
+        log.info("Fetching available tags and metadata from registry")
+        async with Scanner() as scanner:
+            result = await scanner.scan(request)
+    except RegistryError as err:
+        raise TestFailed(str(err)) from None
+    finally:
+        if kube is not None:
+            await kube.close()
+    log.info("Found %d tags in registry", len(result.tags))
+    return choose(policy, result.tags, result.order_hint)
+
+
+def print_explain(selection: Selection) -> None:
+    rows = [(v.tag, str(v.reason), v.detail) for v in selection.verdicts]
+    width = max([len("TAG"), *(len(r[0]) for r in rows)])
+    rwidth = max([len("VERDICT"), *(len(r[1]) for r in rows)])
+    click.echo(f"{'TAG':<{width}}  {'VERDICT':<{rwidth}}  DETAIL")
+    for tag, reason, detail in rows:
+        click.echo(f"{tag:<{width}}  {reason:<{rwidth}}  {detail}".rstrip())
+
+
+@click.command("test", help="Test the behaviour of argocd-image-updater for IMAGE")
+@click.argument("image")
+@click.option("--semver-constraint", default="", help="only consider tags matching this constraint")
+@click.option(
+    "--update-strategy", default="semver", help="semver, newest-build, alphabetical or digest"
+)
+@click.option(
+    "--allow-tags", default="", help="only consider tags matching: regexp:<expression> or any"
+)
+@click.option("--ignore-tags", multiple=True, help="ignore tags matching this glob (repeatable)")
+@click.option(
+    "--platforms",
+    multiple=True,
+    help="platforms to consider, os/arch[/variant] (repeatable or comma-separated) "
+    "[default: this machine's platform]",
+)
+@click.option("--registries-conf-path", default="", help="path to registries.conf")
+@click.option("--credentials", default="", help="credentials reference for the registry")
+@click.option("--rate-limit", type=float, default=None, help="requests per second to the registry")
+@click.option("--loglevel", default="debug", help="trace, debug, info, warn or error")
+@click.option("--kubeconfig", default="", help="kubeconfig, only needed for secret: credentials")
+@click.option(
+    "--secrets-dir", default="", help="read secret:/pullsecret: from <dir>/<ns>/<name>/<field>"
+)
+@click.option("--explain", is_flag=True, help="print every tag with its verdict and reason")
+def test_command(image: str, loglevel: str, **kwargs: Any) -> None:
+    try:
+        logging_setup.setup(loglevel, "text")
+    except logging_setup.LogConfigError as err:
+        raise click.BadParameter(str(err), param_hint="--loglevel") from None
+    platforms = tuple(p.strip() for item in kwargs.pop("platforms") for p in item.split(",") if p)
+    opts = TestOptions(
+        image=image, platforms=platforms, ignore_tags=tuple(kwargs.pop("ignore_tags")), **kwargs
+    )
+    log = get_logger("test", command="test")
+    try:
+        selection = asyncio.run(run_test(opts, log))
+    except TestFailed as err:
+        log.error(str(err))
+        sys.exit(EXIT_ERROR)
+    if opts.explain:
+        print_explain(selection)
+    if selection.chosen is None:
+        log.info("no newer version of image found: %s", selection.summary)
+        sys.exit(EXIT_NO_CANDIDATE)
+    chosen = selection.chosen
+    parsed = ImageRef.parse(image)
+    tag = chosen.name
+    digest = chosen.digest if opts.update_strategy.strip().lower() == "digest" else ""
+    result = parsed.with_tag(tag, digest)
+    log.info("latest image according to constraint is %s", result.full_name_with_tag)
+
+
+__all__ = ["Reason", "TestOptions", "run_test", "test_command"]

@@ -29,7 +29,7 @@ from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platfo
 from argocd_image_updater.policy.select import Policy, PolicyError, Reason, Selection, choose
 from argocd_image_updater.policy.strategy import Strategy, parse_strategy
 from argocd_image_updater.registry.errors import RegistryError
-from argocd_image_updater.registry.scanner import ScanRequest, Scanner
+from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import log as logging_setup
 from argocd_image_updater.report.log import Logger, get_logger
 

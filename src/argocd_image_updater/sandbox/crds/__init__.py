@@ -1,0 +1,1 @@
+"""Data files: the upstream CustomResourceDefinitions and the Argo CD REST API description."""

@@ -1,0 +1,270 @@
+"""Phase 2 of planning: given the registry scans, what to change and why not for the rest.
+
+Images are decided in configuration order against a working copy of the Application source, so
+each image sees the edits of the ones before it, as in the original. For each job:
+
+1. the scan failed → error (``registry-error``);
+2. the policy chooses no tag → skipped (``no-candidate``, with the policy's summary);
+3. the ``digest`` strategy picks the live container the image refers to, now that the digest is
+   known;
+4. *needs update* (the original's rule): for ``digest``, the live image has no digest or another
+   one; otherwise the live tag differs from the chosen one (digests decide when either side has
+   one), or a kustomize target renames the image to another registry/repository;
+5. the new value is already in the Application spec → not an update (``already-set``);
+6. otherwise an :class:`~argocd_image_updater.plan.model.ImageChange`. Images that are up to
+   date are re-set to their live tag so that every managed parameter is listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Protocol, TypeAlias
+
+from argocd_image_updater.model.image import ImageRef, match_for_digest_update, tags_equal
+from argocd_image_updater.model.tags import TagInfo
+from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
+from argocd_image_updater.plan.model import (
+    AppPlan,
+    ImageChange,
+    ImageResult,
+    Outcome,
+    ParamEdit,
+    Reason,
+    render_tag,
+)
+from argocd_image_updater.plan.params import (
+    apply_edit,
+    helm_edits,
+    kustomize_edits,
+    plugin_edits,
+    thaw,
+)
+from argocd_image_updater.policy.platforms import PlatformFilter
+from argocd_image_updater.policy.select import PolicyError, choose
+from argocd_image_updater.policy.strategy import Strategy
+
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
+class ScanResultLike(Protocol):
+    """What the planner reads from a registry scan result."""
+
+    @property
+    def tags(self) -> Sequence[TagInfo]: ...
+
+    @property
+    def order_hint(self) -> Mapping[str, int] | None: ...
+
+
+ScanOutcome: TypeAlias = ScanResultLike | Exception
+
+
+def needs_update(
+    live: ImageRef | None,
+    cfg: ImageRef,
+    chosen: TagInfo,
+    strategy: Strategy,
+    *,
+    kustomize_target: bool = False,
+) -> bool:
+    """The original's rule; ``live`` is ``None`` for a forced image (treated as tagless)."""
+    live_tag = live.tag if live is not None else None
+    live_digest = live.digest if live is not None else ""
+    if strategy is Strategy.DIGEST and (not live_digest or live_digest != chosen.digest):
+        return True
+    if not tags_equal(live_tag, live_digest, chosen.name, chosen.digest):
+        return True
+    return kustomize_target and live is not None and not cfg.matches(live)
+
+
+def chosen_labels(tag: TagInfo, platforms: PlatformFilter) -> Mapping[str, str]:
+    """The OCI labels of the chosen tag: those of its newest wanted image that has labels."""
+    images = [i for i in tag.images if i.labels and platforms.wants(i.platform)]
+    if not images:
+        return _NO_LABELS
+    newest = max(images, key=lambda i: i.created.timestamp() if i.created else float("-inf"))
+    return newest.labels
+
+
+def _edits(source: Mapping[str, Any], job: ImageJob, image: ImageRef) -> tuple[ParamEdit, ...]:
+    if job.kind == "kustomize":
+        return kustomize_edits(source, job.kustomize_name, image)
+    if job.kind == "plugin":
+        return plugin_edits(source, job.names, image)
+    return helm_edits(source, job.names, image)
+
+
+def _has_kustomize_target(job: ImageJob) -> bool:
+    return bool(job.target and job.target.kustomize and job.target.kustomize.name)
+
+
+def _job_key(job: ImageJob) -> str:
+    return job.alias or job.image
+
+
+class _Planner:
+    """Accumulates results, changes and edits for one application."""
+
+    def __init__(self, jobs: AppJobs, rejected: Mapping[str, str]) -> None:
+        self.working: dict[str, Any] = thaw(jobs.source.raw) if jobs.source is not None else {}
+        self.rejected = rejected
+        self.results: list[ImageResult] = []
+        self.changes: list[ImageChange] = []
+        self.managed: list[ParamEdit] = []
+
+    def result(
+        self,
+        job: ImageJob,
+        outcome: Outcome,
+        reason: Reason,
+        message: str,
+        *,
+        chosen: str | None = None,
+        detail: str = "",
+    ) -> None:
+        current = job.live.full_name_with_tag if job.live is not None else None
+        self.results.append(
+            ImageResult(job.alias, job.image, current, chosen, outcome, reason, message, detail)
+        )
+
+    def apply(self, edits: tuple[ParamEdit, ...]) -> None:
+        for edit in edits:
+            apply_edit(self.working, edit)
+        self.managed.extend(edits)
+
+    def decide(self, job: ImageJob, scan: ScanOutcome | None) -> None:
+        if scan is None:
+            self.result(
+                job,
+                Outcome.ERROR,
+                Reason.REGISTRY_ERROR,
+                f"Could not get tags from registry: no scan result for {job.repository}",
+            )
+            return
+        if isinstance(scan, Exception):
+            self.result(
+                job,
+                Outcome.ERROR,
+                Reason.REGISTRY_ERROR,
+                f"Could not get tags from registry: {scan}",
+            )
+            return
+        try:
+            selection = choose(job.policy, scan.tags, scan.order_hint)
+        except PolicyError as err:
+            self.result(
+                job,
+                Outcome.ERROR,
+                Reason.POLICY_ERROR,
+                f"Unable to find newest version from available tags: {err}",
+            )
+            return
+        chosen = selection.chosen
+        if chosen is None:
+            self.result(
+                job,
+                Outcome.SKIPPED,
+                Reason.NO_CANDIDATE,
+                "No suitable image tag for upgrade found in list of available tags: "
+                + selection.summary,
+                detail=selection.summary,
+            )
+            return
+
+        strategy = job.policy.strategy
+        live = job.live
+        if strategy is Strategy.DIGEST and chosen.digest:
+            picked = match_for_digest_update(job.cfg, job.live_candidates, chosen.digest)
+            if picked is not None:
+                live = picked
+        new_image = job.cfg.with_tag(chosen.name, chosen.digest)
+        new_text = new_image.full_name_with_tag
+        current = live.full_name_with_tag if live is not None else None
+
+        def result(outcome: Outcome, reason: Reason, message: str) -> None:
+            self.results.append(
+                ImageResult(job.alias, job.image, current, new_text, outcome, reason, message)
+            )
+
+        kustomize_target = _has_kustomize_target(job)
+        if not needs_update(live, job.cfg, chosen, strategy, kustomize_target=kustomize_target):
+            assert live is not None  # a forced image always needs an update
+            reset = job.cfg.with_tag(live.tag or chosen.name, live.digest)
+            self.apply(_edits(self.working, job, reset))
+            result(
+                Outcome.UP_TO_DATE,
+                Reason.UP_TO_DATE,
+                f"Image '{live.full_name_with_tag}' already on latest allowed version",
+            )
+            return
+
+        edits = _edits(self.working, job, new_image)
+        if not any(edit.changed for edit in edits):
+            self.managed.extend(edits)
+            result(
+                Outcome.UP_TO_DATE, Reason.ALREADY_SET, f"New image {new_text} already set in spec"
+            )
+            return
+        verification = job.verification
+        if verification is not None and verification.enabled and not verification.has_method:
+            result(
+                Outcome.ERROR,
+                Reason.VERIFICATION_FAILED,
+                f"Image verification enabled but no verification method configured for {new_text}",
+            )
+            return
+        refusal = self.rejected.get(_job_key(job))
+        if refusal is not None:
+            result(Outcome.ERROR, Reason.VERIFICATION_FAILED, refusal)
+            return
+
+        self.apply(edits)
+        old = current if current is not None else job.cfg.full_name
+        self.changes.append(
+            ImageChange(
+                alias=job.alias,
+                image=job.cfg,
+                old_tag=render_tag(live.tag, live.digest) if live is not None else "",
+                new_tag=render_tag(chosen.name, chosen.digest),
+                new_digest=chosen.digest,
+                labels=chosen_labels(chosen, job.policy.platforms),
+                edits=tuple(edit for edit in edits if edit.changed),
+                old_digest=live.digest if live is not None else "",
+            )
+        )
+        result(
+            Outcome.UPDATED, Reason.UPDATED, f"Successfully updated image '{old}' to '{new_text}'"
+        )
+
+
+def plan_app(
+    jobs: AppJobs,
+    results: Mapping[ScanKey, ScanOutcome],
+    *,
+    rejected: Mapping[str, str] | None = None,
+) -> AppPlan:
+    """Phase 2 for one application (pure): the plan from the scans its jobs asked for.
+
+    ``results`` maps scan keys to scan results or the exception the scan raised. ``rejected``
+    maps image keys (alias, or the image when there is no alias) to the reason an update of that
+    image was refused, e.g. a failed signature check; such images become errors and their edits
+    are not made.
+    """
+    planner = _Planner(jobs, rejected or {})
+    for item in jobs.items:
+        if isinstance(item, ImageResult):
+            planner.results.append(item)
+        else:
+            planner.decide(item, results.get(item.scan_key))
+    app = jobs.config.app
+    return AppPlan.build(
+        app_name=app.name,
+        app_namespace=app.namespace,
+        source_path=jobs.source_path,
+        source_type=jobs.source_type.value,
+        results=planner.results,
+        changes=planner.changes,
+        managed=planner.managed,
+        note=jobs.note,
+    )

@@ -1,0 +1,352 @@
+"""Phase 1 of planning, before any registry request: which images of an app to scan, and how.
+
+For each configured image, in order, :func:`plan_scans` yields either an :class:`ImageJob` (the
+image is live, its configuration is usable, it names a registry scan) or an immediate
+:class:`~argocd_image_updater.plan.model.ImageResult` (not live, or unusable configuration).
+
+Live images come from ``status.summary.images`` and are matched on registry and repository,
+ignoring the tag: first the kustomize target name, when there is one (so registries can be
+swapped), then the configured image. With ``forceUpdate`` an image that is not live is planned
+as if it ran without a tag, which always leads to an update. Every live image of the
+repository is kept on the job so that the ``digest`` strategy can pick the right container once
+the registry's digest is known.
+
+Equal :class:`ScanKey` values, across all applications of a cycle, mean one registry scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from argocd_image_updater.config.update_config import (
+    AppUpdateConfig,
+    ImageSpec,
+    ManifestTarget,
+    Verification,
+    WriteBack,
+)
+from argocd_image_updater.model.application import AppSource, SourceType
+from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.model.registry import RegistryEndpoint
+from argocd_image_updater.plan.model import EditKind, ImageResult, Outcome, Reason, SourcePath
+from argocd_image_updater.plan.params import ParamNames
+from argocd_image_updater.policy.filters import parse_allow_tags
+from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
+from argocd_image_updater.policy.select import Policy, PolicyError, needs_metadata
+from argocd_image_updater.policy.strategy import Strategy, parse_strategy
+
+EndpointFor = Callable[[str, str], RegistryEndpoint]
+_SECRET_PREFIXES: Final = ("pullsecret:", "secret:")
+
+
+@dataclass(frozen=True, slots=True)
+class ScanKey:
+    """One registry scan: equal keys across all apps of a cycle are scanned once.
+
+    ``repository`` already carries the endpoint's default namespace. ``credentials`` is the
+    image's credential reference, ``""`` for the endpoint's own. ``platforms`` (sorted) only
+    matter, and are only set, when ``metadata`` is fetched; ``only_tags`` restricts the scan
+    (the followed tag of the ``digest`` strategy), ``()`` means every tag.
+    """
+
+    api_url: str
+    repository: str
+    credentials: str
+    metadata: bool
+    platforms: tuple[str, ...]
+    only_tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ImageJob:
+    """A live image with a usable configuration, waiting for its registry scan.
+
+    ``cfg`` is the configured reference (its tag is the version constraint). ``live`` is the
+    matched live image, ``None`` when the image is forced (not live; treated as tagless).
+    ``live_candidates`` holds every live image of the app (the ``digest`` strategy chooses among
+    them). ``kind`` and ``names`` say which parameters receive the image; ``kustomize_name`` is
+    the kustomize target name (``""`` when none).
+    """
+
+    alias: str
+    image: str
+    cfg: ImageRef
+    live: ImageRef | None
+    live_candidates: tuple[ImageRef, ...]
+    policy: Policy
+    endpoint: RegistryEndpoint
+    repository: str
+    scan_key: ScanKey
+    pull_secret: str | None
+    target: ManifestTarget | None
+    kind: EditKind
+    names: ParamNames
+    kustomize_name: str = ""
+    verification: Verification | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def forced(self) -> bool:
+        return self.live is None
+
+
+@dataclass(frozen=True, slots=True)
+class AppJobs:
+    """Phase 1 of one application: jobs and immediate results, in configuration order.
+
+    ``note`` is set (and ``items`` empty) when the application cannot be updated at all, e.g.
+    for an unsupported source type.
+    """
+
+    config: AppUpdateConfig
+    source: AppSource | None
+    source_path: SourcePath
+    source_type: SourceType
+    items: tuple[ImageJob | ImageResult, ...]
+    note: str = ""
+
+    @property
+    def jobs(self) -> tuple[ImageJob, ...]:
+        return tuple(i for i in self.items if isinstance(i, ImageJob))
+
+    @property
+    def scan_keys(self) -> tuple[ScanKey, ...]:
+        """The distinct scans this application needs, in first-use order."""
+        return tuple(dict.fromkeys(job.scan_key for job in self.jobs))
+
+
+def _error(spec: ImageSpec, reason: Reason, message: str, current: str | None) -> ImageResult:
+    return ImageResult(spec.alias, spec.image, current, None, Outcome.ERROR, reason, message)
+
+
+def _parse_cfg(spec: ImageSpec) -> ImageRef:
+    text = f"{spec.alias}={spec.image}" if spec.alias else spec.image
+    return ImageRef.parse(text)
+
+
+def _parse_live(texts: tuple[str, ...]) -> tuple[ImageRef, ...]:
+    out: list[ImageRef] = []
+    for text in texts:
+        try:
+            out.append(ImageRef.parse(text))
+        except ImageRefError:
+            continue
+    return tuple(out)
+
+
+def _find(live: tuple[ImageRef, ...], ref: ImageRef) -> ImageRef | None:
+    return next((image for image in live if ref.matches(image)), None)
+
+
+def find_live(
+    live: tuple[ImageRef, ...], cfg: ImageRef, kustomize_ref: ImageRef | None
+) -> ImageRef | None:
+    """The live image standing for ``cfg``: the kustomize target name is tried first."""
+    if kustomize_ref is not None:
+        found = _find(live, kustomize_ref)
+        if found is not None:
+            return found
+    return _find(live, cfg)
+
+
+def pull_secret_namespace(ref: str) -> str | None:
+    """The namespace a ``pullsecret:``/``secret:`` reference names, if it names one."""
+    if not ref.startswith(_SECRET_PREFIXES):
+        return None
+    location = ref.partition(":")[2]
+    namespace, sep, _ = location.partition("/")
+    return namespace if sep else None
+
+
+def build_policy(spec: ImageSpec, cfg: ImageRef) -> tuple[Policy, tuple[str, ...]]:
+    """The tag policy of one image and the warnings met reading it; raise PolicyError."""
+    settings = spec.settings
+    strategy, warning = parse_strategy(settings.strategy)
+    warnings = [warning] if warning else []
+    allow = parse_allow_tags(settings.effective_allow_tags)
+    if allow.error:
+        warnings.append(allow.error)
+    platforms = PlatformFilter(settings.effective_platforms or [runtime_platform()])
+    if platforms.invalid:
+        raise PolicyError(
+            f"image '{spec.image}': invalid platforms {', '.join(platforms.invalid)}: "
+            "write each as os/arch[/variant], e.g. linux/amd64"
+        )
+    policy = Policy(
+        strategy=strategy,
+        constraint=cfg.tag or "",
+        allow=allow,
+        ignore=settings.effective_ignore_tags,
+        platforms=platforms,
+    )
+    policy.validate(spec.image)
+    return policy, tuple(warnings)
+
+
+def edit_kind(
+    source_type: SourceType, target: ManifestTarget | None, write_back: WriteBack
+) -> tuple[EditKind, ParamNames, str]:
+    """Which parameters receive an image: kind, Helm/plugin names, kustomize name.
+
+    A plugin app written with the git method is written as Helm unless the image has a plugin
+    target (the original's compatibility rule for helmfile-style plugins).
+    """
+    helm = target.helm if target else None
+    kustomize = target.kustomize if target else None
+    plugin = target.plugin if target else None
+    if source_type is SourceType.KUSTOMIZE:
+        return "kustomize", ParamNames(), kustomize.name if kustomize else ""
+    if source_type is SourceType.PLUGIN and (plugin is not None or not write_back.is_git):
+        names = ParamNames.plugin(plugin.spec, plugin.name, plugin.tag) if plugin else None
+        return "plugin", names or ParamNames.plugin(), ""
+    names = ParamNames.helm(helm.spec, helm.name, helm.tag) if helm else ParamNames.helm()
+    return "helm", names, ""
+
+
+def _scan_key(
+    policy: Policy, endpoint: RegistryEndpoint, repository: str, credentials: str
+) -> ScanKey:
+    metadata = needs_metadata(policy, time_sorted=endpoint.tag_sort_mode.is_time_sorted)
+    digest = policy.strategy is Strategy.DIGEST
+    return ScanKey(
+        api_url=endpoint.api_url,
+        repository=repository,
+        credentials=credentials,
+        metadata=metadata,
+        platforms=tuple(policy.platforms.keys) if metadata else (),
+        only_tags=(policy.constraint,) if digest else (),
+    )
+
+
+def _plan_image(
+    config: AppUpdateConfig,
+    spec: ImageSpec,
+    live: tuple[ImageRef, ...],
+    source_type: SourceType,
+    endpoint_for: EndpointFor,
+) -> ImageJob | ImageResult:
+    app = config.app
+    try:
+        cfg = _parse_cfg(spec)
+    except ImageRefError as err:
+        return _error(spec, Reason.INVALID_CONFIG, str(err), None)
+
+    target = spec.target
+    if target is not None and len(target.kinds) > 1:
+        return _error(
+            spec,
+            Reason.INVALID_CONFIG,
+            f"only one of the fields (Helm, Kustomize, Plugin) should be set in manifestTargets "
+            f"of image '{spec.key}', found {', '.join(target.kinds)}",
+            None,
+        )
+    kustomize_ref: ImageRef | None = None
+    if target is not None and target.kustomize is not None and target.kustomize.name:
+        try:
+            kustomize_ref = ImageRef.parse(target.kustomize.name)
+        except ImageRefError as err:
+            return _error(spec, Reason.INVALID_CONFIG, f"kustomize target name: {err}", None)
+
+    matched = find_live(live, cfg, kustomize_ref)
+    if matched is None and not spec.settings.effective_force_update:
+        return ImageResult(
+            spec.alias,
+            spec.image,
+            None,
+            None,
+            Outcome.SKIPPED,
+            Reason.NOT_LIVE,
+            f"Image '{cfg.name}' seems not to be live in this application, skipping",
+        )
+    current = matched.full_name_with_tag if matched is not None else None
+
+    try:
+        policy, warnings = build_policy(spec, cfg)
+    except PolicyError as err:
+        return _error(spec, Reason.INVALID_CONFIG, str(err), current)
+
+    pull_secret = spec.settings.effective_pull_secret
+    namespace = pull_secret_namespace(pull_secret)
+    if namespace is not None and namespace != app.namespace and not config.is_legacy:
+        return _error(
+            spec,
+            Reason.PULL_SECRET_NAMESPACE,
+            f"commonUpdateSettings.pullSecret namespace '{namespace}' differs from app "
+            f"namespace '{app.namespace}'",
+            current,
+        )
+
+    try:
+        endpoint = endpoint_for(cfg.registry, cfg.name)
+    except Exception as err:  # a configuration lookup; its failure is this image's error
+        return _error(
+            spec,
+            Reason.REGISTRY_CONFIG,
+            f"Could not get registry endpoint from configuration: {err}",
+            current,
+        )
+    repository = endpoint.repository_path(cfg.name)
+    kind, names, kustomize_name = edit_kind(source_type, target, config.write_back)
+    return ImageJob(
+        alias=spec.alias,
+        image=spec.image,
+        cfg=cfg,
+        live=matched,
+        live_candidates=live,
+        policy=policy,
+        endpoint=endpoint,
+        repository=repository,
+        scan_key=_scan_key(policy, endpoint, repository, pull_secret),
+        pull_secret=pull_secret or None,
+        target=target,
+        kind=kind,
+        names=names,
+        kustomize_name=kustomize_name,
+        verification=spec.verification,
+        warnings=warnings,
+    )
+
+
+def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
+    """Phase 1 for one application (pure): what to scan for each configured image.
+
+    ``endpoint_for(registry, image_name)`` gives the registry endpoint serving an image; an
+    exception it raises becomes that image's error.
+    """
+    app = config.app
+    target = config.write_back.write_back_target
+    source_type = app.source_type(target)
+    if not source_type.is_supported:
+        return AppJobs(
+            config=config,
+            source=None,
+            source_path=(),
+            source_type=source_type,
+            items=(),
+            note=(
+                f"skipping app '{app.qualified_name}' of type '{source_type.value or 'unknown'}' "
+                "because it's not of supported source type"
+            ),
+        )
+    try:
+        source = app.write_source(target)
+    except ValueError as err:
+        return AppJobs(config, None, (), source_type, (), note=str(err))
+    live = _parse_live(app.live_images)
+    items = tuple(
+        _plan_image(config, spec, live, source_type, endpoint_for) for spec in config.images
+    )
+    return AppJobs(
+        config=config,
+        source=source,
+        source_path=("spec", *source.spec_path),
+        source_type=source_type,
+        items=items,
+    )
+
+
+def cycle_scan_keys(apps: Iterable[AppJobs]) -> tuple[ScanKey, ...]:
+    """The distinct scans of a whole cycle, in first-use order."""
+    return tuple(dict.fromkeys(key for jobs in apps for key in jobs.scan_keys))

@@ -99,10 +99,6 @@ def _has_kustomize_target(job: ImageJob) -> bool:
     return bool(job.target and job.target.kustomize and job.target.kustomize.name)
 
 
-def _job_key(job: ImageJob) -> str:
-    return job.alias or job.image
-
-
 class _Planner:
     """Accumulates results, changes and edits for one application."""
 
@@ -188,8 +184,9 @@ class _Planner:
             )
 
         kustomize_target = _has_kustomize_target(job)
-        if not needs_update(live, job.cfg, chosen, strategy, kustomize_target=kustomize_target):
-            assert live is not None  # a forced image always needs an update
+        if live is not None and not needs_update(
+            live, job.cfg, chosen, strategy, kustomize_target=kustomize_target
+        ):
             reset = job.cfg.with_tag(live.tag or chosen.name, live.digest)
             self.apply(_edits(self.working, job, reset))
             result(
@@ -214,7 +211,7 @@ class _Planner:
                 f"Image verification enabled but no verification method configured for {new_text}",
             )
             return
-        refusal = self.rejected.get(_job_key(job))
+        refusal = self.rejected.get(job.key)
         if refusal is not None:
             result(Outcome.ERROR, Reason.VERIFICATION_FAILED, refusal)
             return

@@ -91,6 +91,11 @@ class ImageJob:
     def forced(self) -> bool:
         return self.live is None
 
+    @property
+    def key(self) -> str:
+        """The alias, or the configured image when there is no alias."""
+        return self.alias or self.image
+
 
 @dataclass(frozen=True, slots=True)
 class AppJobs:

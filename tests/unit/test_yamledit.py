@@ -751,3 +751,10 @@ def test_property_creating_keys_keeps_every_existing_line(
     else:  # block mapping: whole lines are inserted, nothing else moves
         assert prefix + suffix == len(old_lines)
         assert len(new_lines) - len(old_lines) == len(keys)
+
+
+def test_merge_keys_are_followed_for_reads_and_overridden_locally_on_writes() -> None:
+    text = "b: &b {t: 1}\nc: &c {<<: *b}\nd:\n  <<: [*c]\n"
+    assert get_value(text, ["d", "t"]) == "1"
+    assert set_value(text, ["d", "t"], "2") == text + '  t: "2"\n'
+    assert get_value("a: &a\n  <<: *a\n  x: 1\n", ["a", "y"]) is None  # a merge cycle ends

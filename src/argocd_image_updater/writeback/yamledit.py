@@ -16,7 +16,8 @@ Rules:
   double-quoted scalar when its header line carries no comment, otherwise it is an error.
   An explicit tag (``!!str``) or anchor on the target is kept.
 * Aliases are followed: writing through ``*ref`` edits the anchored node, so every alias of it
-  sees the new value.
+  sees the new value. Merge keys (``<<``) are followed when reading; writing a key that only
+  exists through a merge adds it to the mapping itself, which overrides the merged value.
 * Missing keys are created when ``create`` is true: appended at the end of the parent mapping in
   the parent's child indentation (deeper levels use the file's dominant indentation step), with
   the file's line ending; inside a flow mapping ``{…}`` they are added inside the braces. An
@@ -161,7 +162,6 @@ class _Node:
 @dataclass(slots=True)
 class _Doc:
     start: int
-    end: int = 0
     root: _Node | None = None
 
 
@@ -223,7 +223,6 @@ def _build(events: list[Event]) -> list[_Doc]:
         if isinstance(ev, DocumentStartEvent):
             doc = _Doc(start)
         elif isinstance(ev, DocumentEndEvent):
-            doc.end = end
             docs.append(doc)
         elif isinstance(ev, ScalarEvent):
             node = _Node("scalar", start, end, value=ev.value, style=ev.style, anchor=ev.anchor)
@@ -300,7 +299,15 @@ def _kind_name(node: _Node) -> str:
     )
 
 
-def _lookup(text: str, mapping: _Node, key: str, path_text: str, merge: bool) -> _Node | None:
+def _lookup(
+    text: str,
+    mapping: _Node,
+    key: str,
+    path_text: str,
+    merge: bool,
+    seen: frozenset[int] = frozenset(),
+) -> _Node | None:
+    """The value of ``key`` in ``mapping``; with ``merge`` also from ``<<`` merged mappings."""
     found: _Node | None = None
     for key_node, value in mapping.items:
         k = _deref(key_node)
@@ -316,8 +323,8 @@ def _lookup(text: str, mapping: _Node, key: str, path_text: str, merge: bool) ->
                 target = _deref(value)
                 sources = [_deref(c) for c in target.children] if target.kind == "seq" else [target]
                 for source in sources:
-                    if source.kind == "map":
-                        hit = _lookup(text, source, key, path_text, merge)
+                    if source.kind == "map" and id(source) not in seen | {id(mapping)}:
+                        hit = _lookup(text, source, key, path_text, merge, seen | {id(mapping)})
                         if hit is not None:
                             return hit
     return found
@@ -775,7 +782,11 @@ def set_values(
     create: bool = True,
     document: int | None = None,
 ) -> str:
-    """Apply all ``edits`` in order; either every edit succeeds or an error is raised."""
+    """Apply ``edits`` in order and return the result only if every one succeeds.
+
+    A later edit sees the earlier ones (keys created together share their new parent mapping);
+    each edit is verified like :func:`set_value`.
+    """
     for path, value in edits:
         text = set_value(text, path, value, create=create, document=document)
     return text

@@ -345,6 +345,7 @@ class _Watch:
     namespace: str | None
     loop: asyncio.AbstractEventLoop
     queue: asyncio.Queue[WatchEvent | None]
+    start_rv: int  # every change up to here is in the replay
 
 
 @dataclass
@@ -752,7 +753,7 @@ class KubeStore:
                     and e.rt is rt
                     and namespace in (None, _meta(e.obj).get("namespace"))
                 ]
-            watch = _Watch(rt, namespace, asyncio.get_running_loop(), queue)
+            watch = _Watch(rt, namespace, asyncio.get_running_loop(), queue, self._rv)
             self._watches.add(watch)
             return replay, watch
 
@@ -1198,10 +1199,9 @@ class KubeApiServer(ServedApp):
         never = float("inf")
         next_mark = loop.time() + self.bookmark_interval if bookmarks else never
         last_mark = deadline - 2.0 if bookmarks and timeout > 4.0 else never
-        seen = int(query.get("resourceVersion") or 0)
+        seen = max(watch.start_rv, int(query.get("resourceVersion") or 0))
         try:
             for old in replay:
-                seen = max(seen, old.rv)
                 await self._send(response, old, selector)
             while (now := loop.time()) < deadline:
                 wait = max(0.0, min(deadline, next_mark, last_mark) - now)

@@ -1,0 +1,194 @@
+"""Manifests, indexes and image configs as returned by a registry, parsed into plain values (pure).
+
+Parse functions raise :class:`ManifestFormatError`; the client turns it into a
+:class:`~argocd_image_updater.registry.errors.RegistryProtocolError` naming registry and repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, Final
+
+from argocd_image_updater.model.platform import Platform
+
+OCI_MANIFEST: Final = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX: Final = "application/vnd.oci.image.index.v1+json"
+DOCKER_MANIFEST: Final = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_MANIFEST_LIST: Final = "application/vnd.docker.distribution.manifest.list.v2+json"
+
+IMAGE_MANIFEST_TYPES: Final = frozenset({OCI_MANIFEST, DOCKER_MANIFEST})
+INDEX_TYPES: Final = frozenset({OCI_INDEX, DOCKER_MANIFEST_LIST})
+MANIFEST_ACCEPT: Final = ", ".join((OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_MANIFEST_LIST))
+"""Always send all four: a registry converts or hides manifests whose type was not accepted."""
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+class ManifestFormatError(ValueError):
+    """Registry output that is not a valid manifest, index or image config."""
+
+
+def sha256_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def is_digest(reference: str) -> bool:
+    """True for a ``sha256:<64 hex>`` reference (the only algorithm registries use in practice)."""
+    return _DIGEST.match(reference) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Descriptor:
+    media_type: str
+    digest: str
+    size: int
+    platform: Platform | None = None
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """An image manifest (``config`` set) or an index/manifest list (``manifests`` set)."""
+
+    media_type: str
+    digest: str
+    config: Descriptor | None = None
+    manifests: tuple[Descriptor, ...] = ()
+
+    @property
+    def is_index(self) -> bool:
+        return self.media_type in INDEX_TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class ImageConfig:
+    """What an image config blob says about the image."""
+
+    platform: Platform
+    created: datetime | None = None
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
+def _object(data: Any, what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ManifestFormatError(f"{what} is not a JSON object")
+    return data
+
+
+def _load(body: bytes, what: str) -> dict[str, Any]:
+    try:
+        return _object(json.loads(body), what)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ManifestFormatError(f"{what} is not valid JSON ({exc})") from None
+
+
+def _str(data: Mapping[str, Any], key: str, what: str) -> str:
+    value = data.get(key, "")
+    if not isinstance(value, str):
+        raise ManifestFormatError(f"{what}: '{key}' is not a string")
+    return value
+
+
+def _descriptor(data: Any, what: str) -> Descriptor:
+    obj = _object(data, what)
+    digest = _str(obj, "digest", what)
+    if not is_digest(digest):
+        raise ManifestFormatError(f"{what}: digest '{digest}' is not sha256:<64 hex digits>")
+    size = obj.get("size", 0)
+    if not isinstance(size, int) or isinstance(size, bool):
+        raise ManifestFormatError(f"{what}: 'size' is not an integer")
+    platform = None
+    if "platform" in obj:
+        p = _object(obj["platform"], f"{what} platform")
+        platform = Platform(
+            _str(p, "os", what), _str(p, "architecture", what), _str(p, "variant", what)
+        )
+    annotations = obj.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        raise ManifestFormatError(f"{what}: 'annotations' is not an object")
+    return Descriptor(
+        _str(obj, "mediaType", what),
+        digest,
+        size,
+        platform,
+        MappingProxyType({str(k): str(v) for k, v in annotations.items()}),
+    )
+
+
+def parse_manifest(body: bytes, content_type: str) -> Manifest:
+    """Parse manifest bytes; the digest is the sha256 of exactly these bytes.
+
+    The media type comes from ``Content-Type``, or from the document's ``mediaType`` when the
+    header is generic (``application/json``) or missing.
+    """
+    data = _load(body, "manifest")
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type not in IMAGE_MANIFEST_TYPES | INDEX_TYPES:
+        declared = data.get("mediaType")
+        if isinstance(declared, str) and declared in IMAGE_MANIFEST_TYPES | INDEX_TYPES:
+            media_type = declared
+        else:
+            raise ManifestFormatError(
+                f"unsupported manifest media type '{media_type or declared}' (supported: "
+                f"{MANIFEST_ACCEPT}; Docker schema 1 manifests are not supported)"
+            )
+    digest = sha256_digest(body)
+    if media_type in INDEX_TYPES:
+        entries = data.get("manifests")
+        if not isinstance(entries, list):
+            raise ManifestFormatError("index has no 'manifests' list")
+        return Manifest(
+            media_type,
+            digest,
+            manifests=tuple(_descriptor(e, f"index entry {i}") for i, e in enumerate(entries)),
+        )
+    if "config" not in data:
+        raise ManifestFormatError("image manifest has no 'config'")
+    return Manifest(media_type, digest, config=_descriptor(data["config"], "manifest config"))
+
+
+# RFC 3339 date-time; Go writes up to nine fractional digits, Python keeps six.
+_RFC3339 = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def parse_rfc3339(text: str) -> datetime:
+    match = _RFC3339.match(text.strip())
+    if match is None:
+        raise ManifestFormatError(f"created '{text}' is not an RFC 3339 date-time")
+    date, clock, fraction, zone = match.groups()
+    micro = f".{(fraction or '0')[:6]:0<6}"
+    zone = "+00:00" if zone in ("Z", "z") else zone
+    try:
+        return datetime.fromisoformat(f"{date}T{clock}{micro}{zone}").astimezone(UTC)
+    except ValueError as exc:
+        raise ManifestFormatError(f"created '{text}' is not a valid date-time ({exc})") from None
+
+
+def parse_config(body: bytes) -> ImageConfig:
+    """Parse an image config blob: ``os``, ``architecture``, ``variant``, ``created``, labels."""
+    data = _load(body, "image config")
+    created_text = _str(data, "created", "image config")
+    created = parse_rfc3339(created_text) if created_text else None
+    inner = data.get("config") or {}
+    if not isinstance(inner, dict):
+        raise ManifestFormatError("image config: 'config' is not an object")
+    labels = inner.get("Labels") or {}
+    if not isinstance(labels, dict):
+        raise ManifestFormatError("image config: 'config.Labels' is not an object")
+    platform = Platform(
+        _str(data, "os", "image config"),
+        _str(data, "architecture", "image config"),
+        _str(data, "variant", "image config"),
+    )
+    return ImageConfig(
+        platform, created, MappingProxyType({str(k): str(v) for k, v in labels.items()})
+    )

@@ -1,0 +1,306 @@
+"""The registry scan stage: from (endpoint, repository, what is needed) to :class:`TagInfo` values.
+
+Requests made for one scan, which are also the minimum needed:
+
+* one tag list (all pages) per repository, shared by concurrent and recent scans through the
+  :class:`TagListCache` (same API, repository and credential source);
+* without metadata (``semver``, ``alphabetical``) or on a time-sorted registry: nothing else;
+* with metadata, per tag (``only_tags`` applied first):
+
+  - a tag this scanner has not seen: ``GET`` its manifest by tag, which gives digest and content
+    in one request; then the config blob (single image) or, for an index, the child manifest and
+    config blob of each wanted platform — each skipped when its digest is already cached;
+  - a tag seen before: ``HEAD`` it (tags are mutable, so the registry is always asked for the
+    current digest). Unchanged digest → everything comes from the cache, no ``GET``. Changed
+    digest → ``GET`` the manifest by that digest, and config/children as above.
+
+Tag → digest is never taken from memory without asking the registry (this is what the ``digest``
+strategy relies on); only content by digest is cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import httpx
+
+from argocd_image_updater.model.platform import Platform
+from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
+from argocd_image_updater.model.tags import PlatformImage, TagInfo
+from argocd_image_updater.policy.platforms import PlatformFilter
+from argocd_image_updater.registry.auth import TokenCache
+from argocd_image_updater.registry.cache import (
+    CachedMetadata,
+    IndexEntries,
+    LruDict,
+    MetadataCache,
+    TagListCache,
+    TagListKey,
+)
+from argocd_image_updater.registry.client import RegistryClient
+from argocd_image_updater.registry.errors import (
+    ManifestNotFound,
+    RegistryProtocolError,
+)
+from argocd_image_updater.registry.manifest import Descriptor, Manifest
+from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, EndpointLimits
+from argocd_image_updater.registry.retry import RetryPolicy
+from argocd_image_updater.registry.stats import RequestStats
+from argocd_image_updater.registry.transport import TlsKey, http_client
+from argocd_image_updater.report.log import get_logger
+
+MAX_METADATA_CONCURRENCY = 20
+"""Concurrent metadata fetches per scan (as in the original)."""
+
+_ATTESTATION = "attestation-manifest"
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRequest:
+    """What to find out about one repository.
+
+    ``repository`` is the image name as configured; the scanner applies the endpoint's
+    ``defaultns``. ``platforms`` selects the index children whose config is fetched (empty = all);
+    ``only_tags`` restricts the scan to these tags (``digest`` strategy).
+    """
+
+    endpoint: RegistryEndpoint
+    repository: str
+    metadata: bool = False
+    platforms: tuple[Platform, ...] = ()
+    only_tags: frozenset[str] | None = None
+    credentials: CredentialProvider | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """Tags in registry order. ``order_hint`` is set for time-sorted registries: a larger number
+    means a newer tag (latest-first: ``len - i``; latest-last: ``i``)."""
+
+    request: ScanRequest
+    tags: tuple[TagInfo, ...]
+    order_hint: Mapping[str, int] | None = None
+
+
+def order_hint(names: tuple[str, ...], endpoint: RegistryEndpoint) -> Mapping[str, int] | None:
+    mode = endpoint.tag_sort_mode
+    if not mode.is_time_sorted:
+        return None
+    count = len(names)
+    latest_first = mode.value == "latest-first"
+    return MappingProxyType(
+        {name: (count - i if latest_first else i) for i, name in enumerate(names)}
+    )
+
+
+def _is_image_entry(entry: Descriptor) -> bool:
+    """Index entries that are runnable images (not attestations or platform-less artifacts)."""
+    if entry.platform is None or not entry.platform.os:
+        return False
+    return entry.annotations.get("vnd.docker.reference.type") != _ATTESTATION
+
+
+class Scanner:
+    """Registry scans with shared clients, caches and limits. Use as ``async with Scanner():``.
+
+    One :class:`RegistryClient` per endpoint; endpoints with equal TLS settings share one HTTP
+    client; rate limit and concurrency bound are per API URL.
+    """
+
+    def __init__(
+        self,
+        *,
+        tags_ttl: float = 30.0,
+        metadata_entries: int = 100_000,
+        retry: RetryPolicy | None = None,
+        metadata_concurrency: int = MAX_METADATA_CONCURRENCY,
+        registry_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._retry = retry or RetryPolicy()
+        self._metadata_concurrency = metadata_concurrency
+        self._registry_concurrency = registry_concurrency
+        self._tag_lists = TagListCache(tags_ttl, clock=clock)
+        self._metadata = MetadataCache(metadata_entries)
+        self._tag_digests: LruDict[tuple[str, str, str], str] = LruDict(metadata_entries)
+        self._tokens = TokenCache(clock)
+        self._stats = RequestStats()
+        self._http: dict[TlsKey, httpx.AsyncClient] = {}
+        self._limits: dict[str, EndpointLimits] = {}
+        self._clients: dict[RegistryEndpoint, RegistryClient] = {}
+        self._log = get_logger("registry.scanner")
+
+    async def __aenter__(self) -> Scanner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        clients, self._http = list(self._http.values()), {}
+        self._clients.clear()
+        for http in clients:
+            await http.aclose()
+
+    @property
+    def stats(self) -> Mapping[str, int]:
+        """Requests made so far by kind (``tags``, ``manifest``, ``manifest_head``, ``blob``, …)."""
+        return self._stats.snapshot()
+
+    def reset_stats(self) -> None:
+        self._stats.clear()
+
+    def client(self, endpoint: RegistryEndpoint) -> RegistryClient:
+        client = self._clients.get(endpoint)
+        if client is None:
+            key = TlsKey.of(endpoint)
+            http = self._http.get(key)
+            if http is None:
+                http = self._http[key] = http_client(endpoint)
+            api = endpoint.api_url.rstrip("/")
+            limits = self._limits.get(api)
+            if limits is None:
+                limits = self._limits[api] = EndpointLimits(
+                    endpoint.host, endpoint.limit, max_concurrency=self._registry_concurrency
+                )
+            client = RegistryClient(
+                endpoint,
+                http=http,
+                limits=limits,
+                tokens=self._tokens,
+                retry=self._retry,
+                stats=self._stats,
+            )
+            self._clients[endpoint] = client
+        return client
+
+    def invalidate_tags(self, endpoint: RegistryEndpoint, repository: str) -> None:
+        """Make the next scan of ``repository`` list its tags again."""
+        api = endpoint.api_url.rstrip("/")
+        self._tag_lists.invalidate(api, endpoint.repository_path(repository))
+
+    async def scan(self, req: ScanRequest) -> ScanResult:
+        client = self.client(req.endpoint)
+        repository = req.endpoint.repository_path(req.repository)
+        key = TagListKey(
+            req.endpoint.api_url.rstrip("/"),
+            repository,
+            req.credentials.key if req.credentials is not None else "",
+        )
+        names = await self._tag_lists.get(
+            key, lambda: client.list_tags(repository, req.credentials)
+        )
+        if req.only_tags is not None:
+            names = tuple(n for n in names if n in req.only_tags)
+        hint = order_hint(names, req.endpoint)
+        # Time-sorted registries need no metadata; the digest strategy (only_tags) still needs
+        # the digest of its tag.
+        if not req.metadata or (hint is not None and req.only_tags is None):
+            return ScanResult(req, tuple(TagInfo(n) for n in names), hint)
+        infos = await self._fetch_all(client, repository, names, req)
+        return ScanResult(req, tuple(i for i in infos if i is not None), hint)
+
+    async def _fetch_all(
+        self, client: RegistryClient, repository: str, names: tuple[str, ...], req: ScanRequest
+    ) -> list[TagInfo | None]:
+        slots = asyncio.Semaphore(self._metadata_concurrency)
+
+        async def one(tag: str) -> TagInfo | None:
+            async with slots:
+                return await self._fetch_tag(client, repository, tag, req)
+
+        tasks = [asyncio.ensure_future(one(tag)) for tag in names]
+        try:
+            return await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _fetch_tag(
+        self, client: RegistryClient, repository: str, tag: str, req: ScanRequest
+    ) -> TagInfo | None:
+        log = self._log.bind(registry=client.endpoint.host, repository=repository, tag=tag)
+        memo = (client.endpoint.api_url, repository, tag)
+        try:
+            manifest: Manifest | None = None
+            if self._tag_digests.get(memo) is None:
+                manifest = await client.get_manifest(repository, tag, req.credentials)
+                digest = manifest.digest
+            else:
+                digest = await client.head_digest(repository, tag, req.credentials)
+            self._tag_digests.put(memo, digest)
+            known = manifest
+
+            async def load() -> CachedMetadata:
+                nonlocal known
+                if known is None:
+                    known = await client.get_manifest(repository, digest, req.credentials)
+                return await self._describe(client, repository, known, req)
+
+            meta = await self._metadata.get_or_fetch(digest, load)
+            if isinstance(meta, PlatformImage):
+                return TagInfo(tag, digest, (meta,))
+            images = await asyncio.gather(
+                *(self._child(client, repository, p, d, req) for p, d in meta.entries)
+            )
+            return TagInfo(tag, digest, tuple(images))
+        except ManifestNotFound:
+            log.debug("Tag disappeared while scanning, skipping it")
+            return None
+        except RegistryProtocolError as exc:
+            log.warning("Could not read the metadata of this tag, skipping it", error=str(exc))
+            return None
+
+    async def _describe(
+        self, client: RegistryClient, repository: str, manifest: Manifest, req: ScanRequest
+    ) -> CachedMetadata:
+        if manifest.is_index:
+            return IndexEntries(
+                tuple(
+                    (e.platform, e.digest)
+                    for e in manifest.manifests
+                    if e.platform is not None and _is_image_entry(e)
+                )
+            )
+        if manifest.config is None:  # pragma: no cover - parse_manifest guarantees a config
+            raise RegistryProtocolError(
+                f"manifest {manifest.digest} has no config",
+                registry=client.endpoint.host,
+                repository=repository,
+            )
+        config = await client.get_config(repository, manifest.config.digest, req.credentials)
+        return PlatformImage(config.platform, manifest.digest, config.created, config.labels)
+
+    async def _child(
+        self,
+        client: RegistryClient,
+        repository: str,
+        platform: Platform,
+        digest: str,
+        req: ScanRequest,
+    ) -> PlatformImage:
+        """An index entry; created/labels only for wanted platforms. Platform from the index."""
+        if not PlatformFilter(req.platforms).wants(platform):
+            return PlatformImage(platform, digest)
+
+        async def load() -> CachedMetadata:
+            child = await client.get_manifest(repository, digest, req.credentials)
+            if child.is_index:
+                raise RegistryProtocolError(
+                    f"registry {client.endpoint.host}, repository '{repository}': index entry "
+                    f"{digest} is itself an index (nested indexes are not supported)",
+                    registry=client.endpoint.host,
+                    repository=repository,
+                )
+            return await self._describe(client, repository, child, req)
+
+        meta = await self._metadata.get_or_fetch(digest, load)
+        if not isinstance(meta, PlatformImage):  # the digest is also a tag's (nested) index
+            return PlatformImage(platform, digest)
+        return PlatformImage(platform, digest, meta.created, meta.labels)

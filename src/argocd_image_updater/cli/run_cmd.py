@@ -1,0 +1,214 @@
+"""``argocd-image-updater run``: the controller."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from argocd_image_updater import __version__
+from argocd_image_updater.argocd.client import ArgoCDClient
+from argocd_image_updater.cli.options import load_settings, settings_options
+from argocd_image_updater.config.durations import format_go_duration
+from argocd_image_updater.config.registries import (
+    RegistriesConfError,
+    RegistryConfig,
+    load_registries_conf,
+)
+from argocd_image_updater.config.secrets import SecretReader
+from argocd_image_updater.config.settings import Settings
+from argocd_image_updater.config.update_config import AppUpdateConfig
+from argocd_image_updater.controller.cycle import CredentialsCache
+from argocd_image_updater.controller.runner import Controller, run_until_stopped
+from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilter
+from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
+from argocd_image_updater.kube.client import KubeClient, KubeError
+from argocd_image_updater.kube.secrets import KubeSecretReader
+from argocd_image_updater.registry.scanner import Scanner
+from argocd_image_updater.report import log as logging_setup
+from argocd_image_updater.report.log import get_logger, register_secret
+from argocd_image_updater.report.server import Health, Servers, health_app, metrics_app
+from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
+from argocd_image_updater.writeback.base import AppWriter
+
+log = get_logger("run")
+
+IMAGE_UPDATER_SECRET = "argocd-image-updater-secret"
+
+
+class StartupError(Exception):
+    pass
+
+
+def watch_scope(settings: Settings, own_namespace: str) -> list[str] | None:
+    """``--watch-namespaces``: "" = own namespace, "*" = all (None), else the listed ones."""
+    value = str(settings.watch_namespaces).strip()
+    if value == "*":
+        return None
+    if not value:
+        if settings.applications_api == "argocd" or settings.application_namespace:
+            # v0.x: Applications were read in every namespace unless narrowed.
+            return [settings.application_namespace] if settings.application_namespace else None
+        return [own_namespace]
+    return [ns.strip() for ns in value.split(",") if ns.strip()]
+
+
+def load_registries(path: str) -> RegistryConfig:
+    try:
+        result = load_registries_conf(Path(path), missing_ok=True)
+    except (RegistriesConfError, OSError) as err:
+        raise StartupError(f"could not load registries configuration from {path}: {err}") from None
+    return result.config
+
+
+async def _argocd_token(settings: Settings, kube: KubeClient | None) -> str:
+    token = str(settings.argocd_auth_token)
+    if not token and kube is not None:
+        try:
+            data = await kube.read_secret(kube.namespace, IMAGE_UPDATER_SECRET)
+            token = data.get("argocd.token", b"").decode()
+        except KubeError as err:
+            log.debug("cannot read %s: %s", IMAGE_UPDATER_SECRET, str(err))
+    if token:
+        register_secret(token)
+    return token
+
+
+async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
+    closers: list[Any] = []
+    registries = load_registries(str(settings.registries_conf_path))
+    kube: KubeClient | None = None
+    if not settings.disable_kubernetes:
+        try:
+            kube = await KubeClient.connect(str(settings.kubeconfig))
+        except KubeError as err:
+            raise StartupError(str(err)) from None
+        closers.append(kube)
+    elif settings.applications_api != "argocd":
+        raise StartupError("--disable-kubernetes requires --applications-api argocd")
+
+    store: ApplicationStore
+    writer: AppWriter
+    if settings.applications_api == "argocd":
+        server = str(settings.argocd_server_addr) or (
+            f"argocd-server.{kube.namespace}" if kube else "argocd-server.argocd"
+        )
+        try:
+            client = ArgoCDClient(
+                server,
+                await _argocd_token(settings, kube),
+                insecure=bool(settings.argocd_insecure),
+                plaintext=bool(settings.argocd_plaintext),
+            )
+        except ValueError as err:
+            raise StartupError(str(err)) from None
+        closers.append(client)
+        store = ArgoCDStore(client, kube, str(settings.match_application_label))
+        writer = ArgoCDAppWriter(client)
+    else:
+        assert kube is not None
+        store = KubeStore(kube)
+        writer = KubeAppWriter(kube)
+
+    secrets: SecretReader | None = KubeSecretReader(kube) if kube is not None else None
+    scanner = Scanner()
+    closers.append(scanner)
+    interval: timedelta = settings.interval
+    if settings.once:
+        interval = timedelta(0)
+
+    def writer_for(config: AppUpdateConfig) -> AppWriter:
+        return writer
+
+    controller = Controller(
+        store=store,
+        registries=registries,
+        scanner=scanner,
+        credentials=CredentialsCache(secrets),
+        writer_for=writer_for,
+        namespaces=watch_scope(settings, kube.namespace if kube else "argocd"),
+        legacy=LegacyFilter(
+            enabled=bool(settings.legacy_annotations),
+            namespace=str(settings.application_namespace),
+            name_patterns=tuple(settings.match_application_name),
+            label=str(settings.match_application_label),
+        ),
+        interval=interval,
+        dry_run=bool(settings.dry_run),
+        max_concurrent_apps=int(settings.max_concurrent_apps),
+        kube=kube,
+    )
+    return controller, closers
+
+
+def bind_addresses(settings: Settings) -> tuple[str, str]:
+    """(metrics, health) addresses; the v0.x port flags win; ``--once`` serves no probes."""
+    metrics_address = str(settings.metrics_bind_address)
+    if settings.metrics_port is not None:
+        metrics_address = f":{settings.metrics_port}" if settings.metrics_port else "0"
+    health_address = str(settings.health_probe_bind_address)
+    if settings.health_port is not None:
+        health_address = f":{settings.health_port}" if settings.health_port else "0"
+    if settings.once:
+        health_address = "0"
+    return metrics_address, health_address
+
+
+async def _main(settings: Settings) -> None:
+    controller, closers = await build_controller(settings)
+    servers = Servers()
+    metrics_address, health_address = bind_addresses(settings)
+    interval = controller.interval.total_seconds()
+    controller.health = Health(stall_after=max(3 * interval, 600.0) if interval > 0 else 0.0)
+    try:
+        try:
+            await servers.start("metrics", metrics_app(), metrics_address)
+            await servers.start("health", health_app(controller.health), health_address)
+        except (OSError, ValueError) as err:
+            raise StartupError(f"cannot start the metrics/health server: {err}") from None
+        await run_until_stopped(
+            controller, once=bool(settings.once) or controller.interval <= timedelta(0)
+        )
+    finally:
+        await servers.close()
+        for closer in reversed(closers):
+            if hasattr(closer, "aclose"):
+                await closer.aclose()
+            else:
+                await closer.close()
+
+
+@click.command("run", help="Runs the argocd-image-updater with a set of options")
+@settings_options("run")
+def run_command(**params: Any) -> None:
+    settings = load_settings("run", params)
+    try:
+        logging_setup.setup(str(settings.loglevel), str(settings.logformat))
+    except logging_setup.LogConfigError as err:
+        raise click.UsageError(str(err)) from None
+    interval = settings.interval
+    log.info(
+        "starting",
+        app=f"argocd-image-updater: v{__version__}",
+        loglevel=str(settings.loglevel),
+        interval="once"
+        if settings.once or interval <= timedelta(0)
+        else format_go_duration(interval),
+        healthPort=settings.health_probe_bind_address,
+        argocdNamespace=settings.argocd_namespace,
+        dryRun=settings.dry_run,
+    )
+    if timedelta(0) < interval < timedelta(minutes=1):
+        log.warning(
+            "interval %s is shorter than 1m: watch your registries' rate limits",
+            format_go_duration(interval),
+        )
+    try:
+        asyncio.run(_main(settings))
+    except StartupError as err:
+        log.error(str(err))
+        sys.exit(1)

@@ -1,0 +1,269 @@
+"""One update cycle: collect → scan each repository once → plan → write → report.
+
+The cycle first turns every selected Application into scan jobs, deduplicates them on their
+:class:`~argocd_image_updater.plan.jobs.ScanKey` (registry, repository, credentials, metadata,
+platforms), runs each distinct scan once with bounded concurrency, and only then plans and writes
+each Application. 1,000 Applications sharing 20 images cost 20 tag-list requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from argocd_image_updater.config.credentials import EndpointCredentials, ImageCredentials
+from argocd_image_updater.config.registries import RegistryConfig
+from argocd_image_updater.config.secrets import SecretReader
+from argocd_image_updater.config.update_config import AppUpdateConfig
+from argocd_image_updater.controller.sources import Collected, CRState
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.platform import Platform
+from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
+from argocd_image_updater.plan.decide import plan_app
+from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
+from argocd_image_updater.plan.model import AppPlan, Outcome
+from argocd_image_updater.registry.scanner import Scanner, ScanRequest
+from argocd_image_updater.report import metrics
+from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.writeback.base import AppWriter, ConflictError
+
+log = get_logger("cycle")
+
+MAX_WRITE_ATTEMPTS = 5
+
+
+@dataclass(slots=True)
+class AppOutcome:
+    app: str
+    plan: AppPlan | None
+    written: bool = False
+    error: str | None = None
+    cr: CRState | None = None
+
+
+@dataclass(slots=True)
+class CycleResult:
+    apps: list[AppOutcome] = field(default_factory=list)
+    scans: int = 0
+    duration: float = 0.0
+
+    @property
+    def images_considered(self) -> int:
+        return sum(a.plan.considered for a in self.apps if a.plan)
+
+    @property
+    def images_skipped(self) -> int:
+        return sum(a.plan.skipped for a in self.apps if a.plan)
+
+    @property
+    def images_updated(self) -> int:
+        return sum(a.plan.updated for a in self.apps if a.plan and (a.written or a.error is None))
+
+    @property
+    def errors(self) -> int:
+        return sum((a.plan.errors if a.plan else 0) + (1 if a.error else 0) for a in self.apps)
+
+
+class CredentialsCache:
+    """Registry-level credential providers live across cycles (they honour ``credsexpire``)."""
+
+    def __init__(self, secrets: SecretReader | None) -> None:
+        self._secrets = secrets
+        self._by_endpoint: dict[tuple[str, str], EndpointCredentials] = {}
+
+    def for_job(
+        self, endpoint: RegistryEndpoint, pull_secret: str | None, namespace: str
+    ) -> CredentialProvider | None:
+        if pull_secret:
+            secrets = self._secrets
+            if secrets is not None and hasattr(secrets, "restricted_to"):
+                secrets = secrets.restricted_to(namespace)
+            return ImageCredentials(pull_secret, endpoint, secrets=secrets)
+        if not endpoint.credentials:
+            return None
+        key = (endpoint.prefix, endpoint.credentials)
+        provider = self._by_endpoint.get(key)
+        if provider is None:
+            provider = self._by_endpoint[key] = EndpointCredentials(endpoint, secrets=self._secrets)
+        return provider
+
+
+def _scan_request(job: ImageJob, credentials: CredentialProvider | None) -> ScanRequest:
+    key = job.scan_key
+    return ScanRequest(
+        endpoint=job.endpoint,
+        repository=job.repository,
+        metadata=key.metadata,
+        platforms=tuple(Platform.parse(p) for p in key.platforms),
+        only_tags=frozenset(key.only_tags) if key.only_tags else None,
+        credentials=credentials,
+    )
+
+
+async def run_scans(
+    jobs: list[tuple[AppJobs, str]],
+    scanner: Scanner,
+    credentials: CredentialsCache,
+    concurrency: int = 16,
+) -> dict[ScanKey, Any]:
+    """Run every distinct scan once; the value is a ScanResult or the exception it raised."""
+    requests: dict[ScanKey, ScanRequest] = {}
+    for app_jobs, namespace in jobs:
+        for job in app_jobs.jobs:
+            if job.scan_key not in requests:
+                provider = credentials.for_job(job.endpoint, job.pull_secret, namespace)
+                requests[job.scan_key] = _scan_request(job, provider)
+    results: dict[ScanKey, Any] = {}
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(key: ScanKey, request: ScanRequest) -> None:
+        async with limit:
+            try:
+                results[key] = await scanner.scan(request)
+            except Exception as err:  # every failure is reported per image, never fatal
+                log.error(
+                    "could not scan %s/%s: %s",
+                    request.endpoint.host,
+                    request.repository,
+                    str(err),
+                    image_registry=request.endpoint.prefix,
+                    image_name=request.repository,
+                )
+                results[key] = err
+
+    await asyncio.gather(*(one(k, r) for k, r in requests.items()))
+    return results
+
+
+def _log_plan(plan: AppPlan, app_key: str) -> None:
+    for result in plan.results:
+        fields = {
+            "application": app_key,
+            "image_alias": result.alias,
+            "image_name": result.image,
+            "image_tag": result.current or "",
+        }
+        if result.outcome is Outcome.UPDATED:
+            log.info("Setting new image to %s", result.chosen or "", **fields)
+        elif result.outcome is Outcome.ERROR:
+            log.error("%s", result.message, reason=result.reason, **fields)
+        else:
+            log.debug("%s", result.message, reason=result.reason, **fields)
+
+
+async def process_app(
+    config: AppUpdateConfig,
+    jobs: AppJobs,
+    scans: Mapping[ScanKey, Any],
+    writer: AppWriter,
+    dry_run: bool,
+    replan: Callable[[Application], Awaitable[tuple[AppUpdateConfig, AppJobs]]] | None = None,
+) -> AppOutcome:
+    app = config.app
+    app_key = f"{app.namespace}/{app.name}"
+    plan = plan_app(jobs, scans)
+    _log_plan(plan, app_key)
+    outcome = AppOutcome(app=app_key, plan=plan)
+    if not plan.has_changes:
+        return outcome
+    if dry_run:
+        log.info(
+            "Dry run - not committing %d changes to application",
+            len(plan.changes),
+            application=app_key,
+        )
+        return outcome
+    for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
+        try:
+            await writer.write(app, plan)
+            outcome.written = True
+            for change in plan.changes:
+                log.info(
+                    "Successfully updated image '%s' to '%s'",
+                    change.image.full_name_with_tag,
+                    change.image.with_tag(
+                        change.new_tag.split("@")[0], change.new_digest
+                    ).full_name_with_tag,
+                    application=app_key,
+                    image_alias=change.alias,
+                    image_name=change.image.name,
+                    image_tag=change.new_tag,
+                )
+            return outcome
+        except ConflictError:
+            if attempt == MAX_WRITE_ATTEMPTS or replan is None:
+                break
+            log.info(
+                "Application changed while updating it, re-reading and retrying (attempt %d)",
+                attempt + 1,
+                application=app_key,
+            )
+            app = await writer.reread(app)
+            config, jobs = await replan(app)
+            plan = plan_app(jobs, scans)
+            outcome.plan = plan
+            if not plan.has_changes:
+                return outcome
+        except Exception as err:
+            outcome.error = f"could not update application {app_key}: {err}"
+            log.error(outcome.error, application=app_key)
+            return outcome
+    outcome.error = f"could not update application {app_key}: it kept changing while we wrote it"
+    log.error(outcome.error, application=app_key)
+    return outcome
+
+
+async def run_cycle(
+    collected: Collected,
+    registries: RegistryConfig,
+    scanner: Scanner,
+    credentials: CredentialsCache,
+    writer_for: Callable[[AppUpdateConfig], AppWriter],
+    *,
+    dry_run: bool = False,
+    max_concurrent_apps: int = 10,
+) -> CycleResult:
+    started = time.monotonic()
+    result = CycleResult()
+    planned: list[tuple[AppUpdateConfig, CRState | None, AppJobs]] = []
+    for config, cr in collected.configs:
+        planned.append((config, cr, plan_scans(config, registries.endpoint_for)))
+    scans = await run_scans(
+        [(jobs, config.app.namespace) for config, _, jobs in planned], scanner, credentials
+    )
+    result.scans = len(scans)
+
+    limit = asyncio.Semaphore(max_concurrent_apps)
+
+    async def one(config: AppUpdateConfig, cr: CRState | None, jobs: AppJobs) -> AppOutcome:
+        async with limit:
+
+            async def again(app: Application) -> tuple[AppUpdateConfig, AppJobs]:
+                fresh = type(config)(
+                    app=app,
+                    images=config.images,
+                    write_back=config.write_back,
+                    origin=config.origin,
+                )
+                return fresh, plan_scans(fresh, registries.endpoint_for)
+
+            outcome = await process_app(config, jobs, scans, writer_for(config), dry_run, again)
+            outcome.cr = cr
+            return outcome
+
+    result.apps = list(await asyncio.gather(*(one(c, cr, j) for c, cr, j in planned)))
+    result.duration = time.monotonic() - started
+    metrics.CYCLE_DURATION.observe(result.duration)
+    log.info(
+        "Processing results: applications=%d images_considered=%d images_skipped=%d "
+        "images_updated=%d errors=%d",
+        len(result.apps),
+        result.images_considered,
+        result.images_skipped,
+        result.images_updated,
+        result.errors,
+    )
+    return result

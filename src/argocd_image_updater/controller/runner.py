@@ -1,0 +1,163 @@
+"""The controller loop: a cycle every ``--interval``, early cycles on ImageUpdater spec changes,
+graceful shutdown (the cycle in flight finishes its writes; a patch is atomic, so nothing is ever
+half-written)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from argocd_image_updater.config.registries import RegistryConfig
+from argocd_image_updater.config.update_config import AppUpdateConfig
+from argocd_image_updater.controller.cycle import CredentialsCache, CycleResult, run_cycle
+from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilter, collect
+from argocd_image_updater.kube.client import IMAGE_UPDATERS, KubeClient, KubeError
+from argocd_image_updater.registry.scanner import Scanner
+from argocd_image_updater.report import metrics
+from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.report.server import Health
+from argocd_image_updater.writeback.base import AppWriter
+
+log = get_logger("controller")
+
+SHUTDOWN_GRACE_SECONDS = 25.0
+
+
+@dataclass(slots=True)
+class Controller:
+    store: ApplicationStore
+    registries: RegistryConfig
+    scanner: Scanner
+    credentials: CredentialsCache
+    writer_for: Callable[[AppUpdateConfig], AppWriter]
+    namespaces: Sequence[str] | None
+    legacy: LegacyFilter
+    interval: timedelta
+    dry_run: bool = False
+    max_concurrent_apps: int = 10
+    read_crs: bool = True
+    kube: KubeClient | None = None
+    health: Health | None = None
+    cycles: int = 0
+
+    async def cycle(self) -> CycleResult:
+        collected = await collect(self.store, self.namespaces, self.legacy, self.read_crs)
+        result = await run_cycle(
+            collected,
+            self.registries,
+            self.scanner,
+            self.credentials,
+            self.writer_for,
+            dry_run=self.dry_run,
+            max_concurrent_apps=self.max_concurrent_apps,
+        )
+        self.cycles += 1
+        metrics.LAST_SUCCESSFUL_CYCLE.set(time.time())
+        if self.health is not None:
+            self.health.cycle_finished()
+        return result
+
+    async def run(self, once: bool = False, stop: asyncio.Event | None = None) -> None:
+        stop = stop or asyncio.Event()
+        wake = asyncio.Event()
+        watcher = None
+        if not once and self.kube is not None and self.read_crs:
+            watcher = asyncio.create_task(self._watch_specs(wake, stop))
+        try:
+            while not stop.is_set():
+                wake.clear()
+                try:
+                    await self.cycle()
+                except (KubeError, OSError) as err:
+                    log.error("update cycle failed: %s", str(err))
+                if once or self.interval <= timedelta(0):
+                    return
+                await _wait_any(stop, wake, self.interval.total_seconds())
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+
+    async def _watch_specs(self, wake: asyncio.Event, stop: asyncio.Event) -> None:
+        """Wake the loop when an ImageUpdater's spec changes (generation bump), like the original."""
+        assert self.kube is not None
+        scopes: list[str | None] = list(self.namespaces) if self.namespaces is not None else [None]
+        seen: dict[tuple[str, str], int] = {}
+
+        async def watch(scope: str | None) -> None:
+            version = ""
+            while not stop.is_set():
+                try:
+                    async for kind, obj in self.kube.watch_objects(  # type: ignore[union-attr]
+                        IMAGE_UPDATERS, scope, version, timeout_seconds=300
+                    ):
+                        meta = obj.get("metadata") or {}
+                        version = str(meta.get("resourceVersion", version))
+                        key = (str(meta.get("namespace")), str(meta.get("name")))
+                        generation = int(meta.get("generation") or 0)
+                        if kind == "DELETED":
+                            seen.pop(key, None)
+                            continue
+                        if kind in ("ADDED", "MODIFIED") and seen.get(key) != generation:
+                            first = key not in seen
+                            seen[key] = generation
+                            if not first or kind == "MODIFIED":
+                                log.info(
+                                    "ImageUpdater spec changed, starting a cycle",
+                                    imageUpdater_namespace=key[0],
+                                    imageUpdater_name=key[1],
+                                )
+                                wake.set()
+                except KubeError as err:
+                    version = ""
+                    log.warning("watch of ImageUpdaters ended: %s; restarting", str(err))
+                    await _wait_any(stop, asyncio.Event(), 5.0)
+
+        await asyncio.gather(*(watch(s) for s in scopes))
+
+
+async def _wait_any(first: asyncio.Event, second: asyncio.Event, seconds: float) -> None:
+    tasks = [asyncio.create_task(first.wait()), asyncio.create_task(second.wait())]
+    try:
+        await asyncio.wait(tasks, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+def install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, _on_signal, stop, sig)
+
+
+def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
+    if stop.is_set():
+        return
+    log.info("received %s, finishing the current cycle and stopping", sig.name)
+    stop.set()
+
+
+async def run_until_stopped(controller: Controller, once: bool) -> None:
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    task = asyncio.create_task(controller.run(once=once, stop=stop))
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    if task not in done:
+        # Give the cycle in flight time to finish its writes, then abandon it.
+        try:
+            await asyncio.wait_for(asyncio.shield(task), SHUTDOWN_GRACE_SECONDS)
+        except TimeoutError:
+            log.warning("cycle did not finish within %ss, abandoning it", SHUTDOWN_GRACE_SECONDS)
+            task.cancel()
+    stopper.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

@@ -1,0 +1,165 @@
+"""Config sources of a cycle: which Applications to update, and with which settings.
+
+Two origins, merged per cycle:
+
+* ``ImageUpdater`` CRs in the watched namespaces, each selecting Applications in its own namespace;
+* (unless disabled) Applications carrying the v0.x ``image-list`` annotation that no CR selected.
+
+Applications are listed once per namespace per cycle, however many CRs live there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from argocd_image_updater.config.imageupdater import (
+    ImageUpdater,
+    ImageUpdaterError,
+    parse_image_updater,
+)
+from argocd_image_updater.config.selection import select_applications, select_applications_v0
+from argocd_image_updater.config.update_config import AppUpdateConfig
+from argocd_image_updater.model.application import Application, ApplicationError
+from argocd_image_updater.report.log import get_logger
+
+log = get_logger("sources")
+
+
+@dataclass(slots=True)
+class CRState:
+    """What one ImageUpdater contributed to a cycle (the status writer reads this)."""
+
+    namespace: str
+    name: str
+    generation: int
+    resource_version: str
+    error: str | None = None
+    apps: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Collected:
+    configs: list[tuple[AppUpdateConfig, CRState | None]] = field(default_factory=list)
+    crs: list[CRState] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class ApplicationStore(Protocol):
+    """Lists Applications and ImageUpdaters (the Kubernetes API, or the Argo CD API)."""
+
+    async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]: ...
+
+    async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyFilter:
+    """The v0.x ``run`` flags that narrow which annotated Applications are processed."""
+
+    enabled: bool = True
+    namespace: str = ""
+    name_patterns: tuple[str, ...] = ()
+    label: str = ""
+
+
+def _parse_apps(objects: Iterable[dict[str, Any]], problems: list[str]) -> list[Application]:
+    apps = []
+    for obj in objects:
+        try:
+            apps.append(Application.from_object(obj))
+        except ApplicationError as err:
+            meta = obj.get("metadata") or {}
+            problems.append(
+                f"skipping malformed Application {meta.get('namespace')}/{meta.get('name')}: {err}"
+            )
+    return apps
+
+
+async def collect(
+    store: ApplicationStore,
+    namespaces: Sequence[str] | None,
+    legacy: LegacyFilter,
+    read_crs: bool = True,
+) -> Collected:
+    """Gather the AppUpdateConfigs of a cycle. ``namespaces`` None means every namespace."""
+    out = Collected()
+    scopes: list[str | None] = list(namespaces) if namespaces is not None else [None]
+    apps: list[Application] = []
+    crs: list[ImageUpdater] = []
+    for scope in scopes:
+        apps.extend(_parse_apps(await store.list_applications(scope), out.problems))
+        if not read_crs:
+            continue
+        for obj in await store.list_image_updaters(scope):
+            meta = obj.get("metadata") or {}
+            state = CRState(
+                namespace=str(meta.get("namespace", "")),
+                name=str(meta.get("name", "")),
+                generation=int(meta.get("generation") or 0),
+                resource_version=str(meta.get("resourceVersion", "")),
+                raw=obj,
+            )
+            out.crs.append(state)
+            try:
+                crs.append(parse_image_updater(obj))
+            except ImageUpdaterError as err:
+                state.error = str(err)
+                log.error(
+                    "invalid ImageUpdater, skipping it: %s",
+                    str(err),
+                    imageUpdater_namespace=state.namespace,
+                    imageUpdater_name=state.name,
+                )
+    by_namespace: dict[str, list[Application]] = {}
+    for app in apps:
+        by_namespace.setdefault(app.namespace, []).append(app)
+
+    selected: set[tuple[str, str]] = set()
+    states = {(s.namespace, s.name): s for s in out.crs}
+    for cr in crs:
+        state = states[(cr.namespace, cr.name)]
+        result = select_applications(cr, by_namespace.get(cr.namespace, []))
+        for warning in result.warnings:
+            log.warning(warning, imageUpdater_namespace=cr.namespace, imageUpdater_name=cr.name)
+        for app_name, reason in result.skipped:
+            log.debug(
+                "skipping app: %s",
+                reason,
+                application=f"{cr.namespace}/{app_name}",
+                imageUpdater_name=cr.name,
+            )
+        if result.error:
+            state.error = result.error
+            log.error(result.error, imageUpdater_namespace=cr.namespace, imageUpdater_name=cr.name)
+            continue
+        for config in result.configs:
+            key = (config.app.namespace, config.app.name)
+            if key in selected:
+                log.warning(
+                    "Application is selected by more than one ImageUpdater; only the first one "
+                    "updates it",
+                    application=f"{key[0]}/{key[1]}",
+                    imageUpdater_name=cr.name,
+                )
+                continue
+            selected.add(key)
+            state.apps.append(config.app.name)
+            out.configs.append((config, state))
+
+    if legacy.enabled:
+        candidates = [
+            app
+            for app in apps
+            if (app.namespace, app.name) not in selected
+            and (not legacy.namespace or app.namespace == legacy.namespace)
+        ]
+        result = select_applications_v0(candidates, legacy.name_patterns, legacy.label)
+        for warning in result.warnings:
+            log.warning(warning)
+        out.configs.extend((config, None) for config in result.configs if config.images)
+    for problem in out.problems:
+        log.error(problem)
+    return out

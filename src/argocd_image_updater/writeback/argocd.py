@@ -1,0 +1,56 @@
+"""Write-back method ``argocd``: set the parameters on the Application object itself.
+
+Unlike the original, which replaces the whole ``.spec`` from a possibly stale copy, the writers
+send a JSON patch that touches only the parameters that change and carries the resourceVersion
+that was read: if anyone changed the Application in between, the API server answers 409 and the
+cycle re-reads, re-plans and retries (nothing of the other edit is lost).
+"""
+
+from __future__ import annotations
+
+from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
+from argocd_image_updater.kube.client import APPLICATIONS, KubeClient, KubeError
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.plan.model import AppPlan
+from argocd_image_updater.plan.patch import json_patch_ops
+from argocd_image_updater.writeback.base import ConflictError
+
+
+class KubeAppWriter:
+    """Patches Applications through the Kubernetes API."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        self._kube = kube
+
+    async def write(self, app: Application, plan: AppPlan) -> None:
+        ops = json_patch_ops(app.raw, plan)
+        try:
+            await self._kube.json_patch(APPLICATIONS, app.namespace, app.name, ops)
+        except KubeError as err:
+            if err.is_conflict:
+                raise ConflictError(str(err)) from None
+            raise
+
+    async def reread(self, app: Application) -> Application:
+        return Application.from_object(
+            await self._kube.get_object(APPLICATIONS, app.namespace, app.name)
+        )
+
+
+class ArgoCDAppWriter:
+    """Patches Applications through Argo CD's API (``applications_api: argocd``)."""
+
+    def __init__(self, client: ArgoCDClient) -> None:
+        self._client = client
+
+    async def write(self, app: Application, plan: AppPlan) -> None:
+        ops = json_patch_ops(app.raw, plan)
+        try:
+            await self._client.patch_application(app.name, app.namespace, ops)
+        except ArgoCDError as err:
+            if err.is_conflict:
+                raise ConflictError(str(err)) from None
+            raise
+
+    async def reread(self, app: Application) -> Application:
+        return Application.from_object(await self._client.get_application(app.name, app.namespace))

@@ -5,13 +5,15 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from argocd_image_updater.config.credentials import EndpointCredentials
 from argocd_image_updater.model.registry import Credentials
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.errors import RegistryAuthError
+from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import log
 from argocd_image_updater.sandbox.push import ImagePusher
 from argocd_image_updater.sandbox.registry import RegistryServer
@@ -180,3 +182,30 @@ async def test_refused_credentials_are_refetched_and_retried_exactly_once(
     else:
         # anonymous → challenge, token refused, token with refetched creds, listing
         assert stats == {"tags": 2, "token": 2}
+
+
+async def test_rotated_registry_credentials_are_picked_up_after_refusal(
+    basic_registry, endpoint_for, repo, tmp_path
+):
+    """registries.conf ``credentials: ext:<script>``: the first answer is outdated."""
+    good = creds_of(basic_registry)
+    async with ImagePusher(basic_registry.url, credentials=good) as pusher:
+        await pusher.push_image(repo, "3.0", created=CREATED)
+    calls = tmp_path / "calls"
+    script = tmp_path / "registry-creds.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"echo call >> '{calls}'\n"
+        f"if [ \"$(wc -l < '{calls}')\" -eq 1 ]; then echo '{good.username}:rotated-away'; "
+        f"else echo '{good.username}:{good.password}'; fi\n"
+    )
+    script.chmod(0o755)
+    endpoint = endpoint_for(
+        basic_registry, credentials=f"ext:{script}", creds_expire=timedelta(hours=1)
+    )
+    async with Scanner() as scanner:
+        result = await scanner.scan(
+            ScanRequest(endpoint, repo, credentials=EndpointCredentials(endpoint))
+        )
+    assert [t.name for t in result.tags] == ["3.0"]
+    assert calls.read_text().count("call") == 2

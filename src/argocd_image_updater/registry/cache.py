@@ -68,7 +68,7 @@ class MetadataCache:
 
     def __init__(self, max_entries: int = 100_000) -> None:
         self._entries: LruDict[str, CachedMetadata] = LruDict(max_entries)
-        self._flight: SingleFlight[str, CachedMetadata] = SingleFlight()
+        self._flight: SingleFlight[tuple[str, Hashable], CachedMetadata] = SingleFlight()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -82,12 +82,18 @@ class MetadataCache:
         self._entries.put(digest, value)
 
     async def get_or_fetch(
-        self, digest: str, fetch: Callable[[], Awaitable[CachedMetadata]]
+        self,
+        digest: str,
+        fetch: Callable[[], Awaitable[CachedMetadata]],
+        group: Hashable = "",
     ) -> CachedMetadata:
+        """The cached value, or the result of ``fetch``. Concurrent misses with the same
+        ``group`` share one fetch (use the credential source and repository as the group, so
+        that one caller's failure is never handed to a caller with other access rights)."""
         cached = self.get(digest)
         if cached is not None:
             return cached
-        value, _ = await self._flight.do(digest, fetch)
+        value, _ = await self._flight.do((digest, group), fetch)
         self._entries.put(digest, value)
         return value
 

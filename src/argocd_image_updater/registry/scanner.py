@@ -104,6 +104,12 @@ def _is_image_entry(entry: Descriptor) -> bool:
     return entry.annotations.get("vnd.docker.reference.type") != _ATTESTATION
 
 
+def _group(req: ScanRequest, repository: str) -> tuple[str, str, str]:
+    """Fetches that may be shared: same API, repository and credential source."""
+    key = req.credentials.key if req.credentials is not None else ""
+    return (req.endpoint.api_url, repository, key)
+
+
 class Scanner:
     """Registry scans with shared clients, caches and limits. Use as ``async with Scanner():``.
 
@@ -243,7 +249,7 @@ class Scanner:
                     known = await client.get_manifest(repository, digest, req.credentials)
                 return await self._describe(client, repository, known, req)
 
-            meta = await self._metadata.get_or_fetch(digest, load)
+            meta = await self._metadata.get_or_fetch(digest, load, _group(req, repository))
             if isinstance(meta, PlatformImage):
                 return TagInfo(tag, digest, (meta,))
             images = await asyncio.gather(
@@ -300,7 +306,7 @@ class Scanner:
                 )
             return await self._describe(client, repository, child, req)
 
-        meta = await self._metadata.get_or_fetch(digest, load)
+        meta = await self._metadata.get_or_fetch(digest, load, _group(req, repository))
         if not isinstance(meta, PlatformImage):  # the digest is also a tag's (nested) index
             return PlatformImage(platform, digest)
         return PlatformImage(platform, digest, meta.created, meta.labels)

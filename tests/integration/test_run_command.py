@@ -1,0 +1,137 @@
+"""``argocd-image-updater run`` as users start it: a real process, flags and environment, against
+the Kubernetes API fake and a real registry."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from argocd_image_updater.sandbox import objects
+from argocd_image_updater.sandbox.kube import KubeApiServer
+from argocd_image_updater.sandbox.push import ImagePusher
+from argocd_image_updater.sandbox.registry import RegistryServer
+
+NS = "argocd"
+
+
+@pytest.fixture
+def kube() -> Iterator[KubeApiServer]:
+    server = KubeApiServer(namespaces=(NS,)).start_in_thread()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def seed(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> tuple[str, Path, Path]:
+    async with ImagePusher(registry.url) as pusher:
+        for i, tag in enumerate(["1.0.0", "1.1.0"]):
+            await pusher.push_image(
+                repo, tag, created=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=i)
+            )
+    image = f"{registry.host}/{repo}"
+    kube.store.put(
+        objects.application(
+            "web", NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
+        )
+    )
+    kube.store.put(
+        objects.image_updater(
+            "web",
+            NS,
+            {
+                "applicationRefs": [
+                    {"namePattern": "web", "images": [{"alias": "web", "imageName": image}]}
+                ]
+            },
+        )
+    )
+    conf = tmp_path / "registries.conf"
+    conf.write_text(
+        f"registries:\n- name: t\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
+    )
+    return image, kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS), conf
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "argocd_image_updater", "run", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+
+
+async def test_run_once_updates_and_exits(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    image, kubeconfig, conf = await seed(kube, registry, repo, tmp_path)
+    proc = run_cli(
+        "--once",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--registries-conf-path",
+        str(conf),
+        env={"IMAGE_UPDATER_LOGLEVEL": "debug"},
+    )
+    out, err = await asyncio.to_thread(proc.communicate, timeout=60)
+    assert proc.returncode == 0, err
+    app = kube.store.get("applications", NS, "web")
+    assert app["spec"]["source"]["kustomize"]["images"] == [f"{image}:1.1.0"]
+    assert "level=info msg=starting" in out
+    assert "interval=once" in out
+    assert f"Setting new image to {image}:1.1.0" in out
+    assert (
+        "Processing results: applications=1 images_considered=1 images_skipped=0 images_updated=1 errors=0"
+        in out
+    )
+
+
+def test_invalid_environment_value_is_a_startup_error(tmp_path: Path) -> None:
+    proc = run_cli("--once", env={"MAX_CONCURRENT_APPS": "0"})
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "MAX_CONCURRENT_APPS" in err and "out of range" in err
+
+
+async def test_sigterm_stops_the_loop_gracefully(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    _, kubeconfig, conf = await seed(kube, registry, repo, tmp_path)
+    proc = run_cli(
+        "--interval",
+        "1h",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--registries-conf-path",
+        str(conf),
+        "--health-probe-bind-address",
+        "127.0.0.1:0",
+        "--leader-election=false",
+        env={},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while kube.request_count("patch", "applications") == 0:
+            assert time.monotonic() < deadline, "the first cycle did not write"
+            assert proc.poll() is None, proc.communicate()[1]
+            await asyncio.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.to_thread(proc.communicate, timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    assert "received SIGTERM" in out

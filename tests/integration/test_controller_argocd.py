@@ -311,3 +311,53 @@ async def test_argocd_api_mode_updates_through_argocd_server(
         assert result.images_updated == 1
         app = argocd.store.get("applications", NS, "via-api")
         assert app["spec"]["source"]["kustomize"]["images"] == [f"{image}:2.1.0"]
+
+
+async def test_imageupdater_spec_change_starts_a_cycle_without_waiting(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    import asyncio
+    import time
+
+    await push_tags(registry, repo, ["1.0.0", "1.0.1", "2.0.0"])
+    image = f"{registry.host}/{repo}"
+    kube.store.put(
+        objects.application(
+            "live", NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
+        )
+    )
+    cr = objects.image_updater(
+        "live",
+        NS,
+        {
+            "applicationRefs": [
+                {"namePattern": "live", "images": [{"alias": "a", "imageName": f"{image}:~1.0"}]}
+            ]
+        },
+    )
+    kube.store.put(cr)
+    controller, closers = await make_controller(
+        kube, tmp_path, write_conf(tmp_path, registry), once=False
+    )
+    controller.interval = timedelta(hours=1)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop=stop))
+
+    async def wait_for(tag: str) -> None:
+        deadline = time.monotonic() + 20
+        while app_obj(kube, "live")["spec"]["source"]["kustomize"]["images"] != [f"{image}:{tag}"]:
+            assert time.monotonic() < deadline, f"never updated to {tag}"
+            assert not task.done(), task
+            await asyncio.sleep(0.02)
+
+    try:
+        await wait_for("1.0.1")
+        current = kube.store.get("imageupdaters", NS, "live")
+        current["spec"]["applicationRefs"][0]["images"][0]["imageName"] = f"{image}:^2"
+        kube.store.put(current)
+        await wait_for("2.0.0")
+        assert controller.cycles == 2
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await close_all(closers)

@@ -1,0 +1,328 @@
+"""Leader election through a ``coordination.k8s.io/v1`` Lease, compatible with client-go's.
+
+Replicas race to hold the Lease ``c21b75f2.argoproj.io`` (the original's lease ID). Every write
+carries the resourceVersion it was based on, so two replicas can never both win a race. As in
+client-go, a lease held by another replica is considered expired when its record has not changed
+for ``leaseDurationSeconds`` as measured by *our* clock since we first saw that record; wall-clock
+timestamps in the Lease are informational only, so clock skew between nodes does not matter.
+
+The leader renews every ``retry_period``. When it cannot renew within ``renew_deadline`` of the
+start of its last successful renewal it steps down (``is_leader()`` turns False) — which, since
+``renew_deadline < lease_duration``, happens before any other replica may take over. A graceful
+stop releases the Lease (empty holder, 1 s duration), so another replica takes over at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, TypeVar
+
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from argocd_image_updater.kube.client import KubeClient, KubeError
+from argocd_image_updater.report import metrics
+from argocd_image_updater.report.log import get_logger
+
+T = TypeVar("T")
+log = get_logger("leader")
+
+DEFAULT_LEASE_NAME: Final = "c21b75f2.argoproj.io"
+JITTER: Final = 0.2
+
+
+def micro_time(moment: datetime) -> str:
+    """RFC 3339 with exactly six fractional digits in UTC, as ``metav1.MicroTime``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """The part of a Lease the election reads."""
+
+    holder: str
+    duration: int
+    acquire_time: datetime | None
+    renew_time: datetime | None
+    transitions: int
+    resource_version: str
+
+    @classmethod
+    def from_lease(cls, lease: Any) -> LeaseRecord:
+        spec = lease.spec
+        return cls(
+            holder=(spec.holder_identity if spec else None) or "",
+            duration=int((spec.lease_duration_seconds if spec else None) or 0),
+            acquire_time=spec.acquire_time if spec else None,
+            renew_time=spec.renew_time if spec else None,
+            transitions=int((spec.lease_transitions if spec else None) or 0),
+            resource_version=str(lease.metadata.resource_version or ""),
+        )
+
+    def same_as(self, other: LeaseRecord | None) -> bool:
+        """Same record content (the resourceVersion aside)."""
+        return other is not None and (
+            self.holder,
+            self.duration,
+            self.acquire_time,
+            self.renew_time,
+            self.transitions,
+        ) == (other.holder, other.duration, other.acquire_time, other.renew_time, other.transitions)
+
+
+class LeaderElector:
+    """Elects one leader among the replicas sharing ``namespace``/``name``.
+
+    Run :meth:`run` in a task; act only while :meth:`is_leader` is True (``leading`` is set;
+    ``not_leading`` is set otherwise), or use ``on_change(leading: bool)``. ``clock`` is a
+    monotonic clock in seconds, ``wall`` gives the timestamps written to the Lease.
+    """
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        *,
+        namespace: str,
+        name: str = DEFAULT_LEASE_NAME,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = _now,
+        on_change: Callable[[bool], None] | None = None,
+    ) -> None:
+        if not identity:
+            raise ValueError("leader election needs a non-empty identity")
+        if not 0 < retry_period < renew_deadline < lease_duration:
+            raise ValueError(
+                "leader election needs 0 < retry period < renew deadline < lease duration, got "
+                f"{retry_period} / {renew_deadline} / {lease_duration}"
+            )
+        # KubeClient exposes no Lease API; the coordination API shares its connection.
+        self._api: Any = k8s.CoordinationV1Api(kube._api)
+        self.namespace, self.name, self.identity = namespace, name, identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self._clock, self._wall, self._on_change = clock, wall, on_change
+        self.leading = asyncio.Event()
+        self.not_leading = asyncio.Event()
+        self.not_leading.set()
+        self._observed: LeaseRecord | None = None
+        self._observed_at = 0.0
+        self._renewed_at = 0.0
+        self._lock = asyncio.Lock()
+        self._released = False
+
+    # --- state -------------------------------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        return self.leading.is_set()
+
+    @property
+    def observed_holder(self) -> str:
+        """The holder in the last Lease record seen ("" when none)."""
+        return self._observed.holder if self._observed is not None else ""
+
+    def _set_leading(self, leading: bool, why: str) -> None:
+        if leading == self.is_leader():
+            return
+        if leading:
+            self.not_leading.clear()
+            self.leading.set()
+            log.info(
+                "became the leader (lease %s/%s)", self.namespace, self.name, identity=self.identity
+            )
+        else:
+            self.leading.clear()
+            self.not_leading.set()
+            log.warning("stopped leading: %s", why, identity=self.identity)
+        if self._on_change is not None:
+            try:
+                self._on_change(leading)
+            except Exception as err:  # a callback must not break the election
+                log.error("leader election callback failed: %s", str(err))
+
+    # --- API -----------------------------------------------------------------------------------
+
+    async def _call(self, coro: Awaitable[T]) -> T:
+        metrics.K8S_API_REQUESTS.inc()
+        try:
+            return await coro
+        except ApiException as exc:
+            metrics.K8S_API_ERRORS.inc()
+            raise KubeError(
+                int(exc.status or 0), f"Kubernetes API: {exc.reason} (HTTP {exc.status})"
+            ) from None
+        except OSError as exc:
+            metrics.K8S_API_ERRORS.inc()
+            raise KubeError(0, f"Kubernetes API unreachable: {exc}") from None
+
+    def _body(
+        self,
+        holder: str,
+        acquired: datetime,
+        renewed: datetime,
+        transitions: int,
+        resource_version: str = "",
+        duration: int | None = None,
+    ) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if resource_version:
+            meta["resourceVersion"] = resource_version
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": meta,
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": duration or max(1, math.ceil(self.lease_duration)),
+                "acquireTime": micro_time(acquired),
+                "renewTime": micro_time(renewed),
+                "leaseTransitions": transitions,
+            },
+        }
+
+    async def _read(self) -> LeaseRecord | None:
+        try:
+            lease = await self._call(self._api.read_namespaced_lease(self.name, self.namespace))
+        except KubeError as err:
+            if err.is_not_found:
+                return None
+            raise
+        return LeaseRecord.from_lease(lease)
+
+    async def _write(self, body: dict[str, Any], create: bool) -> LeaseRecord:
+        if create:
+            lease = await self._call(self._api.create_namespaced_lease(self.namespace, body))
+        else:
+            lease = await self._call(
+                self._api.replace_namespaced_lease(self.name, self.namespace, body)
+            )
+        return LeaseRecord.from_lease(lease)
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One attempt: create the Lease, renew ours, or take over an expired one."""
+        async with self._lock:
+            if self._released:
+                return False
+            now, wall = self._clock(), self._wall()
+            old = await self._read()
+            if old is None:
+                record = await self._write(self._body(self.identity, wall, wall, 0), create=True)
+            else:
+                if not old.same_as(self._observed):
+                    self._observed, self._observed_at = old, now
+                if (
+                    old.holder
+                    and old.holder != self.identity
+                    and self._observed_at + old.duration > now
+                ):
+                    return False
+                mine = old.holder == self.identity
+                body = self._body(
+                    self.identity,
+                    (old.acquire_time or wall) if mine else wall,
+                    wall,
+                    old.transitions if mine else old.transitions + 1,
+                    old.resource_version,
+                )
+                record = await self._write(body, create=False)
+            self._observed, self._observed_at = record, now
+            return True
+
+    async def _attempt(self, limit: float) -> bool:
+        try:
+            return await asyncio.wait_for(self.try_acquire_or_renew(), limit)
+        except TimeoutError:
+            log.debug("lease request timed out", identity=self.identity)
+        except KubeError as err:
+            if not err.is_conflict:
+                log.warning("could not update the lease: %s", str(err), identity=self.identity)
+        return False
+
+    # --- loops -------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Campaign until ``stop`` is set, then release the Lease if held. Cancelling the task
+        steps down without releasing (others take over once the lease expires)."""
+        try:
+            while not stop.is_set() and not self._released:
+                if await self._acquire(stop):
+                    await self._renew(stop)
+        except asyncio.CancelledError:
+            self._set_leading(False, "cancelled")
+            raise
+        if self.is_leader():
+            await self.release()
+
+    async def _acquire(self, stop: asyncio.Event) -> bool:
+        while not stop.is_set() and not self._released:
+            started = self._clock()
+            if await self._attempt(self.renew_deadline):
+                self._renewed_at = started
+                self._set_leading(True, "")
+                return True
+            await _wait(stop, self.retry_period * (1 + random.uniform(0, JITTER)))
+        return False
+
+    async def _renew(self, stop: asyncio.Event) -> None:
+        while not stop.is_set() and self.is_leader():
+            await _wait(stop, self.retry_period)
+            if stop.is_set():
+                return
+            deadline = self._renewed_at + self.renew_deadline
+            while True:
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    self._set_leading(
+                        False, f"could not renew the lease within {self.renew_deadline}s"
+                    )
+                    return
+                started = self._clock()
+                if await self._attempt(remaining):
+                    self._renewed_at = started
+                    break
+                if self.observed_holder not in ("", self.identity):
+                    self._set_leading(False, f"the lease is held by {self.observed_holder}")
+                    return
+                await _wait(stop, min(self.retry_period, max(0.0, deadline - self._clock())))
+                if stop.is_set():
+                    return
+
+    async def release(self) -> bool:
+        """Give the Lease up now (empty holder, 1 s duration) and stop campaigning."""
+        async with self._lock:
+            self._released = True
+            was_leader = self.is_leader()
+            self._set_leading(False, "released the lease")
+            observed = self._observed
+            if not was_leader or observed is None or observed.holder != self.identity:
+                return False
+            wall = self._wall()
+            body = self._body("", wall, wall, observed.transitions, observed.resource_version, 1)
+            try:
+                self._observed = await self._write(body, create=False)
+            except KubeError as err:
+                log.warning("could not release the lease: %s", str(err), identity=self.identity)
+                return False
+            log.info("released the lease %s/%s", self.namespace, self.name, identity=self.identity)
+            return True
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    """Wait ``seconds`` or until ``stop`` is set."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), max(0.0, seconds))

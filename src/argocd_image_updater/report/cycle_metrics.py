@@ -1,0 +1,129 @@
+"""Per-cycle metrics with the original's names, fitting its Grafana dashboard.
+
+Gauges are per ImageUpdater CR (``image_updater_cr_name``, ``image_updater_cr_namespace``);
+counters are per Application and CR, so the dashboard's ``sum by (application)`` works.
+Applications configured by legacy annotations get empty CR labels. The dashboard's
+``images_updated_error_total`` is exported as an alias of ``images_errors_total``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from prometheus_client import Counter, Gauge
+
+from argocd_image_updater.report.metrics import REGISTRY
+
+if TYPE_CHECKING:  # the controller imports this module
+    from argocd_image_updater.controller.cycle import AppOutcome, CycleResult
+    from argocd_image_updater.controller.sources import CRState
+
+_P = "argocd_image_updater_"
+CR_LABELS: Final = ("image_updater_cr_name", "image_updater_cr_namespace")
+APP_LABELS: Final = ("application", *CR_LABELS)
+
+APPLICATIONS_WATCHED: Final = Gauge(
+    _P + "applications_watched_total",
+    "Number of applications matched in the last cycle, per ImageUpdater",
+    CR_LABELS,
+    registry=REGISTRY,
+)
+IMAGES_WATCHED: Final = Gauge(
+    _P + "images_watched_total",
+    "Number of images considered in the last cycle, per ImageUpdater",
+    CR_LABELS,
+    registry=REGISTRY,
+)
+IMAGES_UPDATED: Final = Counter(
+    _P + "images_updated",
+    "Number of images updated (written; never in dry-run), per application",
+    APP_LABELS,
+    registry=REGISTRY,
+)
+IMAGES_ERRORS: Final = Counter(
+    _P + "images_errors",
+    "Number of errors while checking or updating images, per application",
+    APP_LABELS,
+    registry=REGISTRY,
+)
+IMAGES_UPDATED_ERRORS: Final = Counter(
+    _P + "images_updated_error",
+    "Same as images_errors_total (the name the original's dashboard queries)",
+    APP_LABELS,
+    registry=REGISTRY,
+)
+
+CRKey = tuple[str, str]
+"""(namespace, name); ("", "") for applications configured by legacy annotations."""
+
+_lock = threading.Lock()
+_apps: dict[CRKey, set[str]] = {}
+_gauged: set[CRKey] = set()
+
+
+def _cr_key(outcome: AppOutcome) -> CRKey:
+    return (outcome.cr.namespace, outcome.cr.name) if outcome.cr is not None else ("", "")
+
+
+def record_cycle(result: CycleResult, *, dry_run: bool, crs: Sequence[CRState] = ()) -> None:
+    """Update the metrics after a cycle.
+
+    ``crs`` are the CRs of the cycle (``Collected.crs``): a CR without matched applications then
+    reports 0, and a CR that failed as a whole counts one error (``application=""``). Gauges of
+    CRs absent from the cycle are removed; counters stay until :func:`forget_cr`.
+    """
+    apps: dict[CRKey, int] = {}
+    images: dict[CRKey, int] = {}
+    with _lock:
+        for cr in crs:
+            key = (cr.namespace, cr.name)
+            apps.setdefault(key, 0)
+            images.setdefault(key, 0)
+            if cr.error is not None:
+                _count(key, "", errors=1, updated=0)
+        for outcome in result.apps:
+            key = _cr_key(outcome)
+            plan = outcome.plan
+            apps[key] = apps.get(key, 0) + 1
+            images[key] = images.get(key, 0) + (plan.considered if plan is not None else 0)
+            updated = len(plan.changes) if plan is not None and outcome.written else 0
+            errors = (plan.errors if plan is not None else 0) + (1 if outcome.error else 0)
+            _count(key, outcome.app, errors=errors, updated=0 if dry_run else updated)
+        for key, number in apps.items():
+            labels = (key[1], key[0])
+            APPLICATIONS_WATCHED.labels(*labels).set(number)
+            IMAGES_WATCHED.labels(*labels).set(images[key])
+        for key in _gauged - apps.keys():
+            _remove_gauges(key)
+        _gauged.clear()
+        _gauged.update(apps)
+
+
+def _count(key: CRKey, app: str, *, errors: int, updated: int) -> None:
+    """Increment (and create at 0, so ``increase()`` sees the first step) an app's counters."""
+    labels = (app, key[1], key[0])
+    _apps.setdefault(key, set()).add(app)
+    IMAGES_UPDATED.labels(*labels).inc(updated)
+    IMAGES_ERRORS.labels(*labels).inc(errors)
+    IMAGES_UPDATED_ERRORS.labels(*labels).inc(errors)
+
+
+def _remove_gauges(key: CRKey) -> None:
+    for gauge in (APPLICATIONS_WATCHED, IMAGES_WATCHED):
+        with contextlib.suppress(KeyError):
+            gauge.remove(key[1], key[0])
+
+
+def forget_cr(namespace: str, name: str) -> None:
+    """Remove every series of a deleted ImageUpdater."""
+    key = (namespace, name)
+    with _lock:
+        _remove_gauges(key)
+        _gauged.discard(key)
+        for app in _apps.pop(key, set()):
+            for counter in (IMAGES_UPDATED, IMAGES_ERRORS, IMAGES_UPDATED_ERRORS):
+                with contextlib.suppress(KeyError):
+                    counter.remove(app, name, namespace)

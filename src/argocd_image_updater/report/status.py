@@ -1,0 +1,397 @@
+"""The ``status`` of an ImageUpdater after a cycle, and the writer that stores it.
+
+:func:`compute_status` is pure: it turns one CR's share of a cycle into the whole ``status``
+object, with the original's fields, conditions, reasons and messages. Two things differ from the
+original on purpose:
+
+* Only images that were really written count as updated. In ``--dry-run`` the would-be updates
+  are not reported as done: the ``Ready`` message says ``0 images updated``, ``recentUpdates``
+  and ``lastUpdatedAt`` are left as they were, and the pending updates are listed in the
+  ``ImagesUpToDate`` condition.
+* ``recentUpdates`` holds the updates of the last cycle that wrote something, each with the
+  time it was written. A cycle without writes keeps that list (and its ``updatedAt``) unchanged,
+  so an entry never looks fresher than it is.
+
+The CRD's status schema prunes unknown fields, so the per-image explanation ("why was this image
+not updated?") lives in the message of an extra condition, ``ImagesUpToDate``: one line per
+image with its reason code, current and chosen reference, most interesting images first, at most
+``max_images`` lines.
+
+:func:`reconciling_status` is the status to write when a cycle starts (``Reconciling=True``).
+:class:`StatusWriter` stores a status through the ``/status`` subresource.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from argocd_image_updater.kube.client import IMAGE_UPDATERS, KubeClient, KubeError
+from argocd_image_updater.plan.model import ImageChange, ImageResult, Outcome
+from argocd_image_updater.report.log import get_logger
+
+if TYPE_CHECKING:  # the controller imports this module
+    from argocd_image_updater.controller.cycle import AppOutcome
+    from argocd_image_updater.controller.sources import CRState
+
+log = get_logger("status")
+
+READY: Final = "Ready"
+RECONCILING: Final = "Reconciling"
+ERROR: Final = "Error"
+IMAGES: Final = "ImagesUpToDate"
+"""Our addition: per-image results of the last cycle, in the message."""
+
+MESSAGE_LIMIT: Final = 30_000
+"""Bound of a condition message we write (the CRD allows 32768)."""
+LINE_LIMIT: Final = 400
+
+_RANK: Final = {"error": 0, "write-failed": 0, "dry-run": 1, "skipped": 2, "updated": 3}
+"""Order of the per-image lines: problems first, then pending, skipped, updated, up to date."""
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC with whole seconds, like ``metav1.Time``."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _belongs(outcome: AppOutcome, cr: CRState) -> bool:
+    return outcome.cr is cr or (
+        outcome.cr is not None
+        and (outcome.cr.namespace, outcome.cr.name) == (cr.namespace, cr.name)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ImageLine:
+    """One image of the last cycle, as shown in the ``ImagesUpToDate`` condition."""
+
+    app: str
+    alias: str
+    state: str
+    """The result's reason code; ``dry-run`` or ``write-failed`` for an update not written."""
+    current: str | None
+    chosen: str | None
+    message: str
+    rank: int
+
+    def render(self) -> str:
+        """``<app> <alias>: <state> [<current>] [-> <chosen>][: <message>]``."""
+        text = f"{self.app} {self.alias}: {self.state}"
+        if self.current:
+            text += f" {self.current}"
+        if self.chosen and self.chosen != self.current:
+            text += f" -> {self.chosen}"
+        if self.rank < _RANK["updated"] and self.message:
+            text += f": {self.message}"
+        return text if len(text) <= LINE_LIMIT else text[: LINE_LIMIT - 3] + "..."
+
+
+def _line(outcome: AppOutcome, result: ImageResult, dry_run: bool) -> ImageLine:
+    state = str(result.reason)
+    rank = 4
+    message = result.message
+    if result.outcome is Outcome.UPDATED:
+        if outcome.written:
+            rank = _RANK["updated"]
+        elif outcome.error is not None:
+            state, rank, message = "write-failed", _RANK["write-failed"], outcome.error
+        else:
+            state, rank = "dry-run", _RANK["dry-run"]
+            message = "dry run, not written" if dry_run else "not written"
+    elif result.outcome is Outcome.ERROR:
+        rank = _RANK["error"]
+    elif result.outcome is Outcome.SKIPPED:
+        rank = _RANK["skipped"]
+    return ImageLine(outcome.app, result.alias, state, result.current, result.chosen, message, rank)
+
+
+def image_lines(outcomes: Sequence[AppOutcome], *, dry_run: bool) -> list[ImageLine]:
+    """Every image of ``outcomes``, most interesting first (errors, pending, skipped, …)."""
+    lines = [_line(o, r, dry_run) for o in outcomes if o.plan is not None for r in o.plan.results]
+    for outcome in outcomes:
+        if outcome.plan is None and outcome.error:
+            lines.append(
+                ImageLine(outcome.app, "*", "error", None, None, outcome.error, _RANK["error"])
+            )
+        elif outcome.plan is not None and outcome.plan.note and not outcome.plan.results:
+            lines.append(ImageLine(outcome.app, "*", "skipped", None, None, outcome.plan.note, 2))
+    return sorted(lines, key=lambda line: (line.rank, line.app, line.alias))
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    apps: int
+    images: int
+    written: int
+    pending: int
+    errors: int
+
+
+def count(outcomes: Sequence[AppOutcome]) -> Counts:
+    """Applications, considered images, images written, updates not written, errors."""
+    written = pending = errors = images = 0
+    for outcome in outcomes:
+        plan = outcome.plan
+        errors += 1 if outcome.error else 0
+        if plan is None:
+            continue
+        images += plan.considered
+        errors += plan.errors
+        if outcome.written:
+            written += len(plan.changes)
+        else:
+            pending += len(plan.changes)
+    return Counts(len(outcomes), images, written, pending, errors)
+
+
+def recent_updates(
+    changes: Sequence[ImageChange], now: datetime, limit: int = 100
+) -> list[dict[str, Any]] | None:
+    """The original's ``buildRecentUpdates``: one entry per (alias, image, new version), counting
+    the applications; ``None`` when nothing changed."""
+    if not changes:
+        return None
+    entries: dict[tuple[str, str, str], dict[str, Any]] = {}
+    stamp = format_time(now)
+    for change in changes:
+        alias = change.alias or change.image.name
+        key = (alias, change.image.full_name, change.new_version)
+        entry = entries.get(key)
+        if entry is not None:
+            entry["applicationsUpdated"] += 1
+            continue
+        if len(entries) >= limit:
+            continue
+        entries[key] = {
+            "alias": alias,
+            "image": change.image.full_name,
+            "newVersion": change.new_version,
+            "applicationsUpdated": 1,
+            "updatedAt": stamp,
+            "message": f"Updated from {change.old_version} to {change.new_version}.",
+        }
+    return list(entries.values())
+
+
+def set_condition(
+    conditions: list[dict[str, Any]],
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    generation: int,
+    now: datetime,
+) -> None:
+    """Like ``meta.SetStatusCondition``: ``lastTransitionTime`` moves only when the status does."""
+    new = {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": format_time(now),
+    }
+    for i, old in enumerate(conditions):
+        if old.get("type") == type_:
+            if old.get("status") == status and old.get("lastTransitionTime"):
+                new["lastTransitionTime"] = old["lastTransitionTime"]
+            conditions[i] = new
+            return
+    conditions.append(new)
+
+
+def _previous_conditions(previous: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    found = (previous or {}).get("conditions")
+    if not isinstance(found, list):
+        return []
+    return [copy.deepcopy(c) for c in found if isinstance(c, dict) and c.get("type")]
+
+
+def _images_condition(
+    lines: Sequence[ImageLine], counts: Counts, *, dry_run: bool, max_images: int
+) -> tuple[str, str, str]:
+    errors = sum(1 for line in lines if line.rank == _RANK["error"])
+    pending = sum(1 for line in lines if line.state == "dry-run")
+    if errors:
+        status, reason = "False", "ImageErrors"
+    elif pending:
+        status, reason = "False", "DryRun" if dry_run else "UpdatesPending"
+    elif counts.written:
+        status, reason = "True", "UpdatesApplied"
+    elif lines:
+        status, reason = "True", "UpToDate"
+    else:
+        status, reason = "True", "NoImages"
+    skipped = sum(1 for line in lines if line.rank == _RANK["skipped"])
+    header = (
+        f"{len(lines)} images: {counts.written} updated, {pending} not written"
+        f"{' (dry run)' if dry_run else ''}, {skipped} skipped, {errors} with errors."
+    )
+    parts = [header]
+    size = len(header)
+    shown = 0
+    for line in lines[:max_images]:
+        text = line.render()
+        if size + len(text) + 1 > MESSAGE_LIMIT - 80:
+            break
+        parts.append(text)
+        size += len(text) + 1
+        shown += 1
+    if shown < len(lines):
+        parts.append(f"... and {len(lines) - shown} more images (see the controller log).")
+    return status, reason, "\n".join(parts)
+
+
+def compute_status(
+    cr: CRState,
+    outcomes: Sequence[AppOutcome],
+    *,
+    now: datetime,
+    dry_run: bool,
+    previous: Mapping[str, Any] | None,
+    max_images: int = 100,
+) -> dict[str, Any]:
+    """The whole ``status`` of ``cr`` after a cycle.
+
+    ``outcomes`` may be every outcome of the cycle: only those of ``cr`` count. ``previous`` is
+    the status stored so far (``cr.raw["status"]``); it keeps ``lastTransitionTime`` of
+    conditions whose status did not change, ``lastUpdatedAt`` and ``recentUpdates`` when nothing
+    was written, and conditions of other types.
+    """
+    mine = [o for o in outcomes if _belongs(o, cr)]
+    previous = previous or {}
+    counts = count(mine)
+    generation = cr.generation
+    conditions = _previous_conditions(previous)
+
+    def set_(type_: str, status: str, reason: str, message: str) -> None:
+        set_condition(conditions, type_, status, reason, message, generation=generation, now=now)
+
+    set_(RECONCILING, "False", "Idle", "Last check completed. Awaiting next cycle.")
+    if cr.error is not None:
+        set_(READY, "False", "ReconcileFailed", f"Reconciliation failed: {cr.error}")
+        set_(ERROR, "True", "ReconcileError", cr.error)
+        set_(IMAGES, "Unknown", "NotChecked", f"No image was checked: {cr.error}")
+    else:
+        if counts.errors:
+            set_(
+                READY,
+                "True",
+                "ReconcileCompletedWithErrors",
+                f"Reconciled {counts.apps} applications with {counts.errors} errors, "
+                f"{counts.written} images updated.",
+            )
+            set_(
+                ERROR,
+                "True",
+                "PartialErrors",
+                f"{counts.errors} error(s) occurred during image update checks.",
+            )
+        else:
+            set_(
+                READY,
+                "True",
+                "ReconcileSucceeded",
+                f"Reconciled {counts.apps} applications, {counts.written} images updated.",
+            )
+            set_(ERROR, "False", "NoErrors", "No errors during last reconciliation.")
+        lines = image_lines(mine, dry_run=dry_run)
+        set_(IMAGES, *_images_condition(lines, counts, dry_run=dry_run, max_images=max_images))
+
+    status: dict[str, Any] = {
+        "observedGeneration": generation,
+        "lastCheckedAt": format_time(now),
+        "applicationsMatched": counts.apps,
+        "imagesManaged": counts.images,
+    }
+    written = [c for o in mine if o.written and o.plan is not None for c in o.plan.changes]
+    updates = recent_updates(written, now, max_images)
+    if updates is not None:
+        status["lastUpdatedAt"] = format_time(now)
+        status["recentUpdates"] = updates
+    else:
+        if previous.get("lastUpdatedAt"):
+            status["lastUpdatedAt"] = previous["lastUpdatedAt"]
+        if isinstance(previous.get("recentUpdates"), list):
+            status["recentUpdates"] = copy.deepcopy(previous["recentUpdates"])
+    status["conditions"] = conditions
+    return status
+
+
+def reconciling_status(
+    cr: CRState, *, now: datetime, previous: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The status to write when a cycle starts: ``Reconciling=True``, everything else kept."""
+    status = copy.deepcopy(dict(previous or {}))
+    conditions = _previous_conditions(previous)
+    set_condition(
+        conditions,
+        RECONCILING,
+        "True",
+        "Reconciling",
+        "Image update check in progress.",
+        generation=cr.generation,
+        now=now,
+    )
+    status["conditions"] = conditions
+    return status
+
+
+StatusSource = Mapping[str, Any] | Callable[[Mapping[str, Any] | None], Mapping[str, Any]]
+"""A status, or a function computing it from the stored one (called again after a conflict)."""
+
+
+class StatusWriter:
+    """Stores a CR's status through the ``/status`` subresource (a merge patch).
+
+    The patch carries the resourceVersion the status was computed from. On a conflict the CR is
+    read again and the write retried (at most ``attempts`` times); a function given as status is
+    re-evaluated against the fresh stored status. A CR deleted meanwhile is ignored.
+    """
+
+    def __init__(self, kube: KubeClient, *, attempts: int = 5) -> None:
+        self._kube = kube
+        self._attempts = attempts
+
+    async def write(self, cr: CRState, status: StatusSource) -> bool:
+        """True when written; failures are logged, never raised."""
+        version = cr.resource_version
+        stored = cr.raw.get("status") if isinstance(cr.raw.get("status"), dict) else None
+        fields = {"imageUpdater_namespace": cr.namespace, "imageUpdater_name": cr.name}
+        for attempt in range(1, self._attempts + 1):
+            body = dict(status(stored)) if callable(status) else dict(status)
+            patch: dict[str, Any] = {"status": body}
+            if version:
+                patch["metadata"] = {"resourceVersion": version}
+            try:
+                result = await self._kube.merge_patch_status(
+                    IMAGE_UPDATERS, cr.namespace, cr.name, patch
+                )
+            except KubeError as err:
+                if err.is_not_found:
+                    log.debug("ImageUpdater is gone, not writing its status", **fields)
+                    return False
+                if not err.is_conflict or attempt == self._attempts:
+                    log.error("could not write the status: %s", str(err), **fields)
+                    return False
+                log.debug("ImageUpdater changed, re-reading it (attempt %d)", attempt + 1, **fields)
+                try:
+                    fresh = await self._kube.get_object(IMAGE_UPDATERS, cr.namespace, cr.name)
+                except KubeError as read_err:
+                    if not read_err.is_not_found:
+                        log.error("could not re-read the ImageUpdater: %s", str(read_err), **fields)
+                    return False
+                version = str((fresh.get("metadata") or {}).get("resourceVersion", ""))
+                found = fresh.get("status")
+                stored = found if isinstance(found, dict) else None
+                continue
+            cr.resource_version = str((result.get("metadata") or {}).get("resourceVersion", ""))
+            return True
+        return False

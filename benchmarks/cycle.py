@@ -1,0 +1,484 @@
+"""One controller cycle at fleet scale: wall time, registry and Kubernetes requests, peak RSS.
+
+Scenario (defaults): 1,000 Argo CD Applications (Kustomize), 200 repositories × 100 tags, each
+Application running one image from one repository (five Applications per repository, like five
+environments of a service); 10% of the Applications run the previous release and have a newer
+tag available, the others already run the newest tag.
+
+Configuration shape (``--config``):
+
+* ``cr`` (default): one ImageUpdater per repository, ``namePattern: <service>-*`` selecting the
+  Applications of that service, one image (semver, no constraint) — a CR per service, as teams
+  write them; 200 CRs × 1,000 Applications also exercises the selection;
+* ``legacy``: the v0.x ``image-list`` annotation on every Application, no CR.
+
+Parts are the product's own: the real registry (``docker-registry``, storage written directly)
+behind a counting proxy, the Kubernetes API fake, and the controller as ``run`` builds it
+(``build_controller``), which runs in a child process so that its peak RSS is its own and the
+fakes' CPU is not on its event loop. Three cycles:
+
+1. cold: new scanner, nothing cached; exactly the stale Applications must be patched;
+2. warm: immediately after, nothing new (within the scanner's 30 s tag-list cache);
+3. warm, tag lists expired: as the next cycle at the default 2 m interval would run.
+
+The benchmark fails (exit status 1) when any cycle updates other Applications than expected.
+
+Run: ``.venv/bin/python benchmarks/cycle.py [--apps N] [--repos N] [--tags N]
+[--new-fraction F] [--config cr|legacy] [--profile N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
+import os
+import pstats
+import random
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+NS = "argocd"
+START = datetime(2024, 1, 1, tzinfo=UTC)
+IMAGE_LIST = "argocd-image-updater.argoproj.io/image-list"
+CYCLES = ("cold", "warm", "warm, tag lists expired")
+
+# The product is imported inside functions: the controller process must load only what the
+# controller loads (no fakes), or its peak RSS would not be its own.
+
+
+# --- scenario -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scenario:
+    apps: int
+    repos: int
+    tags: int
+    new_fraction: float
+    config: str
+
+    def repo(self, index: int) -> str:
+        return f"bench/{self.service(index)}"
+
+    def service(self, index: int) -> str:
+        return f"svc{index:0{len(str(max(self.repos - 1, 0)))}d}"
+
+    def tag(self, index: int) -> str:
+        return f"1.{index}.0"
+
+    @property
+    def latest(self) -> str:
+        return self.tag(self.tags - 1)
+
+    @property
+    def previous(self) -> str:
+        return self.tag(self.tags - 2)
+
+    def app_repo(self, app: int) -> int:
+        return app % self.repos
+
+    def app_name(self, app: int) -> str:
+        return f"{self.service(self.app_repo(app))}-{app // self.repos}"
+
+    def stale(self) -> frozenset[int]:
+        """The Applications running the previous release (spread over the fleet)."""
+        count = round(self.apps * self.new_fraction)
+        return frozenset(random.Random(7).sample(range(self.apps), count))
+
+    def used_repos(self) -> int:
+        return min(self.apps, self.repos)
+
+
+def check_scenario(s: Scenario) -> None:
+    if s.apps < 1 or s.repos < 1:
+        raise SystemExit("--apps and --repos must be at least 1")
+    if s.tags < 2:
+        raise SystemExit("--tags must be at least 2 (a previous and a newest release)")
+    if not 0.0 <= s.new_fraction <= 1.0:
+        raise SystemExit("--new-fraction must be between 0 and 1")
+
+
+def write_storage(root: Path, s: Scenario) -> None:
+    from argocd_image_updater.sandbox.push import write_registry_storage
+
+    # Distinct build times everywhere, so every tag is its own image (digest).
+    layout = {
+        s.repo(r): [(s.tag(t), START + timedelta(days=r, minutes=t)) for t in range(s.tags)]
+        for r in range(s.repos)
+    }
+    write_registry_storage(root, layout)
+
+
+def seed_kube(store: Any, s: Scenario, registry_host: str) -> None:
+    from argocd_image_updater.sandbox import objects
+
+    stale = s.stale()
+    for app in range(s.apps):
+        image = f"{registry_host}/{s.repo(s.app_repo(app))}"
+        running = f"{image}:{s.previous if app in stale else s.latest}"
+        annotations = {IMAGE_LIST: f"app={image}"} if s.config == "legacy" else None
+        store.put(
+            objects.application(
+                s.app_name(app),
+                NS,
+                images=[running],
+                kustomize_images=[running],
+                annotations=annotations,
+            )
+        )
+    if s.config == "cr":
+        for r in range(min(s.repos, s.apps)):
+            ref = {
+                "namePattern": f"{s.service(r)}-*",
+                "images": [{"alias": "app", "imageName": f"{registry_host}/{s.repo(r)}"}],
+            }
+            store.put(objects.image_updater(s.service(r), NS, {"applicationRefs": [ref]}))
+
+
+def expected_images(s: Scenario, registry_host: str, updated: bool) -> dict[str, list[str]]:
+    stale = s.stale()
+    result = {}
+    for app in range(s.apps):
+        image = f"{registry_host}/{s.repo(s.app_repo(app))}"
+        tag = s.previous if app in stale and not updated else s.latest
+        result[s.app_name(app)] = [f"{image}:{tag}"]
+    return result
+
+
+# --- the controller (child process) -------------------------------------------------------------
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def emit(event: Mapping[str, Any]) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+async def child_main(
+    kubeconfig: str, conf: str, log_stream: TextIO, host: str, repos: list[str], profile: int
+) -> None:
+    from argocd_image_updater.cli.run_cmd import build_controller
+    from argocd_image_updater.config.settings import resolve
+    from argocd_image_updater.report import log as logging_setup
+
+    # As ``run`` does, at its default level; the lines go to a file.
+    logging_setup.setup("info", "text", stream=log_stream)
+    settings = resolve(
+        "run", {"kubeconfig": kubeconfig, "registries_conf_path": conf, "once": True}, env={}
+    )
+    controller, closers = await build_controller(settings)
+    try:
+        emit({"event": "ready", "rss_mb": peak_rss_mb()})
+        for number in range(len(CYCLES)):
+            command = (await asyncio.to_thread(sys.stdin.readline)).strip()
+            if command != "go":
+                return
+            if number == 2:  # what the tag-list cache's expiry does between cycles
+                for repo in repos:
+                    endpoint = controller.registries.endpoint_for(host, repo)
+                    controller.scanner.invalidate_tags(endpoint, repo)
+            profiler = cProfile.Profile() if profile else None
+            began = time.perf_counter()
+            if profiler is not None:
+                profiler.enable()
+            result = await controller.cycle()
+            if profiler is not None:
+                profiler.disable()
+            wall = time.perf_counter() - began
+            emit(
+                {
+                    "event": "cycle",
+                    "wall": wall,
+                    "apps": len(result.apps),
+                    "images_updated": result.images_updated,
+                    "written": sorted(a.app.split("/", 1)[1] for a in result.apps if a.written),
+                    "errors": result.errors,
+                    "scans": result.scans,
+                    "rss_mb": peak_rss_mb(),
+                    "profile": _profile_text(profiler, profile) if profiler else "",
+                }
+            )
+    finally:
+        for closer in reversed(closers):
+            await (closer.aclose() if hasattr(closer, "aclose") else closer.close())
+
+
+def _profile_text(profiler: cProfile.Profile, top: int) -> str:
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+# --- the fakes and the measurement (parent process) ---------------------------------------------
+
+
+@dataclass
+class Measured:
+    cycle: str
+    wall: float
+    registry: Counter[str]
+    kube: Counter[tuple[str, str]]
+    updated: int
+    rss_mb: float
+    profile: str = ""
+    problems: list[str] = field(default_factory=list)
+
+
+def kube_delta(after: Counter[tuple[str, str]], before: Counter[tuple[str, str]]) -> Counter[Any]:
+    delta = Counter(after)
+    delta.subtract(before)
+    return +delta
+
+
+def app_images(store: Any, s: Scenario) -> dict[str, list[str]]:
+    result = {}
+    for app in range(s.apps):
+        name = s.app_name(app)
+        obj = store.get("applications", NS, name)
+        result[name] = list(obj["spec"]["source"].get("kustomize", {}).get("images", []))
+    return result
+
+
+def check_cycle(
+    event: Mapping[str, Any],
+    store: Any,
+    s: Scenario,
+    host: str,
+    *,
+    first: bool,
+    patches: int,
+) -> list[str]:
+    problems = []
+    stale = sorted(s.app_name(a) for a in s.stale())
+    want_written = stale if first else []
+    if event["errors"]:
+        problems.append(f"{event['errors']} errors")
+    if event["scans"] != s.used_repos():
+        problems.append(f"{event['scans']} scans, expected one per repository ({s.used_repos()})")
+    if event["apps"] != s.apps:
+        problems.append(f"{event['apps']} Applications processed, expected {s.apps}")
+    if event["written"] != want_written:
+        extra = sorted(set(event["written"]) - set(want_written))
+        missing = sorted(set(want_written) - set(event["written"]))
+        problems.append(
+            f"{len(event['written'])} Applications written, expected {len(want_written)}: "
+            f"{len(extra)} unexpected (e.g. {extra[:3]}), {len(missing)} missing "
+            f"(e.g. {missing[:3]})"
+        )
+    if event["images_updated"] != len(want_written):
+        problems.append(f"images_updated {event['images_updated']}, expected {len(want_written)}")
+    if patches != len(want_written):
+        problems.append(f"{patches} PATCH requests, expected {len(want_written)}")
+    actual = app_images(store, s)
+    expected = expected_images(s, host, updated=True)
+    wrong = [name for name in expected if actual[name] != expected[name]]
+    if wrong:
+        problems.append(
+            f"{len(wrong)} Applications hold the wrong images, e.g. {wrong[0]}: "
+            f"{actual[wrong[0]]} instead of {expected[wrong[0]]}"
+        )
+    return problems
+
+
+async def run_fakes(
+    s: Scenario, root: Path, registry_url: str, profile: int, setup: dict[str, float]
+) -> list[Measured]:
+    from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
+    from argocd_image_updater.sandbox.kube import KubeApiServer
+
+    async with FaultyProxy(registry_url) as proxy:
+        began = time.perf_counter()
+        kube = KubeApiServer(namespaces=(NS,))
+        seed_kube(kube.store, s, proxy.host)
+        setup["seed"] = time.perf_counter() - began
+        if app_images(kube.store, s) != expected_images(s, proxy.host, updated=False):
+            raise SystemExit("the Kubernetes fake was not seeded as intended")
+        kube.start_in_thread()
+        try:
+            conf = root / "registries.conf"
+            conf.write_text(
+                f"registries:\n- name: bench\n  prefix: {proxy.host}\n  api_url: {proxy.url}\n"
+            )
+            kubeconfig = kube.write_kubeconfig(root / "kubeconfig", namespace=NS)
+            repos = sorted({s.repo(s.app_repo(a)) for a in range(s.apps)})
+            argv = [str(kubeconfig), str(conf), str(root / "controller.log"), proxy.host]
+            argv += [json.dumps(repos), str(profile)]
+            return await drive_child(s, kube, proxy, argv)
+        finally:
+            kube.stop()
+
+
+async def drive_child(s: Scenario, kube: Any, proxy: Any, argv: list[str]) -> list[Measured]:
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--child",
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert child.stdin is not None and child.stdout is not None
+
+    async def receive() -> dict[str, Any]:
+        assert child.stdout is not None
+        line = await child.stdout.readline()
+        if not line:
+            await child.wait()
+            raise SystemExit(f"the controller process ended (exit status {child.returncode})")
+        event: dict[str, Any] = json.loads(line)
+        return event
+
+    rows: list[Measured] = []
+    try:
+        ready = await receive()
+        rows.append(Measured("startup", 0.0, Counter(), Counter(), 0, ready["rss_mb"]))
+        for number, label in enumerate(CYCLES):
+            proxy.reset()
+            kube_before = Counter(kube.requests)
+            child.stdin.write(b"go\n")
+            await child.stdin.drain()
+            event = await receive()
+            kube_counts = kube_delta(Counter(kube.requests), kube_before)
+            patches = sum(n for (verb, _), n in kube_counts.items() if verb == "patch")
+            row = Measured(
+                label,
+                event["wall"],
+                Counter(proxy.counts),
+                kube_counts,
+                len(event["written"]),
+                event["rss_mb"],
+                event["profile"],
+            )
+            row.problems = check_cycle(
+                event, kube.store, s, proxy.host, first=number == 0, patches=patches
+            )
+            rows.append(row)
+        child.stdin.write(b"quit\n")
+        await child.stdin.drain()
+        child.stdin.close()
+        if await child.wait() != 0:
+            raise SystemExit(f"the controller process failed (exit status {child.returncode})")
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    return rows
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def render(rows: list[Measured], s: Scenario, setup: Mapping[str, float]) -> str:
+    minimum = s.used_repos()
+    stale = len(s.stale())
+    lines = [
+        f"{s.apps} Applications ({s.config} configuration), {s.repos} repositories × {s.tags} "
+        f"tags, {stale} Applications with a newer tag; controller in its own process.",
+        f"Setup: registry storage {setup['storage']:.1f} s, Kubernetes fake seeded "
+        f"{setup['seed']:.1f} s.",
+        "",
+        "| cycle | wall s | registry requests (tags / manifest / blob) | minimum | "
+        "k8s requests | apps updated | peak RSS MB |",
+        "|---|---:|---|---:|---|---:|---:|",
+    ]
+    for row in rows:
+        if row.cycle == "startup":
+            lines.append(f"| after startup | - | - | - | - | - | {row.rss_mb:.0f} |")
+            continue
+        c = row.registry
+        other = sum(c.values()) - c["tags"] - c["manifest"] - c["blob"]
+        registry = f"{sum(c.values())} ({c['tags']} / {c['manifest']} / {c['blob']}"
+        registry += f", {other} other)" if other else ")"
+        kube_total = sum(row.kube.values())
+        by_verb: Counter[str] = Counter()
+        for (verb, _), n in row.kube.items():
+            by_verb[verb] += n
+        kube = f"{kube_total} ({', '.join(f'{v} {n}' for v, n in sorted(by_verb.items()))})"
+        expected_min = minimum if row.cycle != "warm" else 0
+        lines.append(
+            f"| {row.cycle} | {row.wall:.2f} | {registry} | {expected_min} | {kube} | "
+            f"{row.updated} | {row.rss_mb:.0f} |"
+        )
+    lines += [
+        "",
+        f"minimum = one tag list per repository in use ({minimum}; semver needs tag names only); "
+        "the warm cycle runs within the scanner's 30 s tag-list cache, so 0. "
+        f"Kubernetes minimum: one list of Applications, one of ImageUpdaters, {stale} patches "
+        "on the cold cycle. Peak RSS is the controller process's ru_maxrss so far.",
+    ]
+    return "\n".join(lines)
+
+
+def parent_main(args: argparse.Namespace) -> int:
+    from argocd_image_updater.sandbox.registry import RegistryServer
+
+    s = Scenario(args.apps, args.repos, args.tags, args.new_fraction, args.config)
+    check_scenario(s)
+    shm = Path("/dev/shm")
+    base = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    root = Path(tempfile.mkdtemp(prefix="cycle-bench-", dir=base))
+    setup: dict[str, float] = {}
+    try:
+        began = time.perf_counter()
+        write_storage(root / "storage", s)
+        setup["storage"] = time.perf_counter() - began
+        with RegistryServer(storage=root / "storage") as registry:
+            rows = asyncio.run(run_fakes(s, root, registry.url, args.profile, setup))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(render(rows, s, setup))
+    for row in rows:
+        if row.profile:
+            print(
+                f"\ncProfile of the {row.cycle} cycle (its wall time above includes the "
+                f"profiler's overhead):\n```\n{row.profile.strip()}\n```"
+            )
+    failed = [(row.cycle, problem) for row in rows for problem in row.problems]
+    for cycle, problem in failed:
+        print(f"FAILED ({cycle} cycle): {problem}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        kubeconfig, conf, log_path, host, repos, profile = sys.argv[2:8]
+        with open(log_path, "w") as log_stream:
+            asyncio.run(
+                child_main(kubeconfig, conf, log_stream, host, json.loads(repos), int(profile))
+            )
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--apps", type=int, default=1000)
+    parser.add_argument("--repos", type=int, default=200)
+    parser.add_argument("--tags", type=int, default=100)
+    parser.add_argument("--new-fraction", type=float, default=0.1)
+    parser.add_argument("--config", choices=("cr", "legacy"), default="cr")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print the N most expensive functions (cProfile) of each cycle",
+    )
+    sys.exit(parent_main(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -27,6 +27,7 @@ class SelectorError(ValueError):
 
 
 _SEP: Final = "/"
+_META: Final = re.compile(r"[*?\[\\]")
 
 
 def _bad(pattern: str) -> PatternError:
@@ -124,6 +125,13 @@ def _match_chunk(chunk: str, s: str, whole: str) -> str | None:
 
 def go_path_match(pattern: str, name: str) -> bool:
     """Whether ``name`` matches the glob ``pattern`` (Go ``filepath.Match`` semantics)."""
+    # Fast paths for the patterns people write (`app`, `app-*`): one comparison instead of
+    # the general matcher, which runs for every (ref, Application) pair of every cycle.
+    meta = _META.search(pattern)
+    if meta is None:
+        return pattern == name
+    if meta.start() == len(pattern) - 1 and pattern[-1] == "*":
+        return name.startswith(pattern[:-1]) and _SEP not in name[len(pattern) - 1 :]
     whole = pattern
     while pattern:
         star, chunk, pattern = _scan_chunk(pattern)

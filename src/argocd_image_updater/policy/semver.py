@@ -79,6 +79,13 @@ class Version:
     @classmethod
     def parse(cls, text: str) -> Version | None:
         """The version ``text`` denotes, or ``None`` when it is not a (lenient) semver."""
+        if cls is Version:
+            # Many applications share a repository's tag list: parse each tag once.
+            return _parse_cached(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> Version | None:
         match = _VERSION_RE.fullmatch(text)
         if match is None:
             return None
@@ -125,6 +132,11 @@ class Version:
             text += "+" + self.metadata
         return text
 
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_cached(text: str) -> Version | None:
+    return Version._parse(text)
 
 def compare(a: Version, b: Version) -> int:
     """-1, 0 or 1 by semver precedence (build metadata and a ``v`` prefix do not count)."""

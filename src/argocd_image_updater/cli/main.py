@@ -17,6 +17,7 @@ LAZY_COMMANDS: Final = {
     "run": "argocd_image_updater.cli.run_cmd:run_command",
     "test": "argocd_image_updater.cli.test_cmd:test_command",
     "demo": "argocd_image_updater.cli.demo_cmd:demo_command",
+    "webhook": "argocd_image_updater.cli.webhook_cmd:webhook_command",
 }
 
 

@@ -23,6 +23,7 @@ from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.cycle import CredentialsCache
+from argocd_image_updater.controller.events import handle_event
 from argocd_image_updater.controller.runner import Controller, run_until_stopped
 from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilter
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
@@ -32,12 +33,18 @@ from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report import log as logging_setup
 from argocd_image_updater.report.log import get_logger, register_secret
 from argocd_image_updater.report.server import Health, Servers, health_app, metrics_app
+from argocd_image_updater.webhook.dispatch import EventDispatcher
+from argocd_image_updater.webhook.events import RegistryEvent
+from argocd_image_updater.webhook.parsers import SECRET_ENV_VARS, SECRET_KEYS
+from argocd_image_updater.webhook.server import WebhookServer
+from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
 from argocd_image_updater.writeback.base import AppWriter
 
 log = get_logger("run")
 
 IMAGE_UPDATER_SECRET = "argocd-image-updater-secret"
+WEBHOOK_TLS_DIR = Path("/app/config/tls")
 
 
 class StartupError(Exception):
@@ -145,6 +152,15 @@ async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
     return controller, closers
 
 
+async def close_resource(resource: Any) -> None:
+    if hasattr(resource, "aclose"):
+        await resource.aclose()
+    elif hasattr(resource, "stop"):
+        await resource.stop()
+    else:
+        await resource.close()
+
+
 def bind_addresses(settings: Settings) -> tuple[str, str]:
     """(metrics, health) addresses; the v0.x port flags win; ``--once`` serves no probes."""
     metrics_address = str(settings.metrics_bind_address)
@@ -156,6 +172,72 @@ def bind_addresses(settings: Settings) -> tuple[str, str]:
     if settings.once:
         health_address = "0"
     return metrics_address, health_address
+
+
+async def webhook_secrets(settings: Settings, kube: KubeClient | None) -> dict[str, str]:
+    """Each type's secret: flag/environment first, else the argocd-image-updater-secret key."""
+    secrets: dict[str, str] = {}
+    stored: dict[str, bytes] = {}
+    if kube is not None:
+        try:
+            stored = await kube.read_secret(kube.namespace, IMAGE_UPDATER_SECRET)
+        except KubeError as err:
+            log.debug("cannot read %s: %s", IMAGE_UPDATER_SECRET, str(err))
+    for type_name, env_var in SECRET_ENV_VARS.items():
+        value = str(settings.values.get(env_var.lower(), "") or "")
+        if not value:
+            value = stored.get(SECRET_KEYS[type_name], b"").decode()
+        if value:
+            secrets[type_name] = value
+            register_secret(value)
+    return secrets
+
+
+async def start_webhook(
+    settings: Settings, controller: Controller, port: int, closers: list[Any]
+) -> tuple[WebhookServer, int]:
+    """The webhook server of ``run --enable-webhook`` and of the ``webhook`` command."""
+    try:
+        context = None
+        if not settings.disable_tls:
+            context = server_ssl_context(
+                WEBHOOK_TLS_DIR,
+                str(settings.tls_min_version),
+                str(settings.tls_max_version),
+                str(settings.tls_ciphers),
+                http2=bool(settings.enable_http2),
+            )
+    except TLSConfigError as err:
+        raise StartupError(f"webhook TLS: {err}") from None
+
+    async def handle(event: RegistryEvent) -> None:
+        await handle_event(controller, event)
+
+    dispatcher = EventDispatcher(
+        handle, max_concurrency=int(settings.values.get("max_concurrent_updaters", 1))
+    )
+    try:
+        server = WebhookServer(
+            port=port,
+            secrets=await webhook_secrets(settings, controller.kube),
+            require_secret=bool(settings.webhook_require_secret),
+            ssl_context=context,
+            rate_limit_per_hour=int(settings.webhook_ratelimit_allowed),
+            per_source_per_minute=int(settings.webhook_ratelimit_per_source),
+            dispatcher=dispatcher,
+            is_leader=controller.is_leader,
+        )
+    except ValueError as err:
+        raise StartupError(f"webhook: {err}") from None
+    actual = await server.start()
+    closers.append(server)
+    log.info(
+        "webhook server listening",
+        port=actual,
+        tls=context is not None,
+        types=",".join(sorted(server.registered)),
+    )
+    return server, actual
 
 
 async def _main(settings: Settings) -> None:
@@ -170,16 +252,15 @@ async def _main(settings: Settings) -> None:
             await servers.start("health", health_app(controller.health), health_address)
         except (OSError, ValueError) as err:
             raise StartupError(f"cannot start the metrics/health server: {err}") from None
+        if settings.enable_webhook:
+            await start_webhook(settings, controller, int(settings.webhook_port), closers)
         await run_until_stopped(
             controller, once=bool(settings.once) or controller.interval <= timedelta(0)
         )
     finally:
         await servers.close()
         for closer in reversed(closers):
-            if hasattr(closer, "aclose"):
-                await closer.aclose()
-            else:
-                await closer.close()
+            await close_resource(closer)
 
 
 @click.command("run", help="Runs the argocd-image-updater with a set of options")

@@ -180,6 +180,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "webhook server port (8082 in run, 8080 for the webhook command)", RUN_WEBHOOK),
     Option("webhook_ratelimit_allowed", "--webhook-ratelimit-allowed", 0, _int_range(0, 1_000_000), ("WEBHOOK_RATELIMIT_ALLOWED",),
            "webhook.ratelimit-allowed", "webhook events processed per hour; 0 = unlimited", RUN_WEBHOOK),
+    Option("webhook_ratelimit_per_source", "--webhook-ratelimit-per-source", 60, _int_range(0, 1_000_000), ("WEBHOOK_RATELIMIT_PER_SOURCE",),
+           "webhook.ratelimit-per-source", "webhook requests per minute from one client address; 0 = unlimited", RUN_WEBHOOK),
     Option("disable_tls", "--disable-tls", False, _bool, ("DISABLE_TLS",), "disable-tls", "serve webhooks over plain HTTP", RUN_WEBHOOK),
     Option("tls_min_version", "--tlsminversion", "1.3", _tls_version, ("TLS_MIN_VERSION",), "tls.min-version", "minimum TLS version", RUN_WEBHOOK),
     Option("tls_max_version", "--tlsmaxversion", "1.3", _tls_version, ("TLS_MAX_VERSION",), "tls.max-version", "maximum TLS version", RUN_WEBHOOK),
@@ -188,7 +190,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
         Option(f"{key}_webhook_secret", f"--{key.replace('_', '-')}-webhook-secret", "", env=(f"{key.upper()}_WEBHOOK_SECRET",),
                help=f"secret of {label} webhooks (prefer the environment variable or the Secret)", commands=RUN_WEBHOOK, secret=True)
         for key, label in (("docker", "Docker Hub"), ("ghcr", "GHCR"), ("quay", "Quay"), ("harbor", "Harbor"),
-                           ("aliyun_acr", "Aliyun ACR"), ("acr", "Azure ACR"), ("cloudevents", "CloudEvents"))
+                           ("aliyun_acr", "Aliyun ACR"), ("acr", "Azure ACR"), ("cloudevents", "CloudEvents"),
+                           ("generic", "generic signed JSON"))
     ),
 )  # fmt: skip
 

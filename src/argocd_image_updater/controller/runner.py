@@ -43,7 +43,12 @@ class Controller:
     read_crs: bool = True
     kube: KubeClient | None = None
     health: Health | None = None
+    leader: Callable[[], bool] | None = None
     cycles: int = 0
+
+    def is_leader(self) -> bool:
+        """Only the leader scans and writes (always true without leader election)."""
+        return self.leader is None or self.leader()
 
     async def cycle(self) -> CycleResult:
         collected = await collect(self.store, self.namespaces, self.legacy, self.read_crs)

@@ -1,0 +1,78 @@
+"""Registry events (webhooks): rescan the one repository named in the event and update only the
+Applications that use it.
+
+An event is a hint, not the truth: the tag written still comes from the registry and the policy.
+The event's repository tag list is dropped from the cache so that the pushed tag is seen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from argocd_image_updater.config.update_config import AppUpdateConfig
+from argocd_image_updater.controller.cycle import CycleResult, run_cycle
+from argocd_image_updater.controller.runner import Controller
+from argocd_image_updater.controller.sources import Collected, collect
+from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.webhook.events import RegistryEvent, repository_key
+
+log = get_logger("webhook-events")
+
+
+def images_for_repository(
+    config: AppUpdateConfig, key: tuple[str, str]
+) -> tuple[AppUpdateConfig | None, list[ImageRef]]:
+    """``config`` narrowed to its images of repository ``key`` (None when it has none)."""
+    keep = []
+    refs = []
+    for spec in config.images:
+        try:
+            ref = ImageRef.parse(spec.image)
+        except ImageRefError:
+            continue
+        if repository_key(ref.registry, ref.name) == key:
+            keep.append(spec)
+            refs.append(ref)
+    if not keep:
+        return None, []
+    return dataclasses.replace(config, images=tuple(keep)), refs
+
+
+async def handle_event(controller: Controller, event: RegistryEvent) -> CycleResult | None:
+    """Update every Application using the event's repository; scan nothing else."""
+    started = time.monotonic()
+    key = repository_key(event.registry, event.repository)
+    fields = {
+        "webhook_registry": event.registry,
+        "webhook_repository": event.repository,
+        "webhook_tag": event.tag,
+    }
+    collected = await collect(
+        controller.store, controller.namespaces, controller.legacy, controller.read_crs
+    )
+    narrowed = Collected(crs=collected.crs)
+    for config, cr in collected.configs:
+        only, refs = images_for_repository(config, key)
+        if only is None:
+            continue
+        narrowed.configs.append((only, cr))
+        for ref in refs:
+            endpoint = controller.registries.endpoint_for(ref.registry, ref.name)
+            controller.scanner.invalidate_tags(endpoint, ref.name)
+    if not narrowed.configs:
+        log.info("no application uses the repository of this event", **fields)
+        return None
+    log.info("processing registry event for %d application(s)", len(narrowed.configs), **fields)
+    result = await run_cycle(
+        narrowed,
+        controller.registries,
+        controller.scanner,
+        controller.credentials,
+        controller.writer_for,
+        dry_run=controller.dry_run,
+        max_concurrent_apps=controller.max_concurrent_apps,
+    )
+    log.info("registry event processed in %.3fs", time.monotonic() - started, **fields)
+    return result

@@ -1,0 +1,115 @@
+"""Push a tag, post the webhook, the Application is updated — and no other repository is scanned."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from argocd_image_updater.cli.run_cmd import build_controller, close_resource, start_webhook
+from argocd_image_updater.config.settings import resolve
+from argocd_image_updater.sandbox import objects
+from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
+from argocd_image_updater.sandbox.kube import KubeApiServer
+from argocd_image_updater.sandbox.push import ImagePusher
+from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater.webhook.signatures import sign_generic
+
+NS = "argocd"
+SECRET = "generic-webhook-s3cret"
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[KubeApiServer]:
+    async with KubeApiServer(namespaces=(NS,)) as server:
+        yield server
+
+
+async def test_webhook_updates_only_apps_of_the_pushed_repository(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    other = repo + "-other"
+    start = datetime(2026, 5, 1, tzinfo=UTC)
+    async with ImagePusher(registry.url) as pusher:
+        for r in (repo, other):
+            await pusher.push_image(r, "1.0.0", created=start)
+    proxy = await FaultyProxy(registry.url).start()
+    try:
+        host = proxy.url.split("://", 1)[1]
+        conf = tmp_path / "registries.conf"
+        conf.write_text(f"registries:\n- name: t\n  prefix: {host}\n  api_url: {proxy.url}\n")
+        for name, r in (("web", repo), ("other", other)):
+            image = f"{host}/{r}"
+            kube.store.put(
+                objects.application(
+                    name, NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
+                )
+            )
+            kube.store.put(
+                objects.image_updater(
+                    name,
+                    NS,
+                    {
+                        "applicationRefs": [
+                            {"namePattern": name, "images": [{"alias": "a", "imageName": image}]}
+                        ]
+                    },
+                )
+            )
+        settings = resolve(
+            "run",
+            {
+                "kubeconfig": str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)),
+                "registries_conf_path": str(conf),
+                "enable_webhook": True,
+                "disable_tls": True,
+            },
+            env={"GENERIC_WEBHOOK_SECRET": SECRET},
+        )
+        controller, closers = await build_controller(settings)
+        try:
+            _, port = await start_webhook(settings, controller, 0, closers)
+            async with ImagePusher(registry.url) as pusher:
+                await pusher.push_image(repo, "1.1.0", created=start + timedelta(days=1))
+            before = dict(proxy.counts)
+            body = json.dumps({"registry": host, "repository": repo, "tag": "1.1.0"}).encode()
+            stamp = int(time.time())
+            async with httpx.AsyncClient() as client:
+                response = await client.post(
+                    f"http://127.0.0.1:{port}/webhook?type=generic",
+                    content=body,
+                    headers={
+                        "Content-Type": "application/json",
+                        "X-Timestamp": str(stamp),
+                        "X-Signature-256": sign_generic(SECRET, stamp, body),
+                    },
+                )
+            assert response.status_code == 200, response.text
+            assert response.text == "Webhook received and processing"
+            image = f"{host}/{repo}"
+            deadline = time.monotonic() + 20
+            while kube.store.get("applications", NS, "web")["spec"]["source"]["kustomize"][
+                "images"
+            ] != [f"{image}:1.1.0"]:
+                assert time.monotonic() < deadline, "the webhook did not update the Application"
+                await asyncio.sleep(0.02)
+        finally:
+            for closer in reversed(closers):
+                await close_resource(closer)
+        # Exactly one tag list was fetched: the pushed repository's. The other app is untouched.
+        after = dict(proxy.counts)
+        assert after.get("tags", 0) - before.get("tags", 0) == 1
+        assert [
+            line for line in proxy.log if "/tags/list" in str(line) and other in str(line)
+        ] == []
+        untouched: Any = kube.store.get("applications", NS, "other")
+        assert untouched["spec"]["source"]["kustomize"]["images"] == [f"{host}/{other}:1.0.0"]
+    finally:
+        await proxy.stop()

@@ -125,6 +125,7 @@ NEW = "images:\n- name: foo\n  digest: sha23456\n"
         ("\n" + OLD, "\n" + NEW),  # KI-29
         ("\n---\n" + OLD, "\n---\n" + NEW),  # KI-30
         ("%YAML 1.2\n---\n" + OLD, "%YAML 1.2\n---\n" + NEW),  # KI-31
+        ("---\t# header\n" + OLD, "---\t# header\n" + NEW),  # KI-32
         (  # comments and CRLF line endings
             "images: # pinned\r\n- name: foo  # the app\r\n  digest: sha12345 # old\r\n",
             "images: # pinned\r\n- name: foo  # the app\r\n  digest: sha23456 # old\r\n",

@@ -31,6 +31,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from argocd_image_updater.writeback.override_file import document_prefix
 from argocd_image_updater.writeback.targets import KUSTOMIZATION_FILE_NAMES
 from argocd_image_updater.writeback.yamledit import YamlEditError, is_safe_plain, set_value
 
@@ -384,6 +385,13 @@ def update_kustomization(
     entries = _merge(images)
     if not entries:
         return None
+    # Leading comments, directives and the "---" marker are kept aside (they hold no data).
+    prefix = document_prefix(text)
+    body = _update_body(text[len(prefix) :], entries, path)
+    return None if body is None else prefix + body
+
+
+def _update_body(text: str, entries: Sequence[KustomizeImage], path: str) -> str | None:
     doc = _Doc(text, path)
     if doc.images is not None and not _is_empty(doc.images):
         value = doc.images

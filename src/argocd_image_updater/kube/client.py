@@ -221,6 +221,20 @@ class KubeClient:
         secret = await self._call(self._core.read_namespaced_secret(name, namespace))
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
 
+    async def list_secrets(self, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
+        """Secrets as plain dicts with ``data`` decoded to bytes."""
+        result = await self._call(
+            self._core.list_namespaced_secret(namespace, label_selector=label_selector)
+        )
+        return [
+            {
+                "name": item.metadata.name,
+                "labels": dict(item.metadata.labels or {}),
+                "data": {k: base64.b64decode(v) for k, v in (item.data or {}).items()},
+            }
+            for item in result.items
+        ]
+
     async def read_configmap(self, namespace: str, name: str) -> dict[str, str]:
         cm = await self._call(self._core.read_namespaced_config_map(name, namespace))
         return dict(cm.data or {})

@@ -128,8 +128,8 @@ async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
     if settings.once:
         interval = timedelta(0)
 
-    def writer_for(config: AppUpdateConfig) -> AppWriter:
-        return writer
+    def writer_for(config: AppUpdateConfig) -> AppWriter | None:
+        return None if config.write_back.is_git else writer
 
     controller = Controller(
         store=store,

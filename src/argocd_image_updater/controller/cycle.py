@@ -9,10 +9,11 @@ each Application. 1,000 Applications sharing 20 images cost 20 tag-list requests
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from argocd_image_updater.config.credentials import EndpointCredentials, ImageCredentials
 from argocd_image_updater.config.registries import RegistryConfig
@@ -154,11 +155,26 @@ def _log_plan(plan: AppPlan, app_key: str) -> None:
             log.debug("%s", result.message, reason=result.reason, **fields)
 
 
+def _log_written(plan: AppPlan, app_key: str) -> None:
+    for change in plan.changes:
+        log.info(
+            "Successfully updated image '%s' to '%s'",
+            change.image.full_name_with_tag,
+            change.image.with_tag(
+                change.new_tag.split("@")[0], change.new_digest
+            ).full_name_with_tag,
+            application=app_key,
+            image_alias=change.alias,
+            image_name=change.image.name,
+            image_tag=change.new_tag,
+        )
+
+
 async def process_app(
     config: AppUpdateConfig,
     jobs: AppJobs,
     scans: Mapping[ScanKey, Any],
-    writer: AppWriter,
+    writer: AppWriter | None,
     dry_run: bool,
     replan: Callable[[Application], Awaitable[tuple[AppUpdateConfig, AppJobs]]] | None = None,
 ) -> AppOutcome:
@@ -176,22 +192,13 @@ async def process_app(
             application=app_key,
         )
         return outcome
+    if writer is None:  # written later, together with the other apps of its repository
+        return outcome
     for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
         try:
             await writer.write(app, plan)
             outcome.written = True
-            for change in plan.changes:
-                log.info(
-                    "Successfully updated image '%s' to '%s'",
-                    change.image.full_name_with_tag,
-                    change.image.with_tag(
-                        change.new_tag.split("@")[0], change.new_digest
-                    ).full_name_with_tag,
-                    application=app_key,
-                    image_alias=change.alias,
-                    image_name=change.image.name,
-                    image_tag=change.new_tag,
-                )
+            _log_written(plan, app_key)
             return outcome
         except ConflictError:
             if attempt == MAX_WRITE_ATTEMPTS or replan is None:
@@ -216,15 +223,48 @@ async def process_app(
     return outcome
 
 
+class BatchWriter(Protocol):
+    """Writes the plans of many Applications at once (``git``: one commit per repository and
+    branch). Returns an error message per app key (``namespace/name``) that failed."""
+
+    async def write_batch(
+        self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]
+    ) -> Mapping[str, str]: ...
+
+
+async def _write_batch(
+    deferred: Sequence[tuple[AppUpdateConfig, AppOutcome]], writer: BatchWriter | None
+) -> None:
+    if writer is None:
+        for _, outcome in deferred:
+            outcome.error = f"no writer for the git write-back method of {outcome.app}"
+            log.error(outcome.error, application=outcome.app)
+        return
+    items = [(config, outcome.plan) for config, outcome in deferred if outcome.plan is not None]
+    try:
+        errors = await writer.write_batch(items)
+    except Exception as err:  # a broken writer must not take the cycle down
+        errors = {outcome.app: f"git write-back failed: {err}" for _, outcome in deferred}
+    for _, outcome in deferred:
+        error = errors.get(outcome.app)
+        if error:
+            outcome.error = error
+            log.error(error, application=outcome.app)
+        elif outcome.plan is not None:
+            outcome.written = True
+            _log_written(outcome.plan, outcome.app)
+
+
 async def run_cycle(
     collected: Collected,
     registries: RegistryConfig,
     scanner: Scanner,
     credentials: CredentialsCache,
-    writer_for: Callable[[AppUpdateConfig], AppWriter],
+    writer_for: Callable[[AppUpdateConfig], AppWriter | None],
     *,
     dry_run: bool = False,
     max_concurrent_apps: int = 10,
+    batch_writer: BatchWriter | None = None,
 ) -> CycleResult:
     started = time.monotonic()
     result = CycleResult()
@@ -242,12 +282,7 @@ async def run_cycle(
         async with limit:
 
             async def again(app: Application) -> tuple[AppUpdateConfig, AppJobs]:
-                fresh = type(config)(
-                    app=app,
-                    images=config.images,
-                    write_back=config.write_back,
-                    origin=config.origin,
-                )
+                fresh = dataclasses.replace(config, app=app)
                 return fresh, plan_scans(fresh, registries.endpoint_for)
 
             outcome = await process_app(config, jobs, scans, writer_for(config), dry_run, again)
@@ -255,6 +290,13 @@ async def run_cycle(
             return outcome
 
     result.apps = list(await asyncio.gather(*(one(c, cr, j) for c, cr, j in planned)))
+    deferred = [
+        (config, outcome)
+        for (config, _, _), outcome in zip(planned, result.apps, strict=True)
+        if writer_for(config) is None and outcome.plan is not None and outcome.plan.has_changes
+    ]
+    if deferred and not dry_run:
+        await _write_batch(deferred, batch_writer)
     result.duration = time.monotonic() - started
     metrics.CYCLE_DURATION.observe(result.duration)
     log.info(

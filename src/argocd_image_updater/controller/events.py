@@ -73,6 +73,7 @@ async def handle_event(controller: Controller, event: RegistryEvent) -> CycleRes
         controller.writer_for,
         dry_run=controller.dry_run,
         max_concurrent_apps=controller.max_concurrent_apps,
+        batch_writer=controller.batch_writer,
     )
     log.info("registry event processed in %.3fs", time.monotonic() - started, **fields)
     return result

@@ -14,7 +14,12 @@ from datetime import timedelta
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.update_config import AppUpdateConfig
-from argocd_image_updater.controller.cycle import CredentialsCache, CycleResult, run_cycle
+from argocd_image_updater.controller.cycle import (
+    BatchWriter,
+    CredentialsCache,
+    CycleResult,
+    run_cycle,
+)
 from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilter, collect
 from argocd_image_updater.kube.client import IMAGE_UPDATERS, KubeClient, KubeError
 from argocd_image_updater.registry.scanner import Scanner
@@ -34,7 +39,7 @@ class Controller:
     registries: RegistryConfig
     scanner: Scanner
     credentials: CredentialsCache
-    writer_for: Callable[[AppUpdateConfig], AppWriter]
+    writer_for: Callable[[AppUpdateConfig], AppWriter | None]
     namespaces: Sequence[str] | None
     legacy: LegacyFilter
     interval: timedelta
@@ -44,6 +49,7 @@ class Controller:
     kube: KubeClient | None = None
     health: Health | None = None
     leader: Callable[[], bool] | None = None
+    batch_writer: BatchWriter | None = None
     cycles: int = 0
 
     def is_leader(self) -> bool:
@@ -60,6 +66,7 @@ class Controller:
             self.writer_for,
             dry_run=self.dry_run,
             max_concurrent_apps=self.max_concurrent_apps,
+            batch_writer=self.batch_writer,
         )
         self.cycles += 1
         metrics.LAST_SUCCESSFUL_CYCLE.set(time.time())

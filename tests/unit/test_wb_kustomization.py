@@ -5,10 +5,13 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from argocd_image_updater.model.application import AppSource
+from argocd_image_updater.plan.model import ParamEdit
 from argocd_image_updater.writeback.kustomization import (
     KustomizationError,
     KustomizeImage,
     find_kustomization,
+    images_for_plan,
     kustomization_path,
     parse_image_override,
     update_kustomization,
@@ -272,3 +275,23 @@ def test_an_edit_that_does_not_read_back_is_refused(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(kustomization, "_item_lines", wrong_lines)
     with pytest.raises(KustomizationError, match="refusing to write"):
         update_kustomization(OLD, ["bar:1"])
+
+
+def test_images_for_plan_applies_the_kustomize_edits_to_the_source() -> None:
+    source = AppSource(
+        spec_path=("source",),
+        has_kustomize=True,
+        raw={"kustomize": {"images": ["keep/me:1", "org/app:1.0"]}},
+    )
+    managed = [
+        ParamEdit("kustomize", "org/app", "org/app:1.1", changed=True),
+        ParamEdit("kustomize", "web", "web=ghcr.io/org/web:2.0", changed=True),
+        ParamEdit("helm", "image.tag", "9", changed=True),
+    ]
+    images = images_for_plan(source, managed)
+    assert images == ("keep/me:1", "org/app:1.1", "web=ghcr.io/org/web:2.0")
+    assert update_kustomization("resources:\n- a.yaml\n", images) == (
+        'resources:\n- a.yaml\nimages:\n- name: keep/me\n  newTag: "1"\n'
+        '- name: org/app\n  newTag: "1.1"\n- name: web\n  newName: ghcr.io/org/web\n'
+        '  newTag: "2.0"\n'
+    )

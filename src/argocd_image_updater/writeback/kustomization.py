@@ -31,6 +31,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from argocd_image_updater.model.application import AppSource
+from argocd_image_updater.plan.model import ParamEdit
+from argocd_image_updater.plan.params import apply_edits, kustomize_images
 from argocd_image_updater.writeback.override_file import document_prefix
 from argocd_image_updater.writeback.targets import KUSTOMIZATION_FILE_NAMES
 from argocd_image_updater.writeback.yamledit import YamlEditError, is_safe_plain, set_value
@@ -39,6 +42,7 @@ __all__ = [
     "KustomizationError",
     "KustomizeImage",
     "find_kustomization",
+    "images_for_plan",
     "kustomization_path",
     "parse_image_override",
     "update_kustomization",
@@ -84,6 +88,16 @@ def parse_image_override(text: str) -> KustomizeImage:
     if not sep:
         return KustomizeImage(name=image, new_tag=tag, digest=digest)
     return KustomizeImage(name=name, new_name=image, new_tag=tag, digest=digest)
+
+
+def images_for_plan(source: AppSource, managed: Sequence[ParamEdit]) -> tuple[str, ...]:
+    """The source's ``kustomize.images`` once the plan's kustomize edits are made.
+
+    ``managed`` are every parameter edit of the plan (up-to-date images included), so the
+    result names every image the kustomization should hold.
+    """
+    edits = [e for e in managed if e.kind == "kustomize"]
+    return tuple(kustomize_images(apply_edits(source.raw, edits)))
 
 
 def find_kustomization(names_present: Iterable[str], directory: str = ".") -> str:

@@ -283,7 +283,7 @@ class LeaderElector:
             await _wait(stop, self.retry_period)
             if stop.is_set():
                 return
-            deadline = self._renewed_at + self.renew_deadline * 3
+            deadline = self._renewed_at + self.renew_deadline
             while True:
                 remaining = deadline - self._clock()
                 if remaining <= 0:

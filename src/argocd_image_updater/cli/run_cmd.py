@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -40,6 +41,15 @@ from argocd_image_updater.webhook.server import WebhookServer
 from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
 from argocd_image_updater.writeback.base import AppWriter
+from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
+from argocd_image_updater.writeback.git.repo import RepoCache
+from argocd_image_updater.writeback.git.writer import (
+    CommitSettings,
+    GitBatchWriter,
+    default_cache_root,
+)
+from argocd_image_updater.writeback.gotemplate import Template
+from argocd_image_updater.writeback.messages import MessageError, commit_message_template
 
 log = get_logger("run")
 
@@ -70,6 +80,50 @@ def load_registries(path: str) -> RegistryConfig:
     except (RegistriesConfError, OSError) as err:
         raise StartupError(f"could not load registries configuration from {path}: {err}") from None
     return result.config
+
+
+def load_commit_template(path: str) -> Template | None:
+    """The commit message template; a missing file means the default, a bad one stops the start."""
+    file = Path(path)
+    if not file.is_file():
+        return None
+    try:
+        return commit_message_template(file.read_text(encoding="utf-8"), str(file))
+    except (MessageError, OSError) as err:
+        raise StartupError(f"commit message template {file}: {err}") from None
+
+
+class ClosableGitWriter(GitBatchWriter):
+    """The git writer plus the private clone directory it removes at exit (when temporary)."""
+
+    def __init__(self, *args: Any, cleanup: Path | None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cleanup = cleanup
+
+    async def close(self) -> None:
+        if self._cleanup is not None:
+            shutil.rmtree(self._cleanup, ignore_errors=True)
+
+
+def build_git_writer(settings: Settings, kube: KubeClient | None) -> ClosableGitWriter:
+    configured = str(settings.git_cache_dir)
+    root = default_cache_root(configured)
+    namespace = str(settings.argocd_namespace) or (kube.namespace if kube else "argocd")
+    return ClosableGitWriter(
+        RepoCache(root),
+        GitCredentialsResolver(kube, namespace),
+        CommitSettings(
+            user=str(settings.git_commit_user),
+            email=str(settings.git_commit_email),
+            signing_key=str(settings.git_commit_signing_key),
+            signing_method=str(settings.git_commit_signing_method),
+            sign_off=bool(settings.git_commit_sign_off),
+            template=load_commit_template(str(settings.git_commit_message_path)),
+            grouping=settings.git_commit_grouping,
+        ),
+        namespace,
+        cleanup=None if configured else root,
+    )
 
 
 async def _argocd_token(settings: Settings, kube: KubeClient | None) -> str:
@@ -131,6 +185,8 @@ async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
     def writer_for(config: AppUpdateConfig) -> AppWriter | None:
         return None if config.write_back.is_git else writer
 
+    batch_writer = build_git_writer(settings, kube)
+    closers.append(batch_writer)
     controller = Controller(
         store=store,
         registries=registries,
@@ -148,6 +204,7 @@ async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
         dry_run=bool(settings.dry_run),
         max_concurrent_apps=int(settings.max_concurrent_apps),
         kube=kube,
+        batch_writer=batch_writer,
     )
     return controller, closers
 

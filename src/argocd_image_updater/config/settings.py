@@ -172,6 +172,10 @@ OPTIONS: Final[tuple[Option, ...]] = (
            help="commit message template (Go text/template)", commands=RUN_WEBHOOK),
     Option("git_commit_method", "--git-commit-method", "git", _choice("git", "api"), ("GIT_COMMIT_METHOD",),
            help="git (commit with the git CLI) or api (GitHub API commits)", commands=RUN_WEBHOOK),
+    Option("git_commit_grouping", "--git-commit-grouping", "repository", _choice("repository", "application"), ("GIT_COMMIT_GROUPING",),
+           "git.commit-grouping", "repository: one commit per repository and branch per cycle; application: one commit per application", RUN_WEBHOOK),
+    Option("git_cache_dir", "--git-cache-dir", "", env=("GIT_CACHE_DIR",),
+           help="directory for the local clones kept across cycles; default: a private temporary directory", commands=RUN_WEBHOOK),
     # --- webhook ------------------------------------------------------------------------------
     Option("enable_webhook", "--enable-webhook", False, _bool, ("ENABLE_WEBHOOK",), "webhook.enable", "serve registry webhooks"),
     Option("webhook_require_secret", "--webhook-require-secret", True, _bool, ("WEBHOOK_REQUIRE_SECRET",), "webhook.require-secret",

@@ -1,0 +1,190 @@
+"""Write-back method ``git``: every change of a cycle for the same repository and branch in one
+commit and one push.
+
+For each group of Applications sharing (repository, base branch, write branch) the writer takes
+the repository's cached clone (fetching only what changed), renders each Application's target
+file (``.argocd-source-<app>.yaml``, a kustomization or a Helm values file — only the target bytes
+change), commits once with a message listing every app and image, and pushes. A rejected push
+(someone else pushed) is retried in-process on the new head; the edits are idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from argocd_image_updater.config.update_config import AppUpdateConfig
+from argocd_image_updater.plan.model import AppPlan
+from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
+from argocd_image_updater.writeback.git.repo import RepoCache, WorkTree
+from argocd_image_updater.writeback.gotemplate import Template
+from argocd_image_updater.writeback.helmvalues import update_values, values_for_plan
+from argocd_image_updater.writeback.kustomization import (
+    find_kustomization,
+    images_for_plan,
+    kustomization_path,
+    update_kustomization,
+)
+from argocd_image_updater.writeback.messages import branch_name, grouped_commit_message
+from argocd_image_updater.writeback.override_file import render_override
+from argocd_image_updater.writeback.targets import GitTarget, group_key, resolve_target
+
+log = get_logger("git-writer")
+
+Grouping = Literal["repository", "application"]
+GROUPINGS: Final = ("repository", "application")
+
+
+@dataclass(frozen=True, slots=True)
+class CommitSettings:
+    user: str = "argocd-image-updater"
+    email: str = "noreply@argoproj.io"
+    signing_key: str = ""
+    signing_method: str = "openpgp"
+    sign_off: bool = False
+    template: Template | None = None
+    grouping: Grouping = "repository"
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    config: AppUpdateConfig
+    plan: AppPlan
+    target: GitTarget
+
+    @property
+    def key(self) -> str:
+        return f"{self.config.app.namespace}/{self.config.app.name}"
+
+
+def render_member(work: WorkTree, member: _Member) -> tuple[str, str] | None:
+    """(path, new text) of one Application's target file, or None when it is already right."""
+    config, plan, target = member.config, member.plan, member.target
+    source = config.app.write_source(config.write_back.write_back_target)
+    if target.kind == "kustomization":
+        directory = work.path / target.file_path if target.file_path != "." else work.path
+        names = [p.name for p in directory.iterdir()] if directory.is_dir() else []
+        path = kustomization_path(target.file_path, find_kustomization(names, target.file_path))
+        text = work.read(path) or ""
+        new = update_kustomization(text, images_for_plan(source, plan.managed), path=path)
+    elif target.kind == "helmvalues":
+        path = target.file_path
+        new = update_values(work.read(path), values_for_plan(config, plan), path=path)
+    else:
+        path = target.file_path
+        new = render_override(work.read(path), source, plan.source_type, plan.managed, path=path)
+    return None if new is None else (path, new)
+
+
+class GitBatchWriter:
+    """The ``BatchWriter`` of the cycle for Applications using the ``git`` write-back method."""
+
+    def __init__(
+        self,
+        cache: RepoCache,
+        credentials: GitCredentialsResolver,
+        commit: CommitSettings,
+        controller_namespace: str,
+    ) -> None:
+        self._cache = cache
+        self._credentials = credentials
+        self._commit = commit
+        self._namespace = controller_namespace
+
+    async def write_batch(self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        groups: dict[tuple[str, ...], list[_Member]] = {}
+        for config, plan in items:
+            key = f"{config.app.namespace}/{config.app.name}"
+            try:
+                target = resolve_target(config.app, config.write_back, self._namespace)
+                write_branch = None
+                if target.write_branch_template is not None:
+                    write_branch = branch_name(
+                        target.write_branch_template,
+                        plan.changes,
+                        config.app.name,
+                        config.app.namespace,
+                        target.target_key,
+                    )
+                group: tuple[str, ...] = group_key(target, write_branch)
+            except ValueError as err:
+                errors[key] = f"git write-back of {key}: {err}"
+                continue
+            if self._commit.grouping == "application":
+                group = (*group, key)
+            groups.setdefault(group, []).append(_Member(config, plan, target))
+        await asyncio.gather(
+            *(self._write_group(group, members, errors) for group, members in groups.items())
+        )
+        return errors
+
+    async def _write_group(
+        self, group: tuple[str, ...], members: list[_Member], errors: dict[str, str]
+    ) -> None:
+        first = members[0]
+        repo_url = first.target.repo_url
+        write_branch = group[2] or None
+        base = first.target.base_branch or "HEAD"
+        failed: dict[str, str] = {}
+
+        async def apply(work: WorkTree) -> None:
+            failed.clear()
+            for member in members:
+                try:
+                    rendered = render_member(work, member)
+                except (ValueError, OSError) as err:
+                    failed[member.key] = f"git write-back of {member.key}: {err}"
+                    continue
+                if rendered is not None:
+                    work.write(*rendered)
+
+        try:
+            creds = await self._credentials.resolve(
+                first.config.write_back.git_credentials_ref or "repocreds",
+                repo_url,
+                first.config.app.namespace,
+            )
+            message = grouped_commit_message(
+                self._commit.template,
+                [(m.config.app.name, m.plan.changes) for m in members],
+            )
+            branch = write_branch or base
+            async with self._cache.checkout(
+                repo_url, creds, branch, base=base if write_branch else None
+            ) as work:
+                sha = await work.commit_and_push(
+                    apply,
+                    message,
+                    author_name=self._commit.user,
+                    author_email=self._commit.email,
+                    signing_key=self._commit.signing_key,
+                    signing_method=self._commit.signing_method,
+                    sign_off=self._commit.sign_off,
+                )
+        except Exception as err:  # every app of the group reports the failure; others go on
+            for member in members:
+                errors[member.key] = f"git write-back to {repo_url} failed: {err}"
+            return
+        errors.update(failed)
+        log.info(
+            "committed and pushed %d application(s)"
+            if sha
+            else "nothing to commit for %d application(s)",
+            len(members),
+            repository=repo_url,
+            branch=write_branch or base,
+            commit=sha or "",
+        )
+
+
+def default_cache_root(configured: str) -> Path:
+    if configured:
+        return Path(configured)
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="argocd-image-updater-git-"))

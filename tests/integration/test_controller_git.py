@@ -1,0 +1,235 @@
+"""Git write-back through the controller: real git repositories, the Kubernetes API fake, the
+real registry. One commit per repository and branch per cycle; only target bytes change."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from argocd_image_updater.cli.run_cmd import build_controller, close_resource
+from argocd_image_updater.config.settings import resolve
+from argocd_image_updater.sandbox import objects
+from argocd_image_updater.sandbox.git_servers import (
+    bare_repo,
+    log_subjects,
+    reject_next_pushes,
+    show,
+)
+from argocd_image_updater.sandbox.kube import KubeApiServer
+from argocd_image_updater.sandbox.push import ImagePusher
+from argocd_image_updater.sandbox.registry import RegistryServer
+
+NS = "argocd"
+START = datetime(2026, 4, 1, tzinfo=UTC)
+
+VALUES = """\
+# Values for the shop chart.
+global: &defaults
+  pullPolicy: IfNotPresent   # keep
+
+image:
+  repository: '{image}'
+  tag: "1.0.0"  # bumped by the updater
+  <<: *defaults
+replicas: 3
+"""
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[KubeApiServer]:
+    async with KubeApiServer(namespaces=(NS,)) as server:
+        yield server
+
+
+async def setup(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, **flags: Any
+) -> tuple[str, Any, list[Any]]:
+    async with ImagePusher(registry.url) as pusher:
+        for i, tag in enumerate(["1.0.0", "1.0.1"]):
+            await pusher.push_image(repo, tag, created=START + timedelta(days=i))
+    conf = tmp_path / "registries.conf"
+    conf.write_text(
+        f"registries:\n- name: t\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
+    )
+    settings = resolve(
+        "run",
+        {
+            "kubeconfig": str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)),
+            "registries_conf_path": str(conf),
+            "git_cache_dir": str(tmp_path / "clones"),
+            "git_commit_message_path": str(tmp_path / "no-template"),
+            **flags,
+        },
+        env={},
+    )
+    controller, closers = await build_controller(settings)
+    return f"{registry.host}/{repo}", controller, closers
+
+
+async def close_all(closers: list[Any]) -> None:
+    for closer in reversed(closers):
+        await close_resource(closer)
+
+
+async def test_fifty_apps_in_one_repository_make_one_commit(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    image, controller, closers = await setup(kube, registry, repo, tmp_path)
+    files = {
+        f"apps/app{i:02d}/kustomization.yaml": (
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+            f"resources:\n- deployment.yaml\nimages:\n- name: {image}\n  newTag: 1.0.0\n"
+        )
+        for i in range(50)
+    }
+    remote = bare_repo(tmp_path / "deploy.git", files=files)
+    url = f"file://{remote}"
+    for i in range(50):
+        kube.store.put(
+            objects.application(
+                f"app{i:02d}",
+                NS,
+                images=[f"{image}:1.0.0"],
+                repo_url=url,
+                path=f"apps/app{i:02d}",
+                target_revision="main",
+            )
+        )
+    kube.store.put(
+        objects.image_updater(
+            "fleet",
+            NS,
+            {
+                "writeBackConfig": {
+                    "method": "git",
+                    "gitConfig": {"writeBackTarget": "kustomization"},
+                },
+                "applicationRefs": [
+                    {"namePattern": "app*", "images": [{"alias": "web", "imageName": image}]}
+                ],
+            },
+        )
+    )
+    try:
+        result = await controller.cycle()
+    finally:
+        await close_all(closers)
+    assert result.errors == 0 and result.images_updated == 50
+    home = tmp_path / "home"
+    home.mkdir()
+    subjects = log_subjects(remote, "main", home=home)
+    assert subjects == ["build: automatic update of 50 applications", "Initial commit"]
+    for i in range(50):
+        text = show(remote, "main", f"apps/app{i:02d}/kustomization.yaml", home=home)
+        assert text == files[f"apps/app{i:02d}/kustomization.yaml"].replace("1.0.0", "1.0.1")
+    # The Applications themselves were not patched (git method).
+    assert kube.request_count("patch", "applications") == 0
+
+
+async def test_helm_values_keep_comments_anchors_and_quoting(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    image, controller, closers = await setup(kube, registry, repo, tmp_path)
+    values = VALUES.format(image=image)
+    remote = bare_repo(tmp_path / "charts.git", files={"charts/shop/values.yaml": values})
+    kube.store.put(
+        objects.application(
+            "shop",
+            NS,
+            source_type="Helm",
+            images=[f"{image}:1.0.0"],
+            helm_parameters={"image.repository": image, "image.tag": "1.0.0"},
+            repo_url=f"file://{remote}",
+            path="charts/shop",
+            target_revision="main",
+        )
+    )
+    kube.store.put(
+        objects.image_updater(
+            "shop",
+            NS,
+            {
+                "writeBackConfig": {
+                    "method": "git",
+                    "gitConfig": {"writeBackTarget": "helmvalues"},
+                },
+                "applicationRefs": [
+                    {
+                        "namePattern": "shop",
+                        "images": [
+                            {
+                                "alias": "shop",
+                                "imageName": image,
+                                "manifestTargets": {
+                                    "helm": {"name": "image.repository", "tag": "image.tag"}
+                                },
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+    )
+    try:
+        result = await controller.cycle()
+    finally:
+        await close_all(closers)
+    assert result.errors == 0 and result.images_updated == 1
+    home = tmp_path / "home"
+    home.mkdir()
+    assert show(remote, "main", "charts/shop/values.yaml", home=home) == values.replace(
+        'tag: "1.0.0"', 'tag: "1.0.1"'
+    )
+
+
+async def test_protected_branch_rejection_is_a_clear_error_without_retry_storm(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    image, controller, closers = await setup(kube, registry, repo, tmp_path)
+    remote = bare_repo(
+        tmp_path / "locked.git",
+        files={"app/kustomization.yaml": f"images:\n- name: {image}\n  newTag: 1.0.0\n"},
+    )
+    reject_next_pushes(remote, 10, "branch main is protected")
+    kube.store.put(
+        objects.application(
+            "locked",
+            NS,
+            images=[f"{image}:1.0.0"],
+            repo_url=f"file://{remote}",
+            path="app",
+            target_revision="main",
+        )
+    )
+    kube.store.put(
+        objects.image_updater(
+            "locked",
+            NS,
+            {
+                "writeBackConfig": {
+                    "method": "git",
+                    "gitConfig": {"writeBackTarget": "kustomization"},
+                },
+                "applicationRefs": [
+                    {"namePattern": "locked", "images": [{"alias": "a", "imageName": image}]}
+                ],
+            },
+        )
+    )
+    try:
+        result = await controller.cycle()
+    finally:
+        await close_all(closers)
+    assert result.errors == 1 and result.images_updated == 0
+    error = result.apps[0].error or ""
+    assert "protected" in error
+    from argocd_image_updater.sandbox.git_servers import push_attempts
+
+    assert push_attempts(remote) == 1
+    home = tmp_path / "home"
+    home.mkdir()
+    assert log_subjects(remote, "main", home=home) == ["Initial commit"]

@@ -1,0 +1,402 @@
+"""GitHub pull requests over the REST API (github.com and GitHub Enterprise Server).
+
+Endpoints: ``GET/POST /repos/{owner}/{repo}/pulls``, ``PATCH /repos/{owner}/{repo}/pulls/{n}``,
+``POST /repos/{owner}/{repo}/issues/{n}/labels`` and ``…/issues/{n}/comments``; GitHub App
+installation tokens from ``POST /app/installations/{id}/access_tokens``. Lists follow the
+``Link: <…>; rel="next"`` header (only to the same API origin, so the token never travels
+elsewhere).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+import httpx
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from argocd_image_updater.report.log import get_logger, register_secret
+from argocd_image_updater.writeback.scm.base import (
+    MAX_PAGES,
+    PER_PAGE,
+    PullRequest,
+    ScmError,
+    TokenSource,
+    check_token_source,
+    describe,
+    parse_time,
+    raise_for_status,
+    resolve_token,
+    response_text,
+    same_origin,
+    send,
+)
+from argocd_image_updater.writeback.scm.repo_url import RepoLocation
+
+PUBLIC_API: Final = "https://api.github.com"
+API_VERSION: Final = "2022-11-28"
+MEDIA_TYPE: Final = "application/vnd.github+json"
+APP_TOKEN_REFRESH_MARGIN: Final = 300.0
+"""Installation tokens are renewed this many seconds before they expire."""
+_JWT_LIFETIME: Final = 540  # GitHub accepts at most 10 minutes
+_JWT_BACKDATE: Final = 60  # tolerate clock drift
+
+log = get_logger("writeback.scm.github")
+
+
+def github_api_url(repo: RepoLocation) -> str:
+    """``https://api.github.com`` for github.com, else ``<scheme>://<host>/api/v3`` (GHES)."""
+    if repo.host in ("github.com", "www.github.com"):
+        return PUBLIC_API
+    return f"{repo.web_url}/api/v3"
+
+
+def _headers(token: str) -> dict[str, str]:
+    return {
+        "Authorization": f"Bearer {token}",
+        "Accept": MEDIA_TYPE,
+        "X-GitHub-Api-Version": API_VERSION,
+    }
+
+
+def _pull(data: Any) -> PullRequest:
+    try:
+        state = str(data["state"])
+        if state == "closed" and data.get("merged_at"):
+            state = "merged"
+        labels = tuple(
+            str(label["name"])
+            for label in data.get("labels") or ()
+            if isinstance(label, Mapping) and "name" in label
+        )
+        return PullRequest(
+            number=int(data["number"]),
+            url=str(data["html_url"]),
+            head=str(data["head"]["ref"]),
+            base=str(data["base"]["ref"]),
+            title=str(data.get("title") or ""),
+            state=state,
+            body=str(data.get("body") or ""),
+            labels=labels,
+        )
+    except (KeyError, TypeError, ValueError):
+        raise ScmError("GitHub API: unexpected pull request object in the answer") from None
+
+
+def _head_owner(data: Any) -> str:
+    label = data.get("head", {}).get("label") if isinstance(data, Mapping) else None
+    return str(label).split(":", 1)[0].lower() if label and ":" in str(label) else ""
+
+
+class GitHubClient:
+    """GitHub's pull request API for one token (a fixed string or an async token source).
+
+    ``api_url`` overrides the API base derived from each repository's host
+    (:func:`github_api_url`); ``http`` is a caller-owned client (else one is made and closed by
+    :meth:`aclose`).
+    """
+
+    provider: Final = "GitHub"
+
+    def __init__(
+        self,
+        token: TokenSource,
+        *,
+        api_url: str | None = None,
+        http: httpx.AsyncClient | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        check_token_source(token)
+        self._token = token
+        self._api_url = api_url.rstrip("/") if api_url else None
+        self._own_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+
+    async def aclose(self) -> None:
+        if self._own_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> GitHubClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def reference(self, pr: PullRequest) -> str:
+        return f"#{pr.number}"
+
+    def _repo_url(self, repo: RepoLocation) -> str:
+        if "/" in repo.owner_path:
+            raise ScmError(
+                f"GitHub repositories are owner/repo, not '{repo.full_path}' (nested paths are "
+                "a GitLab feature)"
+            )
+        return f"{self._api_url or github_api_url(repo)}/repos/{repo.owner_path}/{repo.name}"
+
+    async def _request(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        json: Any = None,
+        passthrough: frozenset[int] = frozenset(),
+    ) -> httpx.Response:
+        headers = _headers(await resolve_token(self._token))
+        response = await send(
+            self._http, self.provider, method, url, headers=headers, params=params, json=json
+        )
+        if response.status_code not in passthrough:
+            raise_for_status(self.provider, response, describe(method, response.request.url))
+        return response
+
+    def _json(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            what = describe(response.request.method, response.request.url)
+            raise ScmError(f"GitHub API {what}: the answer is not JSON") from None
+
+    async def _pages(self, url: str, params: Mapping[str, str | int]) -> AsyncIterator[list[Any]]:
+        response = await self._request("GET", url, params={**params, "per_page": PER_PAGE})
+        first = response.request.url
+        for _ in range(MAX_PAGES):
+            items = self._json(response)
+            if not isinstance(items, list):
+                raise ScmError(f"GitHub API {describe('GET', first)}: expected a list")
+            yield items
+            next_url = response.links.get("next", {}).get("url")
+            if not next_url:
+                return
+            target = first.join(next_url)
+            if not same_origin(first, target):
+                raise ScmError(
+                    f"GitHub API {describe('GET', first)}: refusing to follow a next-page link "
+                    "to another origin"
+                )
+            response = await self._request("GET", target)
+        raise ScmError(f"GitHub API {describe('GET', first)}: more than {MAX_PAGES} pages")
+
+    async def find_open(self, repo: RepoLocation, head: str, base: str) -> PullRequest | None:
+        params = {"state": "open", "head": f"{repo.owner_path}:{head}", "base": base}
+        owner = repo.owner_path.lower()
+        async for items in self._pages(f"{self._repo_url(repo)}/pulls", params):
+            for item in items:
+                pr = _pull(item)
+                if pr.head == head and pr.base == base and _head_owner(item) in ("", owner):
+                    return pr
+        return None
+
+    async def create(
+        self,
+        repo: RepoLocation,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        labels: Sequence[str],
+    ) -> PullRequest:
+        payload = {"title": title, "head": head, "base": base, "body": body}
+        response = await self._request(
+            "POST", f"{self._repo_url(repo)}/pulls", json=payload, passthrough=frozenset({422})
+        )
+        if response.status_code == 422:
+            text = response_text(response)
+            if "already exists" not in text:
+                raise_for_status(self.provider, response, describe("POST", response.request.url))
+            existing = await self.find_open(repo, head, base)
+            if existing is None:
+                raise ScmError(
+                    f"GitHub API: a pull request for {head} → {base} already exists but is not "
+                    f"listed as open ({text})",
+                    status=422,
+                )
+            log.debug("Pull request for %s already exists: #%d", head, existing.number)
+            pr = existing
+        else:
+            pr = _pull(self._json(response))
+        return await self._add_labels(repo, pr, labels)
+
+    async def _add_labels(
+        self, repo: RepoLocation, pr: PullRequest, labels: Sequence[str]
+    ) -> PullRequest:
+        missing = [label for label in labels if label not in pr.labels]
+        if not missing:
+            return pr
+        url = f"{self._repo_url(repo)}/issues/{pr.number}/labels"
+        try:
+            response = await self._request("POST", url, json={"labels": missing})
+            data = self._json(response)
+            names = tuple(
+                str(item["name"])
+                for item in (data if isinstance(data, list) else ())
+                if isinstance(item, Mapping) and "name" in item
+            )
+        except ScmError as exc:
+            log.warning(
+                "Could not add labels to pull request #%d: %s",
+                pr.number,
+                exc,
+                repository=repo.full_path,
+                labels=",".join(missing),
+            )
+            return pr
+        # the answer lists every label of the issue after the addition
+        return replace(pr, labels=names or tuple(dict.fromkeys((*pr.labels, *missing))))
+
+    async def update(
+        self, repo: RepoLocation, pr: PullRequest, title: str, body: str, labels: Sequence[str]
+    ) -> PullRequest:
+        url = f"{self._repo_url(repo)}/pulls/{pr.number}"
+        response = await self._request("PATCH", url, json={"title": title, "body": body})
+        updated = _pull(self._json(response))
+        return await self._add_labels(repo, updated, labels)
+
+    async def list_open_by_prefix(
+        self, repo: RepoLocation, base: str, head_prefix: str
+    ) -> list[PullRequest]:
+        owner = repo.owner_path.lower()
+        found: list[PullRequest] = []
+        params = {"state": "open", "base": base}
+        async for items in self._pages(f"{self._repo_url(repo)}/pulls", params):
+            for item in items:
+                pr = _pull(item)
+                if (
+                    pr.base == base
+                    and pr.head.startswith(head_prefix)
+                    and _head_owner(item) in ("", owner)
+                ):
+                    found.append(pr)
+        return found
+
+    async def close(self, repo: RepoLocation, pr: PullRequest, comment: str) -> None:
+        if comment:
+            url = f"{self._repo_url(repo)}/issues/{pr.number}/comments"
+            await self._request("POST", url, json={"body": comment})
+        await self._request(
+            "PATCH", f"{self._repo_url(repo)}/pulls/{pr.number}", json={"state": "closed"}
+        )
+
+
+# --- GitHub App installation tokens -----------------------------------------------------------
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def app_jwt(app_id: int | str, private_key_pem: str, now: float) -> str:
+    """An RS256 JWT identifying the GitHub App (valid 9 minutes, backdated 1 minute)."""
+    try:
+        key = serialization.load_pem_private_key(private_key_pem.encode(), password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise ScmError("invalid GitHub App private key: expected an RSA key in PEM form") from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise ScmError("invalid GitHub App private key: expected an RSA key in PEM form")
+    header = {"alg": "RS256", "typ": "JWT"}
+    issued = int(now)
+    claims = {
+        "iat": issued - _JWT_BACKDATE,
+        "exp": issued + _JWT_LIFETIME,
+        "iss": str(app_id),
+    }
+    signing_input = ".".join(
+        _b64url(json.dumps(part, separators=(",", ":")).encode()) for part in (header, claims)
+    )
+    signature = key.sign(signing_input.encode("ascii"), padding.PKCS1v15(), hashes.SHA256())
+    token = f"{signing_input}.{_b64url(signature)}"
+    register_secret(token)
+    return token
+
+
+@dataclass(frozen=True, slots=True)
+class _AppToken:
+    token: str
+    expires_at: float
+
+
+_app_tokens: dict[tuple[str, str, str, str], _AppToken] = {}
+
+
+def clear_app_token_cache() -> None:
+    """Forget every cached installation token."""
+    _app_tokens.clear()
+
+
+async def github_app_token(
+    app_id: int | str,
+    installation_id: int | str,
+    private_key_pem: str,
+    api_url: str | None = None,
+    *,
+    http: httpx.AsyncClient | None = None,
+    clock: Callable[[], float] = time.time,
+) -> str:
+    """An installation access token for a GitHub App, cached until 5 minutes before expiry.
+
+    ``clock`` tells the cache the time (the App JWT always uses the real time).
+
+    ``api_url`` is ``https://api.github.com`` by default, or the Enterprise API base
+    (``https://ghe.example.com/api/v3``).
+    """
+    installation = str(installation_id).strip()
+    if not installation.isdigit():
+        raise ScmError("GitHub App installation ID must be a number")
+    base = (api_url or PUBLIC_API).rstrip("/")
+    fingerprint = hashlib.sha256(private_key_pem.encode()).hexdigest()
+    key = (base, str(app_id), installation, fingerprint)
+    now = clock()
+    cached = _app_tokens.get(key)
+    if cached is not None and cached.expires_at - APP_TOKEN_REFRESH_MARGIN > now:
+        return cached.token
+
+    jwt = app_jwt(app_id, private_key_pem, time.time())
+    url = f"{base}/app/installations/{installation}/access_tokens"
+    own = http is None
+    client = http or httpx.AsyncClient(timeout=30.0, follow_redirects=False)
+    try:
+        response = await send(client, "GitHub", "POST", url, headers=_headers(jwt))
+    finally:
+        if own:
+            await client.aclose()
+    raise_for_status("GitHub", response, describe("POST", response.request.url))
+    try:
+        data = response.json()
+        token = str(data["token"])
+        expires_at = parse_time(str(data["expires_at"]))
+    except (ValueError, KeyError, TypeError):
+        raise ScmError(
+            f"GitHub API {describe('POST', response.request.url)}: unexpected answer"
+        ) from None
+    register_secret(token)
+    _app_tokens[key] = _AppToken(token, expires_at)
+    return token
+
+
+class GitHubAppTokenSource:
+    """A :data:`TokenSource` for :class:`GitHubClient` that renews the installation token."""
+
+    def __init__(
+        self,
+        app_id: int | str,
+        installation_id: int | str,
+        private_key_pem: str,
+        api_url: str | None = None,
+        *,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._args = (app_id, installation_id, private_key_pem, api_url)
+        self._http = http
+
+    def __repr__(self) -> str:
+        return f"GitHubAppTokenSource(app_id={self._args[0]!r}, installation={self._args[1]!r})"
+
+    async def __call__(self) -> str:
+        return await github_app_token(*self._args, http=self._http)

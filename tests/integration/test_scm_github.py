@@ -442,3 +442,12 @@ async def test_app_token_errors(app_github: GitHubFake, app_key: tuple[str, str]
     with pytest.raises(ScmError, match="must be a number"):
         await github_app_token(123, "../456", app_key[0], app_github.api_url)
     assert app_github.issued_tokens == []
+
+
+async def test_a_token_echoed_by_the_server_is_masked(
+    github: GitHubFake, client: GitHubClient
+) -> None:
+    github.fail_next(401, {"message": f"Bad credentials: {TOKEN}"})
+    with pytest.raises(ScmAuthError) as info:
+        await client.find_open(REPO, "x", "main")
+    assert TOKEN not in str(info.value) and "Bad credentials: *****" in str(info.value)

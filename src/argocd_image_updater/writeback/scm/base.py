@@ -80,8 +80,10 @@ class PullRequest:
 class PullRequestClient(Protocol):
     """One hosting service's pull/merge request API."""
 
-    provider: str
-    """``GitHub`` or ``GitLab``, for messages."""
+    @property
+    def provider(self) -> str:
+        """``GitHub`` or ``GitLab``, for messages."""
+        ...
 
     def reference(self, pr: PullRequest) -> str:
         """How the service's markup links to ``pr``: ``#12`` (GitHub), ``!12`` (GitLab)."""

@@ -233,3 +233,95 @@ async def test_protected_branch_rejection_is_a_clear_error_without_retry_storm(
     home = tmp_path / "home"
     home.mkdir()
     assert log_subjects(remote, "main", home=home) == ["Initial commit"]
+
+
+async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    from argocd_image_updater.sandbox.git_servers import GitHttpServer
+    from argocd_image_updater.sandbox.scm import GitHubFake
+
+    token = "ghp_pr-mode-t0ken"
+    image = f"{registry.host}/{repo}"
+    root = tmp_path / "srv"
+    root.mkdir()
+    bare_repo(
+        root / "org" / "deploy.git",
+        files={"app/kustomization.yaml": f"images:\n- name: {image}\n  newTag: 1.0.0\n"},
+    )
+    with GitHttpServer(root, users={"bot": token}) as git_http:
+        async with GitHubFake(tokens=[token], repos=["org/deploy"], enterprise=True) as github:
+            url = git_http.url_for("org/deploy.git")
+            kube.store.put(
+                objects.secret(
+                    "repo-deploy",
+                    NS,
+                    {"url": url, "username": "bot", "password": token, "insecure": "true"},
+                    labels={"argocd.argoproj.io/secret-type": "repository"},
+                )
+            )
+            kube.store.put(
+                objects.application(
+                    "pr-app",
+                    NS,
+                    images=[f"{image}:1.0.0"],
+                    repo_url=url,
+                    path="app",
+                    target_revision="main",
+                )
+            )
+            kube.store.put(
+                objects.image_updater(
+                    "pr",
+                    NS,
+                    {
+                        "writeBackConfig": {
+                            "method": "git",
+                            "gitConfig": {
+                                "writeBackTarget": "kustomization",
+                                "pullRequest": {
+                                    "github": {},
+                                    "labels": ["automated", " automated "],
+                                },
+                            },
+                        },
+                        "applicationRefs": [
+                            {
+                                "namePattern": "pr-app",
+                                "images": [{"alias": "web", "imageName": f"{image}:~1.0"}],
+                            }
+                        ],
+                    },
+                )
+            )
+            _, controller, closers = await setup(
+                kube, registry, repo, tmp_path, pr_api_url=f"{github.url}/api/v3"
+            )
+            try:
+                first = await controller.cycle()
+                assert first.errors == 0, [a.error for a in first.apps]
+                pulls = github.pulls("org/deploy")
+                assert len(pulls) == 1 and pulls[0].state == "open"
+                assert pulls[0].head.startswith("image-updater-") and pulls[0].base == "main"
+                assert pulls[0].labels == ["automated"]
+                # A newer tag: a new PR branch; the old PR is closed as superseded.
+                async with ImagePusher(registry.url) as pusher:
+                    await pusher.push_image(repo, "1.0.2", created=START + timedelta(days=9))
+                controller.scanner.invalidate_tags(
+                    controller.registries.endpoint_for(registry.host, repo), repo
+                )
+                second = await controller.cycle()
+                assert second.errors == 0, [a.error for a in second.apps]
+            finally:
+                await close_all(closers)
+            pulls = github.pulls("org/deploy")
+            assert [p.state for p in pulls] == ["closed", "open"]
+            home = tmp_path / "home"
+            home.mkdir()
+            head = pulls[1].head
+            assert "newTag: 1.0.2" in (
+                show(root / "org" / "deploy.git", head, "app/kustomization.yaml", home=home) or ""
+            )
+            assert log_subjects(root / "org" / "deploy.git", "main", home=home) == [
+                "Initial commit"
+            ]

@@ -122,6 +122,7 @@ def build_git_writer(settings: Settings, kube: KubeClient | None) -> ClosableGit
             grouping=settings.git_commit_grouping,
         ),
         namespace,
+        pr_api_url=str(settings.pr_api_url),
         cleanup=None if configured else root,
     )
 

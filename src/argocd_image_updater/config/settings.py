@@ -176,6 +176,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "git.commit-grouping", "repository: one commit per repository and branch per cycle; application: one commit per application", RUN_WEBHOOK),
     Option("git_cache_dir", "--git-cache-dir", "", env=("GIT_CACHE_DIR",),
            help="directory for the local clones kept across cycles; default: a private temporary directory", commands=RUN_WEBHOOK),
+    Option("pr_api_url", "--pr-api-url", "", env=("IMAGE_UPDATER_PR_API_URL",),
+           help="API base URL for pull/merge requests (a GitHub Enterprise .../api/v3 or a GitLab instance URL); default: derived from the repository URL", commands=RUN_WEBHOOK),
     # --- webhook ------------------------------------------------------------------------------
     Option("enable_webhook", "--enable-webhook", False, _bool, ("ENABLE_WEBHOOK",), "webhook.enable", "serve registry webhooks"),
     Option("webhook_require_secret", "--webhook-require-secret", True, _bool, ("WEBHOOK_REQUIRE_SECRET",), "webhook.require-secret",

@@ -19,7 +19,11 @@ from typing import Final, Literal
 from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.report.log import get_logger
-from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
+from argocd_image_updater.writeback.git.auth import GitCredentials, HttpsCredentials
+from argocd_image_updater.writeback.git.credentials import (
+    GitCredentialsError,
+    GitCredentialsResolver,
+)
 from argocd_image_updater.writeback.git.repo import RepoCache, WorkTree
 from argocd_image_updater.writeback.gotemplate import Template
 from argocd_image_updater.writeback.helmvalues import update_values, values_for_plan
@@ -29,8 +33,13 @@ from argocd_image_updater.writeback.kustomization import (
     kustomization_path,
     update_kustomization,
 )
-from argocd_image_updater.writeback.messages import branch_name, grouped_commit_message
+from argocd_image_updater.writeback.messages import (
+    branch_name,
+    grouped_commit_message,
+    pr_title_body,
+)
 from argocd_image_updater.writeback.override_file import render_override
+from argocd_image_updater.writeback.scm import client_for, ensure_pull_request, parse_repo_url
 from argocd_image_updater.writeback.targets import GitTarget, group_key, resolve_target
 
 log = get_logger("git-writer")
@@ -89,11 +98,49 @@ class GitBatchWriter:
         credentials: GitCredentialsResolver,
         commit: CommitSettings,
         controller_namespace: str,
+        pr_api_url: str = "",
     ) -> None:
         self._cache = cache
         self._credentials = credentials
         self._commit = commit
         self._namespace = controller_namespace
+        self._pr_api_url = pr_api_url or None
+
+    async def _pull_request(
+        self, member: _Member, creds: GitCredentials, head: str, base: str, message: str
+    ) -> None:
+        """Open the pull/merge request for ``head`` (or refresh ours), close superseded ones."""
+        settings = member.config.write_back.git.pull_request
+        if settings is None:
+            return
+        if not isinstance(creds, HttpsCredentials):
+            raise GitCredentialsError(
+                f"credentials type {type(creds).__name__} do not support PR creation: "
+                "use HTTPS credentials (a token as password) or a GitHub App"
+            )
+        repo = parse_repo_url(member.target.repo_url)
+        title, body = pr_title_body(message, member.config.app.namespace, member.config.app.name)
+        client = client_for(settings.provider, repo, creds.password, api_url=self._pr_api_url)
+        try:
+            pr, created, closed = await ensure_pull_request(
+                client,
+                repo,
+                head,
+                base,
+                title,
+                body,
+                settings.labels,
+                supersedes_prefix=f"image-updater-{member.target.target_key}-",
+            )
+        finally:
+            await client.aclose()
+        log.info(
+            "pull request %s %s",
+            pr.url,
+            "created" if created else "updated",
+            application=member.key,
+            superseded=",".join(p.url for p in closed),
+        )
 
     async def write_batch(self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]) -> dict[str, str]:
         errors: dict[str, str] = {}
@@ -166,6 +213,10 @@ class GitBatchWriter:
                     signing_method=self._commit.signing_method,
                     sign_off=self._commit.sign_off,
                 )
+                resolved_base = work.base or base
+            if first.target.pull_request and write_branch:
+                # Also when nothing new was committed: the request must exist and be current.
+                await self._pull_request(first, creds, write_branch, resolved_base, message)
         except Exception as err:  # every app of the group reports the failure; others go on
             for member in members:
                 errors[member.key] = f"git write-back to {repo_url} failed: {err}"

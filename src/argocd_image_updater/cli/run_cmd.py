@@ -271,8 +271,12 @@ async def start_webhook(
     async def handle(event: RegistryEvent) -> None:
         await handle_event(controller, event)
 
+    # A short window: bursts (one event per platform of a multi-arch push) still coalesce, and a
+    # lone event is not held back for long; events during a running update coalesce anyway.
     dispatcher = EventDispatcher(
-        handle, max_concurrency=int(settings.values.get("max_concurrent_updaters", 1))
+        handle,
+        coalesce_window=0.05,
+        max_concurrency=int(settings.values.get("max_concurrent_updaters", 1)),
     )
     try:
         server = WebhookServer(

@@ -133,10 +133,10 @@ class Version:
         return text
 
 
-
 @functools.lru_cache(maxsize=65536)
 def _parse_cached(text: str) -> Version | None:
     return Version._parse(text)
+
 
 def compare(a: Version, b: Version) -> int:
     """-1, 0 or 1 by semver precedence (build metadata and a ``v`` prefix do not count)."""

@@ -1,0 +1,691 @@
+"""Git write-back at scale: 100 Applications in one Git repository, all updated in one cycle.
+
+Scenario (defaults): one Git repository served over smart HTTP on 127.0.0.1 (``git
+http-backend`` behind :class:`GitHttpServer`, Basic auth), with one directory per Application
+(``apps/appNNN/kustomization.yaml`` and ``deployment.yaml``). ``--apps`` Argo CD Applications
+(Kustomize) point at their directory; one ImageUpdater (``namePattern: app*``, one image, semver,
+``writeBackConfig.method: git``, ``writeBackTarget: kustomization``) manages them all. The image
+is in the real registry (``docker-registry``, images pushed through its API). The controller
+reads the repository credentials from an Argo CD repository Secret (``username``, ``password``,
+``insecure: "true"`` for plain http), so git authenticates through ``GIT_ASKPASS`` as in
+production. The controller is built by ``build_controller`` exactly as ``run`` builds it and runs
+in this process; the registry is its own process, the Kubernetes API fake runs in a thread, the
+git server in threads (each request is one ``git http-backend`` process).
+
+Rows (every row pushes the same edits: each Application's ``newTag`` moves one release):
+
+* **floor**: what the git CLI needs at least: one fetch (``git clone --depth=1 --single-branch
+  --no-tags``), the edits of every file (Python string replace), one ``git commit -a``, one
+  ``git push``; authenticated with a ``GIT_ASKPASS`` script like the controller;
+* **serial, one clone per app**: what the original does: for each Application a fresh shallow
+  clone, its one file edited, a commit and a push, one Application after the other;
+* **controller, cold**: the first cycle of a new controller (no clone cached, a newer tag for
+  every Application);
+* **controller, warm**: the next cycle with one more tag; the remote did not move since our own
+  push, so the cached clone needs no fetch (one ``ls-remote`` decides);
+* **controller, warm, remote moved**: one more tag after someone else pushed a commit: the cached
+  clone fetches that commit only.
+
+How the write-back is timed: nothing of the product is wrapped. Each controller cycle is timed
+around ``controller.cycle()``, and right before it a second controller, identical but for
+``--dry-run`` (its own scanner, so with the same cold or invalidated tag caches), runs a cycle on
+the same Applications: it lists, scans and plans the same updates and writes nothing. The
+write-back is the difference (``wall s`` of the controller rows); the whole cycle and the dry-run
+cycle are in their own columns. A dry run is the better reference than an argocd-method fleet: an
+argocd-method cycle would patch 100 Applications, which costs something the git method never
+does. As a cross-check, ``git s`` is the sum of the git processes' durations from the product's
+own ``argocd_image_updater_git_operation_duration_seconds`` histogram (the writer runs one
+repository's git processes one after the other).
+
+Counts are taken on the server: ``commits`` is the growth of ``git rev-list --count main`` of the
+bare repository, ``pushes`` the pushes that reached its ``pre-receive`` hook,
+``receive-pack``/``upload-pack`` the authenticated HTTP requests by service (a push is a GET of
+``info/refs`` and a POST) and ``401`` the requests answered with an authentication challenge
+(git sends credentials only after one). ``git procs`` counts git processes (ours from
+``argocd_image_updater_git_operations_total``).
+
+The floor and the controller rows run ``--rounds`` times, each round on fresh repositories and
+new controllers; the table shows the median of each column (counts are the same every round).
+The serial baseline runs once. Ratios are to the floor's median in the same run; the target is a
+cold write-back under 3× the floor.
+
+The benchmark checks its results and exits with status 1 when they are wrong: every cycle must
+update every Application without errors in exactly one commit and one push, and afterwards every
+file must hold the new tag (and nothing else may change).
+
+``--profile N`` prints the N most expensive functions (cProfile) of each controller cycle of the
+first round (the profiled cycles' times then include the profiler's overhead); ``--log FILE``
+keeps the controller's info log.
+
+Run: ``.venv/bin/python benchmarks/git_writeback.py [--apps N] [--rounds N] [--no-serial]
+[--profile N] [--log FILE]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import os
+import platform
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+NS = "argocd"
+USER = "image-updater"
+TOKEN = "bench-git-t0ken-7f3a"
+IMAGE_REPO = "bench/web"
+START = datetime(2026, 1, 1, tzinfo=UTC)
+TAGS = ("1.0.0", "1.0.1", "1.0.2", "1.0.3")
+"""Running, newest at the cold cycle, newest at the warm cycle, newest after the remote moved."""
+
+ASKPASS = """#!/bin/sh
+# Answers git's credential prompts from the environment.
+case "$1" in
+  Username*) printf '%s\\n' "$BENCH_GIT_USER" ;;
+  *) printf '%s\\n' "$BENCH_GIT_PASSWORD" ;;
+esac
+"""
+
+
+# --- the repository -----------------------------------------------------------------------------
+
+
+def app_name(i: int, apps: int) -> str:
+    return f"app{i:0{max(3, len(str(apps - 1)))}d}"
+
+
+def app_dir(i: int, apps: int) -> str:
+    return f"apps/{app_name(i, apps)}"
+
+
+def kustomization(image: str, tag: str) -> str:
+    return (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\n"
+        "# Managed by the image updater: only newTag changes.\n"
+        "resources:\n"
+        "- deployment.yaml\n"
+        "images:\n"
+        f"- name: {image}\n"
+        f"  newTag: {tag}\n"
+    )
+
+
+def deployment(name: str, image: str) -> str:
+    return (
+        "apiVersion: apps/v1\n"
+        "kind: Deployment\n"
+        f"metadata:\n  name: {name}\n"
+        "spec:\n"
+        "  replicas: 2\n"
+        f"  selector:\n    matchLabels:\n      app: {name}\n"
+        "  template:\n"
+        f"    metadata:\n      labels:\n        app: {name}\n"
+        "    spec:\n"
+        "      containers:\n"
+        f"      - name: web\n        image: {image}\n"
+        "        ports:\n        - containerPort: 8080\n"
+    )
+
+
+def repo_files(apps: int, image: str) -> dict[str, str]:
+    files = {"README.md": "# Deployments\n"}
+    for i in range(apps):
+        files[f"{app_dir(i, apps)}/kustomization.yaml"] = kustomization(image, TAGS[0])
+        files[f"{app_dir(i, apps)}/deployment.yaml"] = deployment(app_name(i, apps), image)
+    return files
+
+
+# --- server-side counts -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerCounts:
+    commits: int
+    pushes: int
+    receive_pack: int
+    upload_pack: int
+    unauthorized: int
+
+    def __sub__(self, other: ServerCounts) -> ServerCounts:
+        return ServerCounts(
+            self.commits - other.commits,
+            self.pushes - other.pushes,
+            self.receive_pack - other.receive_pack,
+            self.upload_pack - other.upload_pack,
+            self.unauthorized - other.unauthorized,
+        )
+
+
+def server_counts(server: Any, bare: Path, home: Path) -> ServerCounts:
+    from argocd_image_updater.sandbox.git_servers import git, push_attempts
+
+    commits = int(git("--git-dir", str(bare), "rev-list", "--count", "main", home=home).strip())
+    return ServerCounts(
+        commits,
+        push_attempts(bare),
+        server.requests["receive-pack"],
+        server.requests["upload-pack"],
+        server.auth_failures,
+    )
+
+
+def check_tags(bare: Path, apps: int, image: str, tag: str, home: Path) -> list[str]:
+    """Problems with the files of ``bare``'s main branch: every kustomization must hold ``tag``
+    and be otherwise unchanged; the deployments must be untouched."""
+    from argocd_image_updater.sandbox.git_servers import show
+
+    problems = []
+    for i in range(apps):
+        path = f"{app_dir(i, apps)}/kustomization.yaml"
+        text = show(bare, "main", path, home=home)
+        if text != kustomization(image, tag):
+            problems.append(f"{path} at main of {bare.name} is {text!r}, expected newTag {tag}")
+        dep = f"{app_dir(i, apps)}/deployment.yaml"
+        if show(bare, "main", dep, home=home) != deployment(app_name(i, apps), image):
+            problems.append(f"{dep} at main of {bare.name} changed")
+    return problems[:5]
+
+
+# --- measurements -------------------------------------------------------------------------------
+
+
+@dataclass
+class Measure:
+    wall: float
+    counts: ServerCounts
+    git_procs: int
+    cycle: float | None = None
+    dry: float | None = None
+    git_seconds: float | None = None
+    git_ops: Counter[str] = field(default_factory=Counter)
+    git_op_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Env:
+    server: Any
+    root: Path
+    home: Path
+    askpass: Path
+    apps: int
+    image: str
+    problems: list[str] = field(default_factory=list)
+    profiles: dict[str, str] = field(default_factory=dict)
+
+    def cli_env(self) -> dict[str, str]:
+        return {
+            "GIT_ASKPASS": str(self.askpass),
+            "BENCH_GIT_USER": USER,
+            "BENCH_GIT_PASSWORD": TOKEN,
+        }
+
+    def new_repo(self, name: str, image: str) -> tuple[Path, str]:
+        from argocd_image_updater.sandbox.git_servers import bare_repo
+
+        files = repo_files(self.apps, image)
+        bare = bare_repo(self.root / "srv" / "org" / f"{name}.git", files=files)
+        return bare, self.server.url_for(f"org/{name}.git")
+
+
+def bump(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f"newTag: {old}", f"newTag: {new}"), encoding="utf-8")
+
+
+def shallow_clone(env: Env, url: str, dest: Path) -> None:
+    from argocd_image_updater.sandbox.git_servers import git
+
+    git(
+        "clone", "-q", "--depth=1", "--single-branch", "--no-tags", "--branch", "main", url,
+        str(dest), home=env.home, env=env.cli_env(),
+    )  # fmt: skip
+
+
+def floor(env: Env, name: str) -> Measure:
+    """One fetch, every edit, one commit, one push, with the git CLI."""
+    from argocd_image_updater.sandbox.git_servers import git
+
+    bare, url = env.new_repo(name, env.image)
+    before = server_counts(env.server, bare, env.home)
+    work = env.root / "work" / name
+    began = time.perf_counter()
+    shallow_clone(env, url, work)
+    for i in range(env.apps):
+        bump(work / app_dir(i, env.apps) / "kustomization.yaml", TAGS[0], TAGS[1])
+    git("commit", "-q", "-a", "-m", f"Update {env.apps} applications", cwd=work, home=env.home)
+    git("push", "-q", "origin", "HEAD:refs/heads/main", cwd=work, home=env.home, env=env.cli_env())
+    wall = time.perf_counter() - began
+    shutil.rmtree(work, ignore_errors=True)
+    counts = server_counts(env.server, bare, env.home) - before
+    env.problems += check_tags(bare, env.apps, env.image, TAGS[1], env.home)
+    return Measure(wall, counts, git_procs=3)
+
+
+def serial(env: Env) -> Measure:
+    """For each Application: a fresh shallow clone, its one file edited, commit, push."""
+    from argocd_image_updater.sandbox.git_servers import git
+
+    bare, url = env.new_repo("serial", env.image)
+    before = server_counts(env.server, bare, env.home)
+    began = time.perf_counter()
+    for i in range(env.apps):
+        work = env.root / "work" / f"serial-{i}"
+        shallow_clone(env, url, work)
+        bump(work / app_dir(i, env.apps) / "kustomization.yaml", TAGS[0], TAGS[1])
+        message = f"Update {app_name(i, env.apps)}"
+        git("commit", "-q", "-a", "-m", message, cwd=work, home=env.home)
+        git(
+            "push", "-q", "origin", "HEAD:refs/heads/main",
+            cwd=work, home=env.home, env=env.cli_env(),
+        )  # fmt: skip
+        shutil.rmtree(work, ignore_errors=True)
+    wall = time.perf_counter() - began
+    counts = server_counts(env.server, bare, env.home) - before
+    env.problems += check_tags(bare, env.apps, env.image, TAGS[1], env.home)
+    return Measure(wall, counts, git_procs=3 * env.apps)
+
+
+def git_metrics() -> tuple[Counter[str], dict[str, float]]:
+    """Git processes and their seconds by subcommand, from the product's metrics."""
+    from argocd_image_updater.writeback.git.process import (
+        GIT_OPERATION_DURATION,
+        GIT_OPERATIONS,
+    )
+
+    ops: Counter[str] = Counter()
+    for metric in GIT_OPERATIONS.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total"):
+                ops[sample.labels["operation"]] += int(sample.value)
+    seconds: dict[str, float] = {}
+    for metric in GIT_OPERATION_DURATION.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_sum"):
+                seconds[sample.labels["operation"]] = sample.value
+    return ops, seconds
+
+
+async def build(
+    kubeconfig: Path, conf: Path, cache: Path, root: Path, dry_run: bool
+) -> tuple[Any, list[Any]]:
+    from argocd_image_updater.cli.run_cmd import build_controller
+    from argocd_image_updater.config.settings import resolve
+
+    settings = resolve(
+        "run",
+        {
+            "kubeconfig": str(kubeconfig),
+            "registries_conf_path": str(conf),
+            "git_cache_dir": str(cache),
+            "git_commit_message_path": str(root / "no-commit-template"),
+            "dry_run": dry_run,
+        },
+        env={},
+    )
+    controller, closers = await build_controller(settings)
+    return controller, closers
+
+
+def seed_fleet(kube: Any, env: Env, url: str, image: str, tag_prefix: str) -> list[tuple[str, str]]:
+    """The Applications, the ImageUpdater and the repository Secret of one round; returns the
+    (resource, name) pairs to delete after the round."""
+    from argocd_image_updater.sandbox import objects
+
+    made: list[tuple[str, str]] = []
+    running = f"{image}:{TAGS[0]}"
+    for i in range(env.apps):
+        name = f"{tag_prefix}-{app_name(i, env.apps)}"
+        kube.store.put(
+            objects.application(
+                name,
+                NS,
+                images=[running],
+                repo_url=url,
+                path=app_dir(i, env.apps),
+                target_revision="main",
+            )
+        )
+        made.append(("applications", name))
+    spec = {
+        "writeBackConfig": {"method": "git", "gitConfig": {"writeBackTarget": "kustomization"}},
+        "applicationRefs": [
+            {
+                "namePattern": f"{tag_prefix}-app*",
+                "images": [{"alias": "web", "imageName": image}],
+            }
+        ],
+    }
+    kube.store.put(objects.image_updater(f"{tag_prefix}-fleet", NS, spec))
+    made.append(("imageupdaters", f"{tag_prefix}-fleet"))
+    kube.store.put(
+        objects.secret(
+            f"{tag_prefix}-repo",
+            NS,
+            {"url": url, "username": USER, "password": TOKEN, "insecure": "true"},
+            labels={"argocd.argoproj.io/secret-type": "repository"},
+        )
+    )
+    made.append(("secrets", f"{tag_prefix}-repo"))
+    return made
+
+
+def profile_text(profiler: cProfile.Profile, top: int) -> str:
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+async def timed_cycle(controller: Any) -> tuple[float, Any]:
+    began = time.perf_counter()
+    result = await controller.cycle()
+    return time.perf_counter() - began, result
+
+
+def check_cycle(env: Env, label: str, result: Any, dry: bool) -> None:
+    errors = [a.error for a in result.apps if a.error]
+    if errors or result.errors:
+        env.problems.append(f"{label}: {result.errors} errors, e.g. {errors[:1]}")
+    if len(result.apps) != env.apps:
+        env.problems.append(f"{label}: {len(result.apps)} Applications, expected {env.apps}")
+    written = sum(1 for a in result.apps if a.written)
+    if written != (0 if dry else env.apps):
+        env.problems.append(f"{label}: {written} Applications written")
+
+
+async def controller_round(
+    env: Env,
+    kube: Any,
+    registry_url: str,
+    conf: Path,
+    kubeconfig: Path,
+    number: int,
+    profile: int,
+) -> dict[str, Measure]:
+    """Cold, warm and warm-after-the-remote-moved cycles of a new controller, each after a
+    dry-run cycle of a second, dry-run controller."""
+    from argocd_image_updater.cli.run_cmd import close_resource
+    from argocd_image_updater.sandbox.git_servers import push_files
+    from argocd_image_updater.sandbox.push import ImagePusher
+
+    prefix = f"r{number}"
+    host = registry_url.split("://", 1)[1]
+    repository = f"{IMAGE_REPO}-{prefix}"  # a fresh image repository per round
+    image = f"{host}/{repository}"
+    bare, url = env.new_repo(f"deploy-{prefix}", image)
+    made = seed_fleet(kube, env, url, image, prefix)
+    real, real_closers = await build(
+        kubeconfig, conf, env.root / f"cache-{prefix}", env.root, False
+    )
+    dry, dry_closers = await build(kubeconfig, conf, env.root / f"dry-{prefix}", env.root, True)
+    results: dict[str, Measure] = {}
+    try:
+        async with ImagePusher(registry_url) as pusher:
+            for day, tag in enumerate(TAGS[:2]):
+                await pusher.push_image(repository, tag, created=START + timedelta(days=day))
+            for step, tag in enumerate(TAGS[1:], 1):
+                if step == 3:
+                    # Someone else pushes a commit: the cached clone has to fetch it.
+                    push_files(bare, {"README.md": "# Deployments\n\nOwned by the platform.\n"},
+                               home=env.home, message="Docs from elsewhere")  # fmt: skip
+                if step > 1:
+                    # The tag lists were cached by the previous cycle; a newer tag was pushed.
+                    await pusher.push_image(repository, tag, created=START + timedelta(days=step))
+                    for controller in (real, dry):
+                        endpoint = controller.registries.endpoint_for(host, repository)
+                        controller.scanner.invalidate_tags(endpoint, repository)
+                label = ("cold", "warm", "warm, remote moved")[step - 1]
+                dry_wall, dry_result = await timed_cycle(dry)
+                check_cycle(env, f"round {number} {label} (dry run)", dry_result, dry=True)
+                before = server_counts(env.server, bare, env.home)
+                ops_before, seconds_before = git_metrics()
+                profiler = cProfile.Profile() if profile and number == 0 else None
+                if profiler is not None:
+                    profiler.enable()
+                wall, result = await timed_cycle(real)
+                if profiler is not None:
+                    profiler.disable()
+                    env.profiles[label] = profile_text(profiler, profile)
+                ops_after, seconds_after = git_metrics()
+                counts = server_counts(env.server, bare, env.home) - before
+                check_cycle(env, f"round {number} {label}", result, dry=False)
+                if counts.commits != 1 or counts.pushes != 1:
+                    env.problems.append(
+                        f"round {number} {label}: {counts.commits} commits, {counts.pushes} pushes"
+                    )
+                env.problems += check_tags(bare, env.apps, image, tag, env.home)
+                ops = ops_after - ops_before
+                op_seconds = {op: seconds_after[op] - seconds_before.get(op, 0.0) for op in ops}
+                results[label] = Measure(
+                    wall - dry_wall,
+                    counts,
+                    git_procs=sum(ops.values()),
+                    cycle=wall,
+                    dry=dry_wall,
+                    git_seconds=sum(op_seconds.values()),
+                    git_ops=ops,
+                    git_op_seconds=op_seconds,
+                )
+    finally:
+        for closer in [*reversed(real_closers), *reversed(dry_closers)]:
+            await close_resource(closer)
+        for resource, name in made:
+            kube.store.delete(resource, NS, name)
+    return results
+
+
+async def run_all(env: Env, registry_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    from argocd_image_updater.sandbox.kube import KubeApiServer
+
+    conf = env.root / "registries.conf"
+    host = registry_url.split("://", 1)[1]
+    conf.write_text(f"registries:\n- name: bench\n  prefix: {host}\n  api_url: {registry_url}\n")
+    kube = KubeApiServer(namespaces=(NS,))
+    kube.start_in_thread()
+    try:
+        kubeconfig = kube.write_kubeconfig(env.root / "kubeconfig", namespace=NS)
+        floors: list[Measure] = []
+        rounds: list[dict[str, Measure]] = []
+        for number in range(args.rounds):
+            floors.append(await asyncio.to_thread(floor, env, f"floor-r{number}"))
+            rounds.append(
+                await controller_round(
+                    env, kube, registry_url, conf, kubeconfig, number, args.profile
+                )
+            )
+        base = await asyncio.to_thread(serial, env) if args.serial else None
+    finally:
+        kube.stop()
+    return {"floors": floors, "rounds": rounds, "serial": base}
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    date = datetime.now(UTC).strftime("%Y-%m-%d")
+    return (
+        f"nproc {os.cpu_count()}, {model}, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}, {date}"
+    )
+
+
+def git_version() -> str:
+    import subprocess
+
+    return subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+
+
+def median_measure(measures: Sequence[Measure]) -> Measure:
+    def med(get: Callable[[Measure], float | None]) -> float | None:
+        values = [v for v in map(get, measures) if v is not None]
+        return statistics.median(values) if values else None
+
+    first = measures[0]
+    return Measure(
+        wall=statistics.median(m.wall for m in measures),
+        counts=first.counts,
+        git_procs=first.git_procs,
+        cycle=med(lambda m: m.cycle),
+        dry=med(lambda m: m.dry),
+        git_seconds=med(lambda m: m.git_seconds),
+        git_ops=first.git_ops,
+        git_op_seconds={
+            op: statistics.median(m.git_op_seconds.get(op, 0.0) for m in measures)
+            for op in first.git_op_seconds
+        },
+    )
+
+
+def seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def render(data: Mapping[str, Any], apps: int, rounds: int) -> str:
+    floor_m = median_measure(data["floors"])
+    rows: list[tuple[str, Measure]] = [
+        ("floor: git CLI, 1 fetch + 1 commit + 1 push", floor_m),
+    ]
+    if data["serial"] is not None:
+        rows.append((f"serial, one clone-commit-push per app (×{apps}, 1 run)", data["serial"]))
+    labels = list(data["rounds"][0])
+    for label in labels:
+        rows.append(
+            (f"controller write-back, {label}", median_measure([r[label] for r in data["rounds"]]))
+        )
+    lines = [
+        f"Machine: {machine()}; {git_version()}.",
+        f"{apps} Applications in one repository over smart HTTP (Basic auth), all updated per "
+        f"cycle; floor and controller rows: median of {rounds} round(s).",
+        "",
+        "| scenario | wall s | commits | pushes | ratio to floor | cycle s | dry-run cycle s | "
+        "git s | git procs | receive-pack | upload-pack | 401 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, m in rows:
+        c = m.counts
+        lines.append(
+            f"| {name} | {m.wall:.3f} | {c.commits} | {c.pushes} | {m.wall / floor_m.wall:.2f}× | "
+            f"{seconds(m.cycle)} | {seconds(m.dry)} | {seconds(m.git_seconds)} | {m.git_procs} | "
+            f"{c.receive_pack} | {c.upload_pack} | {c.unauthorized} |"
+        )
+    lines += [
+        "",
+        "wall s: controller rows are the cycle minus the dry-run cycle measured just before it "
+        "(same Applications, same scans, nothing written). git s: time inside git processes "
+        "from the product's histogram. receive-pack/upload-pack: authenticated HTTP requests "
+        "by service; 401: authentication challenges.",
+        "",
+        "Git processes of the controller's write-back by subcommand (count, median time), and "
+        "the write-back time spent outside them (rendering the files, the event loop):",
+        "",
+    ]
+    for label in labels:
+        m = median_measure([r[label] for r in data["rounds"]])
+        spent = m.git_op_seconds
+        text = ", ".join(
+            f"{op} ×{n} {spent.get(op, 0.0) * 1000:.0f} ms"
+            for op, n in sorted(m.git_ops.items(), key=lambda kv: -spent.get(kv[0], 0.0))
+        )
+        other = m.wall - (m.git_seconds or 0.0)
+        lines.append(f"- {label}: {text}; outside git processes {other * 1000:.0f} ms")
+    if data["serial"] is not None:
+        cold = median_measure([r["cold"] for r in data["rounds"]])
+        lines += [
+            "",
+            f"Serial / controller cold: {data['serial'].wall / cold.wall:.1f}× "
+            f"({data['serial'].wall:.2f} s against {cold.wall:.2f} s).",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--apps", type=int, default=100, help="Applications in the repository")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of the floor and the controller cycles"
+    )
+    parser.add_argument(
+        "--no-serial",
+        dest="serial",
+        action="store_false",
+        help="skip the serial clone-commit-push baseline",
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print the N most expensive functions (cProfile) of each controller cycle of round 1",
+    )
+    parser.add_argument(
+        "--log", metavar="FILE", default="", help="the controller's info log (default: discarded)"
+    )
+    args = parser.parse_args()
+    if args.apps < 1 or args.rounds < 1:
+        raise SystemExit("--apps and --rounds must be at least 1")
+    sys.exit(run(args))
+
+
+def run(args: argparse.Namespace) -> int:
+    from argocd_image_updater.report import log as logging_setup
+    from argocd_image_updater.sandbox.git_servers import GitHttpServer
+    from argocd_image_updater.sandbox.registry import RegistryServer
+
+    shm = Path("/dev/shm")
+    base = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    root = Path(tempfile.mkdtemp(prefix="git-writeback-bench-", dir=base))
+    log_stream: TextIO = open(args.log or os.devnull, "w")  # noqa: SIM115
+    try:
+        logging_setup.setup("info", "text", stream=log_stream)  # as ``run`` logs, to a file
+        home = root / "home"
+        home.mkdir()
+        askpass = root / "askpass.sh"
+        askpass.write_text(ASKPASS)
+        askpass.chmod(0o700)
+        (root / "srv" / "org").mkdir(parents=True)
+        with (
+            RegistryServer(storage=root / "registry") as registry,
+            GitHttpServer(root / "srv", users={USER: TOKEN}) as server,
+        ):
+            host = registry.url.split("://", 1)[1]
+            env = Env(server, root, home, askpass, args.apps, f"{host}/{IMAGE_REPO}")
+            data = asyncio.run(run_all(env, registry.url, args))
+    finally:
+        log_stream.close()
+        shutil.rmtree(root, ignore_errors=True)
+    print(render(data, args.apps, args.rounds))
+    for label, text in env.profiles.items():
+        print(
+            f"\ncProfile of the controller's {label} cycle, round 1 (its wall time above "
+            f"includes the profiler's overhead):\n```\n{text.strip()}\n```"
+        )
+    for problem in env.problems:
+        print(f"FAILED: {problem}", file=sys.stderr)
+    return 1 if env.problems else 0
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,571 @@
+"""RepoCache and WorkTree against real git servers: file://, smart HTTP with Basic auth, HTTPS
+with a private CA, SSH with host key checking; push races, denied pushes, timeouts, reuse."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from argocd_image_updater.report.metrics import REGISTRY
+from argocd_image_updater.sandbox.git_servers import (
+    GitHttpServer,
+    GitSshServer,
+    bare_repo,
+    git,
+    log_subjects,
+    push_attempts,
+    push_files,
+    reject_next_pushes,
+    show,
+)
+from argocd_image_updater.sandbox.registry import TlsFiles
+from argocd_image_updater.writeback.git import (
+    BranchNotFound,
+    GitAuthError,
+    GitError,
+    GitHostKeyError,
+    GitTimeout,
+    GitTlsError,
+    HttpsCredentials,
+    NoCredentials,
+    PushDenied,
+    PushRejected,
+    RepoCache,
+    SshCredentials,
+    SshOptions,
+    Timeouts,
+    TlsOptions,
+    WorkTree,
+)
+from argocd_image_updater.writeback.git.process import error_for, minimal_env, run_git
+from argocd_image_updater.writeback.git.repo import split_credentials
+
+pytestmark = pytest.mark.git
+
+USER = "robot"
+PASSWORD = "s3cret-Git-Pa55word"
+AUTHOR = {"author_name": "Image Updater", "author_email": "updater@example.com"}
+VALUES = "image:\n  tag: v1\n"
+
+
+def _set_tag(tag: str, path: str = "values.yaml"):  # type: ignore[no-untyped-def]
+    async def apply(work: WorkTree) -> None:
+        work.write(path, f"image:\n  tag: {tag}\n")
+
+    return apply
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def srv(tmp_path: Path) -> Path:
+    root = tmp_path / "srv"
+    root.mkdir()
+    bare_repo(root / "app.git", files={"values.yaml": VALUES})
+    return root
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Iterator[RepoCache]:
+    cache = RepoCache(tmp_path / "cache", timeouts=Timeouts(network=30, local=30))
+    yield cache
+    # Nothing of a finished operation stays behind: no askpass, key or message files.
+    assert list((tmp_path / "cache" / "tmp").iterdir()) == []
+
+
+@pytest.fixture(autouse=True)
+def no_password_on_disk(tmp_path: Path) -> Iterator[None]:
+    yield
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert PASSWORD.encode() not in path.read_bytes(), f"password found in {path}"
+
+
+@pytest.fixture
+async def http_auth(srv: Path) -> AsyncIterator[GitHttpServer]:
+    async with GitHttpServer(srv, users={USER: PASSWORD}) as server:
+        yield server
+
+
+def _config(cache: RepoCache, url: str) -> str:
+    return (cache.path_for(url) / ".git" / "config").read_text()
+
+
+# --- file:// and the basic flow ---------------------------------------------------------------
+
+
+async def test_file_checkout_commit_push(srv: Path, home: Path, cache: RepoCache) -> None:
+    url = (srv / "app.git").as_uri()
+    async with cache.checkout(url) as work:
+        assert work.branch == "main"
+        assert work.read("values.yaml") == VALUES
+        assert work.read("missing.yaml") is None
+        sha = await work.commit_and_push(_set_tag("v2"), "build: update to v2", **AUTHOR)
+        assert sha is not None
+        # Idempotent edits: a second run changes nothing and makes no commit.
+        assert await work.commit_and_push(_set_tag("v2"), "again", **AUTHOR) is None
+    repo = srv / "app.git"
+    assert git("--git-dir", str(repo), "rev-parse", "main", home=home).strip() == sha
+    assert show(repo, "main", "values.yaml", home=home) == "image:\n  tag: v2\n"
+    assert log_subjects(repo, home=home) == ["build: update to v2", "Initial commit"]
+    author = git("--git-dir", str(repo), "log", "-1", "--format=%an <%ae>|%cn", home=home)
+    assert author.strip() == "Image Updater <updater@example.com>|Image Updater"
+
+
+async def test_write_branch_created_from_base_then_reused(
+    srv: Path, home: Path, cache: RepoCache
+) -> None:
+    url = (srv / "app.git").as_uri()
+    branch = "image-updater/app"
+    async with cache.checkout(url, branch=branch, base="main") as work:
+        assert work.remote_head is None  # new branch
+        first = await work.commit_and_push(_set_tag("v2"), "to v2", **AUTHOR)
+    async with cache.checkout(url, branch=branch, base="main") as work:
+        assert work.remote_head == first  # builds on the existing write branch
+        assert work.read("values.yaml") == "image:\n  tag: v2\n"
+        await work.commit_and_push(_set_tag("v3"), "to v3", **AUTHOR)
+    repo = srv / "app.git"
+    assert log_subjects(repo, branch, home=home) == ["to v3", "to v2", "Initial commit"]
+    assert log_subjects(repo, "main", home=home) == ["Initial commit"]
+    async with cache.checkout(url, branch=None) as work:
+        with pytest.raises(BranchNotFound):
+            await work.checkout("no-such-branch")
+
+
+async def test_head_resolves_to_remote_default_branch(tmp_path: Path, cache: RepoCache) -> None:
+    repo = bare_repo(tmp_path / "trunk.git", branch="trunk", files={"a": "1\n"})
+    for name in ("HEAD", ""):
+        async with cache.checkout(repo.as_uri(), branch=name) as work:
+            assert work.branch == "trunk"
+            assert await work.default_branch() == "trunk"
+            assert await work.fetch("HEAD") == work.head
+
+
+async def test_work_tree_paths_are_confined(srv: Path, cache: RepoCache) -> None:
+    async with cache.checkout((srv / "app.git").as_uri()) as work:
+        for bad in ("../outside", "/etc/passwd", ".git/config", "a/../../b"):
+            with pytest.raises(ValueError):
+                work.write(bad, "x")
+        (work.path / "sneaky").symlink_to(".git/config")
+        with pytest.raises(ValueError, match=r"points into \.git"):
+            work.write("sneaky", "x")
+        work.write("deep/new/dir/file.yaml", "x: 1\n")
+        assert work.read("deep/new/dir/file.yaml") == "x: 1\n"
+        assert not list((work.path / "deep/new/dir").glob(".tmp-*"))
+    # The next checkout starts from the remote state again: untracked files are gone.
+    async with cache.checkout((srv / "app.git").as_uri()) as work:
+        assert work.read("deep/new/dir/file.yaml") is None
+
+
+# --- HTTP with Basic auth ---------------------------------------------------------------------
+
+
+async def test_http_basic_auth_push(
+    srv: Path, home: Path, cache: RepoCache, http_auth: GitHttpServer
+) -> None:
+    url = http_auth.url_for("app.git")
+    creds = HttpsCredentials(USER, PASSWORD)
+    async with cache.checkout(url, creds) as work:
+        await work.commit_and_push(_set_tag("v2"), "over http", **AUTHOR)
+    assert show(srv / "app.git", "main", "values.yaml", home=home) == "image:\n  tag: v2\n"
+    config = _config(cache, url)
+    assert f"url = {url}\n" in config
+    assert PASSWORD not in config and USER not in config
+
+
+async def test_http_credentials_in_url_are_not_stored(
+    srv: Path, home: Path, cache: RepoCache, http_auth: GitHttpServer
+) -> None:
+    url = http_auth.url_for("app.git")
+    with_creds = url.replace("http://", f"http://{USER}:{PASSWORD}@")
+    assert split_credentials(with_creds) == (url, HttpsCredentials(USER, PASSWORD))
+    async with cache.checkout(with_creds) as work:
+        assert work.url == url
+        await work.commit_and_push(_set_tag("v5"), "creds in url", **AUTHOR)
+    assert url in cache and with_creds in cache and len(cache) == 1
+    assert PASSWORD not in _config(cache, url)
+    assert show(srv / "app.git", "main", "values.yaml", home=home) == "image:\n  tag: v5\n"
+
+
+@pytest.mark.parametrize(
+    "creds", [HttpsCredentials(USER, "wrong-password"), NoCredentials()], ids=["wrong", "none"]
+)
+async def test_http_bad_credentials_fail_clearly(
+    srv: Path, cache: RepoCache, http_auth: GitHttpServer, creds: HttpsCredentials | NoCredentials
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(GitAuthError) as err:
+        async with cache.checkout(http_auth.url_for("app.git"), creds):
+            pass
+    assert "authentication failed" in str(err.value)
+    assert PASSWORD not in str(err.value) and "wrong-password" not in str(err.value)
+    assert time.monotonic() - started < 20  # no prompt waiting for input
+    assert http_auth.requests["receive-pack"] == 0
+
+
+def test_error_messages_redact_url_passwords() -> None:
+    err = error_for("fetch", 128, "fatal: unable to access 'https://bob:hunter22@example.com/x'")
+    assert "hunter22" not in str(err)
+    assert "bob:*****@example.com" in str(err)
+    assert "git fetch failed (exit 128)" in str(err)
+
+
+# --- HTTPS with a private CA ------------------------------------------------------------------
+
+
+async def test_https_ca(srv: Path, tmp_path: Path, home: Path) -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    crt, key = tmp_path / "srv.crt", tmp_path / "srv.key"
+    cert.cert_chain_pems[0].write_to_path(str(crt))
+    cert.private_key_pem.write_to_path(str(key))
+    ca_pem = ca.cert_pem.bytes().decode()
+    cache = RepoCache(tmp_path / "cache", timeouts=Timeouts(network=30, local=30))
+    async with GitHttpServer(srv, users={USER: PASSWORD}, tls=TlsFiles(crt, key)) as server:
+        url = server.url_for("app.git")
+        with pytest.raises(GitTlsError) as err:
+            async with cache.checkout(url, HttpsCredentials(USER, PASSWORD)):
+                pass
+        assert "TLS certificate verification failed" in str(err.value)
+        creds = HttpsCredentials(USER, PASSWORD, TlsOptions(ca_pem=ca_pem))
+        async with cache.checkout(url, creds) as work:
+            await work.commit_and_push(_set_tag("tls"), "over https", **AUTHOR)
+        insecure = HttpsCredentials(USER, PASSWORD, TlsOptions(insecure=True))
+        async with cache.checkout(url, insecure) as work:
+            assert work.read("values.yaml") == "image:\n  tag: tls\n"
+    assert show(srv / "app.git", "main", "values.yaml", home=home) == "image:\n  tag: tls\n"
+
+
+# --- SSH --------------------------------------------------------------------------------------
+
+
+def _other_host_key(tmp_path: Path, port: int) -> str:
+    key = tmp_path / "other_host_key"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30
+    )
+    kind, blob = key.with_suffix(".pub").read_text().split()[:2]
+    return f"[127.0.0.1]:{port} {kind} {blob}"
+
+
+async def test_ssh_host_key_checking(srv: Path, tmp_path: Path, home: Path) -> None:
+    repo = srv / "app.git"
+    cache = RepoCache(tmp_path / "cache", timeouts=Timeouts(network=30, local=30))
+    async with GitSshServer(srv) as server:
+        url = server.url_for("app.git")
+        key = server.client_private_key
+        good = SshCredentials(key, SshOptions(known_hosts=server.known_hosts_line))
+        async with cache.checkout(url, good) as work:
+            await work.commit_and_push(_set_tag("ssh"), "over ssh", **AUTHOR)
+        assert show(repo, "main", "values.yaml", home=home) == "image:\n  tag: ssh\n"
+        head = git("--git-dir", str(repo), "rev-parse", "main", home=home)
+
+        wrong = SshOptions(known_hosts=_other_host_key(tmp_path, server.port))
+        for options in (SshOptions(), wrong):
+            with pytest.raises(GitHostKeyError) as err:
+                async with cache.checkout(url, SshCredentials(key, options)):
+                    pass
+            assert "host key verification failed" in str(err.value)
+            assert "PRIVATE KEY" not in str(err.value)
+
+        insecure = SshCredentials(key, SshOptions(insecure_ignore_host_key=True))
+        async with cache.checkout(url, insecure) as work:
+            await work.commit_and_push(_set_tag("insecure"), "insecure ssh", **AUTHOR)
+    assert push_attempts(repo) == 2  # nothing was pushed with a bad host key
+    assert git("--git-dir", str(repo), "rev-parse", "main~1", home=home) == head
+    assert list((tmp_path / "cache" / "tmp").iterdir()) == []  # key files removed
+
+
+# --- races and refusals -----------------------------------------------------------------------
+
+
+async def test_same_repository_is_serialised(srv: Path, home: Path, cache: RepoCache) -> None:
+    url = (srv / "app.git").as_uri()
+    inside = 0
+    most = 0
+
+    async def update(name: str) -> str | None:
+        nonlocal inside, most
+        async with cache.checkout(url) as work:
+            inside += 1
+            most = max(most, inside)
+            try:
+                return await work.commit_and_push(_set_tag(name, f"{name}.yaml"), name, **AUTHOR)
+            finally:
+                inside -= 1
+
+    shas = await asyncio.gather(*(update(f"app{i}") for i in range(3)))
+    assert most == 1 and all(shas)
+    assert sorted(log_subjects(srv / "app.git", home=home)[:3]) == ["app0", "app1", "app2"]
+
+
+async def test_concurrent_pusher_is_kept(
+    srv: Path, home: Path, cache: RepoCache, http_auth: GitHttpServer
+) -> None:
+    repo = srv / "app.git"
+    calls = 0
+
+    async def apply(work: WorkTree) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # someone else pushes between our fetch and our push
+            await asyncio.to_thread(
+                push_files, repo, {"other.txt": "theirs\n"}, home=home, message="their change"
+            )
+        work.write("values.yaml", "image:\n  tag: v9\n")
+
+    async with cache.checkout(http_auth.url_for("app.git"), HttpsCredentials(USER, PASSWORD)) as w:
+        sha = await w.commit_and_push(apply, "our change", backoff=0.01, **AUTHOR)
+    assert calls == 2
+    assert log_subjects(repo, home=home) == ["our change", "their change", "Initial commit"]
+    assert git("--git-dir", str(repo), "rev-parse", "main", home=home).strip() == sha
+    assert show(repo, "main", "other.txt", home=home) == "theirs\n"
+    assert show(repo, "main", "values.yaml", home=home) == "image:\n  tag: v9\n"
+
+
+async def test_rejections_are_bounded(srv: Path, home: Path, cache: RepoCache) -> None:
+    repo = srv / "app.git"
+    calls = 0
+
+    async def apply(work: WorkTree) -> None:
+        nonlocal calls
+        calls += 1
+        await asyncio.to_thread(push_files, repo, {f"n{calls}": "x"}, home=home)
+        work.write("values.yaml", "image:\n  tag: lost\n")
+
+    async with cache.checkout(repo.as_uri()) as work:
+        with pytest.raises(PushRejected):
+            await work.commit_and_push(apply, "never lands", max_attempts=3, backoff=0, **AUTHOR)
+    assert calls == 3
+    assert "never lands" not in log_subjects(repo, home=home)
+
+
+async def test_force_with_lease_only_on_own_branch(srv: Path, home: Path, cache: RepoCache) -> None:
+    repo = srv / "app.git"
+    url = repo.as_uri()
+    branch = "image-updater/own"
+    async with cache.checkout(url, branch=branch, base="main") as work:
+        await work.commit_and_push(_set_tag("a"), "ours", force=True, **AUTHOR)
+    async with cache.checkout(url) as work:
+        await work.commit(**AUTHOR, message="local only")
+        with pytest.raises(ValueError, match="base branch"):
+            await work.push(force=True)
+    calls = 0
+
+    async def apply(work: WorkTree) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # the lease protects a write branch that moved under us
+            await asyncio.to_thread(push_files, repo, {"t": "x"}, home=home, branch=branch)
+        work.write("values.yaml", "image:\n  tag: b\n")
+
+    async with cache.checkout(url, branch=branch, base="main") as work:
+        await work.commit_and_push(apply, "ours again", force=True, backoff=0, **AUTHOR)
+    assert calls == 2
+    assert log_subjects(repo, branch, home=home)[:3] == [
+        "ours again",
+        "Change from elsewhere",
+        "ours",
+    ]
+
+
+async def test_denied_push_is_not_retried_and_clone_is_reset(
+    srv: Path, home: Path, cache: RepoCache
+) -> None:
+    repo = srv / "app.git"
+    reject_next_pushes(repo, 5, "GH006: Protected branch update failed for refs/heads/main.")
+    async with cache.checkout(repo.as_uri()) as work:
+        with pytest.raises(PushDenied) as err:
+            await work.commit_and_push(_set_tag("v2"), "denied", backoff=0, **AUTHOR)
+        assert "GH006: Protected branch update failed" in str(err.value)
+        assert "denied by the remote" in str(err.value)
+        local = work.head
+    assert push_attempts(repo) == 1
+    assert log_subjects(repo, home=home) == ["Initial commit"]
+    async with cache.checkout(repo.as_uri()) as work:
+        assert work.head != local
+        assert work.head == git("--git-dir", str(repo), "rev-parse", "main", home=home).strip()
+        assert work.read("values.yaml") == VALUES
+
+
+# --- timeouts, reuse, eviction ----------------------------------------------------------------
+
+
+def _processes_with(marker: bytes, program: bytes = b"") -> list[int]:
+    """Processes whose environment holds ``marker`` (and that run ``program``)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            argv0 = cmdline.split(b"\0")[0].rsplit(b"/", 1)[-1]
+            if marker in environ.split(b"\0") and program in (b"", argv0):
+                found.append(int(entry))
+    return found
+
+
+async def _eventually(check: Callable[[], bool], within: float) -> bool:
+    """Poll ``check`` until it holds or ``within`` seconds have passed."""
+    deadline = time.monotonic() + within
+    while True:
+        if check():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("scheme", ["http", "ssh"])
+async def test_timeout_kills_the_process_group(tmp_path: Path, scheme: str) -> None:
+    silent = socket.socket()  # accepts connections (backlog) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    port = silent.getsockname()[1]
+    url = f"{scheme}://git@127.0.0.1:{port}/app.git".replace("http://git@", "http://")
+    creds = SshCredentials("unused", SshOptions(insecure_ignore_host_key=True))
+    cache = RepoCache(tmp_path / "cache", timeouts=Timeouts(network=1.0, local=30))
+    marker = f"HOME={tmp_path / 'cache' / 'home'}".encode()
+    transport = b"ssh" if scheme == "ssh" else b"git-remote-http"
+
+    async def use() -> None:
+        async with cache.checkout(url, creds if scheme == "ssh" else None):
+            pass
+
+    task = asyncio.create_task(use())
+    try:
+        # git and its transport child (ssh or git-remote-http) are running, stuck.
+        assert await _eventually(lambda: bool(_processes_with(marker, transport)), 10)
+        with pytest.raises(GitTimeout, match="timed out after 1 s"):
+            await task
+        assert await _eventually(lambda: not _processes_with(marker), 5)
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        silent.close()
+    assert list((tmp_path / "cache" / "tmp").iterdir()) == []
+
+
+async def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    cache = RepoCache(tmp_path / "cache", timeouts=Timeouts(network=60, local=30))
+    marker = f"HOME={tmp_path / 'cache' / 'home'}".encode()
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/app.git"
+
+    async def use() -> None:
+        async with cache.checkout(url):
+            pass
+
+    task = asyncio.create_task(use())
+    try:
+        assert await _eventually(lambda: bool(_processes_with(marker, b"git-remote-http")), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await _eventually(lambda: not _processes_with(marker), 5)
+    finally:
+        silent.close()
+
+
+async def test_run_git_kills_background_children_on_timeout(tmp_path: Path) -> None:
+    env = minimal_env(tmp_path)
+    marker = f"HOME={tmp_path}".encode()
+    # The alias's shell leaves a background child behind: it must die with the group.
+    args = ["-c", "alias.hang=!sleep 60 & sleep 60", "hang"]
+    task = asyncio.create_task(run_git(args, cwd=tmp_path, env=env, timeout=1.0))
+    assert await _eventually(lambda: len(_processes_with(marker, b"sleep")) >= 2, 10)
+    with pytest.raises(GitTimeout):
+        await task
+    assert await _eventually(lambda: not _processes_with(marker), 5)
+
+
+async def test_second_checkout_reuses_the_clone(
+    srv: Path, home: Path, cache: RepoCache, http_auth: GitHttpServer
+) -> None:
+    url = http_auth.url_for("app.git")
+    creds = HttpsCredentials(USER, PASSWORD)
+    async with cache.checkout(url, creds) as work:
+        first_path = work.path
+    assert http_auth.requests["upload-pack:fetch"] == 1
+    async with cache.checkout(url, creds) as work:
+        assert work.path == first_path
+        assert work.read("values.yaml") == VALUES
+    assert http_auth.requests["upload-pack:fetch"] == 1  # nothing changed: no fetch at all
+    push_files(srv / "app.git", {"values.yaml": "image:\n  tag: remote\n"}, home=home)
+    async with cache.checkout(url, creds) as work:
+        assert work.read("values.yaml") == "image:\n  tag: remote\n"
+    assert http_auth.requests["upload-pack:fetch"] == 2
+    assert len(cache) == 1
+    # A new cache over the same root (a restart) adopts the clone.
+    again = RepoCache(cache.root)
+    assert url in again
+
+
+async def test_lru_eviction(tmp_path: Path) -> None:
+    repos = [bare_repo(tmp_path / f"r{i}.git", files={"f": f"{i}\n"}) for i in range(3)]
+    cache = RepoCache(tmp_path / "cache", max_repos=2)
+    for repo in repos:
+        async with cache.checkout(repo.as_uri()):
+            pass
+    assert len(cache) == 2
+    assert repos[0].as_uri() not in cache
+    assert not cache.path_for(repos[0].as_uri()).exists()
+    assert cache.path_for(repos[2].as_uri()).exists()
+
+    small = RepoCache(tmp_path / "small", max_bytes=1)
+    for repo in repos:
+        async with small.checkout(repo.as_uri()):
+            pass
+    assert len(small) == 1  # only the most recent clone stays over a tiny budget
+
+
+async def test_ssh_signed_commit_and_metrics(srv: Path, tmp_path: Path, home: Path) -> None:
+    key = tmp_path / "signing_key"
+    keygen = ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)]
+    await asyncio.to_thread(subprocess.run, keygen, check=True, timeout=30)
+
+    def count(result: str) -> float:
+        value = REGISTRY.get_sample_value(
+            "argocd_image_updater_git_operations_total", {"operation": "push", "result": result}
+        )
+        return value or 0.0
+
+    before = count("success")
+    cache = RepoCache(tmp_path / "cache")
+    async with cache.checkout((srv / "app.git").as_uri()) as work:
+        await work.commit_and_push(
+            _set_tag("signed"),
+            "signed",
+            signing_key=str(key),
+            signing_method="ssh",
+            sign_off=True,
+            **AUTHOR,
+        )
+    raw = git("--git-dir", str(srv / "app.git"), "cat-file", "commit", "main", home=home)
+    assert "-----BEGIN SSH SIGNATURE-----" in raw
+    assert "Signed-off-by: Image Updater <updater@example.com>" in raw
+    assert count("success") == before + 1
+
+
+async def test_git_error_names_the_subcommand(tmp_path: Path) -> None:
+    with pytest.raises(GitError, match=r"git rev-parse failed \(exit 128\)"):
+        await run_git(["rev-parse", "HEAD"], cwd=tmp_path, env=minimal_env(tmp_path), timeout=30)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
 import sys
+import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,8 @@ from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.cycle import CredentialsCache
 from argocd_image_updater.controller.events import handle_event
+from argocd_image_updater.controller.leader import LeaderElector
+from argocd_image_updater.controller.reporting import Reporter
 from argocd_image_updater.controller.runner import Controller, run_until_stopped
 from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilter
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
@@ -32,8 +36,10 @@ from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.kube.secrets import KubeSecretReader
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report import log as logging_setup
+from argocd_image_updater.report.events import EventRecorder
 from argocd_image_updater.report.log import get_logger, register_secret
 from argocd_image_updater.report.server import Health, Servers, health_app, metrics_app
+from argocd_image_updater.report.status import StatusWriter
 from argocd_image_updater.webhook.dispatch import EventDispatcher
 from argocd_image_updater.webhook.events import RegistryEvent
 from argocd_image_updater.webhook.parsers import SECRET_ENV_VARS, SECRET_KEYS
@@ -206,6 +212,12 @@ async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
         max_concurrent_apps=int(settings.max_concurrent_apps),
         kube=kube,
         batch_writer=batch_writer,
+        reporter=Reporter(
+            StatusWriter(kube) if kube is not None else None,
+            EventRecorder(kube, enabled=not settings.disable_kube_events)
+            if kube is not None
+            else None,
+        ),
     )
     return controller, closers
 
@@ -308,6 +320,16 @@ async def _main(settings: Settings) -> None:
     metrics_address, health_address = bind_addresses(settings)
     interval = controller.interval.total_seconds()
     controller.health = Health(stall_after=max(3 * interval, 600.0) if interval > 0 else 0.0)
+    elector_task: asyncio.Task[None] | None = None
+    elector_stop = asyncio.Event()
+    if settings.leader_election and not settings.once and controller.kube is not None:
+        kube = controller.kube
+        controller.elector = LeaderElector(
+            kube,
+            namespace=str(settings.leader_election_namespace) or kube.namespace,
+            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+        )
+        elector_task = asyncio.create_task(controller.elector.run(elector_stop))
     try:
         try:
             await servers.start("metrics", metrics_app(), metrics_address)
@@ -320,6 +342,9 @@ async def _main(settings: Settings) -> None:
             controller, once=bool(settings.once) or controller.interval <= timedelta(0)
         )
     finally:
+        if elector_task is not None:
+            elector_stop.set()
+            await elector_task
         await servers.close()
         for closer in reversed(closers):
             await close_resource(closer)

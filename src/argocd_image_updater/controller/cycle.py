@@ -43,6 +43,7 @@ class AppOutcome:
     written: bool = False
     error: str | None = None
     cr: CRState | None = None
+    uid: str = ""
 
 
 @dataclass(slots=True)
@@ -177,6 +178,7 @@ async def process_app(
     writer: AppWriter | None,
     dry_run: bool,
     replan: Callable[[Application], Awaitable[tuple[AppUpdateConfig, AppJobs]]] | None = None,
+    may_write: Callable[[], bool] | None = None,
 ) -> AppOutcome:
     app = config.app
     app_key = f"{app.namespace}/{app.name}"
@@ -195,6 +197,10 @@ async def process_app(
     if writer is None:  # written later, together with the other apps of its repository
         return outcome
     for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
+        if may_write is not None and not may_write():
+            outcome.error = f"not writing {app_key}: this replica is no longer the leader"
+            log.warning(outcome.error, application=app_key)
+            return outcome
         try:
             await writer.write(app, plan)
             outcome.written = True
@@ -265,6 +271,7 @@ async def run_cycle(
     dry_run: bool = False,
     max_concurrent_apps: int = 10,
     batch_writer: BatchWriter | None = None,
+    may_write: Callable[[], bool] | None = None,
 ) -> CycleResult:
     started = time.monotonic()
     result = CycleResult()
@@ -285,8 +292,11 @@ async def run_cycle(
                 fresh = dataclasses.replace(config, app=app)
                 return fresh, plan_scans(fresh, registries.endpoint_for)
 
-            outcome = await process_app(config, jobs, scans, writer_for(config), dry_run, again)
+            outcome = await process_app(
+                config, jobs, scans, writer_for(config), dry_run, again, may_write
+            )
             outcome.cr = cr
+            outcome.uid = config.app.uid
             return outcome
 
     result.apps = list(await asyncio.gather(*(one(c, cr, j) for c, cr, j in planned)))
@@ -296,7 +306,11 @@ async def run_cycle(
         if writer_for(config) is None and outcome.plan is not None and outcome.plan.has_changes
     ]
     if deferred and not dry_run:
-        await _write_batch(deferred, batch_writer)
+        if may_write is not None and not may_write():
+            for _, outcome in deferred:
+                outcome.error = f"not writing {outcome.app}: this replica is no longer the leader"
+        else:
+            await _write_batch(deferred, batch_writer)
     result.duration = time.monotonic() - started
     metrics.CYCLE_DURATION.observe(result.duration)
     log.info(

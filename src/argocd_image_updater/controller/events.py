@@ -74,6 +74,9 @@ async def handle_event(controller: Controller, event: RegistryEvent) -> CycleRes
         dry_run=controller.dry_run,
         max_concurrent_apps=controller.max_concurrent_apps,
         batch_writer=controller.batch_writer,
+        may_write=controller.is_leader,
     )
+    if controller.reporter is not None:
+        await controller.reporter.report(narrowed, result, dry_run=controller.dry_run, partial=True)
     log.info("registry event processed in %.3fs", time.monotonic() - started, **fields)
     return result

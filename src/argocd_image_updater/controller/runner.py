@@ -20,6 +20,8 @@ from argocd_image_updater.controller.cycle import (
     CycleResult,
     run_cycle,
 )
+from argocd_image_updater.controller.leader import LeaderElector
+from argocd_image_updater.controller.reporting import Reporter
 from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilter, collect
 from argocd_image_updater.kube.client import IMAGE_UPDATERS, KubeClient, KubeError
 from argocd_image_updater.registry.scanner import Scanner
@@ -48,13 +50,14 @@ class Controller:
     read_crs: bool = True
     kube: KubeClient | None = None
     health: Health | None = None
-    leader: Callable[[], bool] | None = None
+    elector: LeaderElector | None = None
     batch_writer: BatchWriter | None = None
+    reporter: Reporter | None = None
     cycles: int = 0
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
-        return self.leader is None or self.leader()
+        return self.elector is None or self.elector.is_leader()
 
     async def cycle(self) -> CycleResult:
         collected = await collect(self.store, self.namespaces, self.legacy, self.read_crs)
@@ -67,7 +70,10 @@ class Controller:
             dry_run=self.dry_run,
             max_concurrent_apps=self.max_concurrent_apps,
             batch_writer=self.batch_writer,
+            may_write=self.is_leader,
         )
+        if self.reporter is not None:
+            await self.reporter.report(collected, result, dry_run=self.dry_run)
         self.cycles += 1
         metrics.LAST_SUCCESSFUL_CYCLE.set(time.time())
         if self.health is not None:
@@ -82,6 +88,11 @@ class Controller:
             watcher = asyncio.create_task(self._watch_specs(wake, stop))
         try:
             while not stop.is_set():
+                if self.elector is not None and not self.elector.is_leader():
+                    if self.health is not None:
+                        self.health.standing_by()
+                    await _wait_any(stop, self.elector.leading, 5.0)
+                    continue
                 wake.clear()
                 try:
                     await self.cycle()

@@ -68,12 +68,15 @@ def _cr_key(outcome: AppOutcome) -> CRKey:
     return (outcome.cr.namespace, outcome.cr.name) if outcome.cr is not None else ("", "")
 
 
-def record_cycle(result: CycleResult, *, dry_run: bool, crs: Sequence[CRState] = ()) -> None:
+def record_cycle(
+    result: CycleResult, *, dry_run: bool, crs: Sequence[CRState] = (), gauges: bool = True
+) -> None:
     """Update the metrics after a cycle.
 
     ``crs`` are the CRs of the cycle (``Collected.crs``): a CR without matched applications then
     reports 0, and a CR that failed as a whole counts one error (``application=""``). Gauges of
-    CRs absent from the cycle are removed; counters stay until :func:`forget_cr`.
+    CRs absent from the cycle are removed; counters stay until :func:`forget_cr`. With
+    ``gauges`` False (a cycle over a few apps only, after a webhook) only counters move.
     """
     apps: dict[CRKey, int] = {}
     images: dict[CRKey, int] = {}
@@ -92,6 +95,8 @@ def record_cycle(result: CycleResult, *, dry_run: bool, crs: Sequence[CRState] =
             updated = len(plan.changes) if plan is not None and outcome.written else 0
             errors = (plan.errors if plan is not None else 0) + (1 if outcome.error else 0)
             _count(key, outcome.app, errors=errors, updated=0 if dry_run else updated)
+        if not gauges:
+            return
         for key, number in apps.items():
             labels = (key[1], key[0])
             APPLICATIONS_WATCHED.labels(*labels).set(number)

@@ -27,6 +27,10 @@ class Health:
         self.ready = True
         self.last_cycle_end = time.monotonic()
 
+    def standing_by(self) -> None:
+        """A follower is ready and alive while it waits for the leadership."""
+        self.cycle_finished()
+
     def healthy(self) -> tuple[bool, str]:
         if self.stall_after <= 0:
             return True, "ok"

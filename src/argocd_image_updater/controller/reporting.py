@@ -1,0 +1,70 @@
+"""After a cycle: CR status, Kubernetes events and metrics (the "report" stage)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from argocd_image_updater.controller.cycle import CycleResult
+from argocd_image_updater.controller.sources import Collected
+from argocd_image_updater.plan.model import Outcome
+from argocd_image_updater.report.cycle_metrics import record_cycle
+from argocd_image_updater.report.events import EventRecorder
+from argocd_image_updater.report.status import StatusWriter, compute_status
+
+MAX_PARALLEL_WRITES = 8
+
+
+@dataclass(slots=True)
+class Reporter:
+    status: StatusWriter | None
+    events: EventRecorder | None
+
+    async def report(
+        self, collected: Collected, result: CycleResult, *, dry_run: bool, partial: bool = False
+    ) -> None:
+        """``partial``: a cycle over some apps only (a webhook event): events and counters, but
+        no status or gauges, which describe whole ImageUpdaters."""
+        record_cycle(result, dry_run=dry_run, crs=collected.crs, gauges=not partial)
+        limit = asyncio.Semaphore(MAX_PARALLEL_WRITES)
+        now = datetime.now(UTC)
+
+        async def status_of(cr_index: int) -> None:
+            assert self.status is not None
+            cr = collected.crs[cr_index]
+            async with limit:
+                await self.status.write(
+                    cr,
+                    lambda stored: compute_status(
+                        cr, result.apps, now=now, dry_run=dry_run, previous=stored
+                    ),
+                )
+
+        async def events_of(index: int) -> None:
+            assert self.events is not None
+            outcome = result.apps[index]
+            namespace, _, name = outcome.app.partition("/")
+            async with limit:
+                if outcome.written and outcome.plan is not None and not dry_run:
+                    await self.events.images_updated(
+                        namespace, name, outcome.uid, outcome.plan.changes
+                    )
+                if outcome.cr is None:
+                    return
+                if outcome.error:
+                    await self.events.image_failed(
+                        outcome.cr, outcome.app, "", "write-back-failed", outcome.error
+                    )
+                for image in outcome.plan.results if outcome.plan is not None else ():
+                    if image.outcome is Outcome.ERROR:
+                        await self.events.image_failed(
+                            outcome.cr, outcome.app, image.alias, image.reason, image.message
+                        )
+
+        tasks = []
+        if self.status is not None and not partial:
+            tasks += [status_of(i) for i in range(len(collected.crs))]
+        if self.events is not None:
+            tasks += [events_of(i) for i in range(len(result.apps))]
+        await asyncio.gather(*tasks)

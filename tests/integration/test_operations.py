@@ -1,0 +1,245 @@
+"""Operating the controller, end to end: status, events and metrics after a real cycle; two
+replicas with leader election; no secret in any log line at trace level."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from argocd_image_updater.cli.run_cmd import build_controller, close_resource
+from argocd_image_updater.config.settings import resolve
+from argocd_image_updater.controller.leader import LeaderElector
+from argocd_image_updater.report import log as logging_setup
+from argocd_image_updater.report.server import Servers, metrics_app
+from argocd_image_updater.sandbox import objects
+from argocd_image_updater.sandbox.kube import KubeApiServer
+from argocd_image_updater.sandbox.push import ImagePusher
+from argocd_image_updater.sandbox.registry import RegistryServer
+
+NS = "argocd"
+START = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[KubeApiServer]:
+    async with KubeApiServer(namespaces=(NS,)) as server:
+        yield server
+
+
+async def seed(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, tags: list[str]
+) -> tuple[str, Path]:
+    async with ImagePusher(registry.url) as pusher:
+        for i, tag in enumerate(tags):
+            await pusher.push_image(repo, tag, created=START + timedelta(days=i))
+    image = f"{registry.host}/{repo}"
+    kube.store.put(
+        objects.application(
+            "web", NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
+        )
+    )
+    kube.store.put(
+        objects.image_updater(
+            "web",
+            NS,
+            {
+                "applicationRefs": [
+                    {"namePattern": "web", "images": [{"alias": "web", "imageName": image}]}
+                ]
+            },
+        )
+    )
+    conf = tmp_path / "registries.conf"
+    conf.write_text(
+        f"registries:\n- name: t\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
+    )
+    return image, conf
+
+
+def settings_for(kube: KubeApiServer, tmp_path: Path, conf: Path, **flags: Any) -> Any:
+    return resolve(
+        "run",
+        {
+            "kubeconfig": str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)),
+            "registries_conf_path": str(conf),
+            **flags,
+        },
+        env={},
+    )
+
+
+async def test_status_events_and_metrics_after_a_cycle(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    _, conf = await seed(kube, registry, repo, tmp_path, ["1.0.0", "1.1.0"])
+    controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
+    servers = Servers()
+    try:
+        await servers.start("metrics", metrics_app(), "127.0.0.1:0")
+        await controller.cycle()
+        async with httpx.AsyncClient() as client:
+            scraped = (
+                await client.get(f"http://127.0.0.1:{servers.ports['metrics']}/metrics")
+            ).text
+    finally:
+        await servers.close()
+        for closer in reversed(closers):
+            await close_resource(closer)
+
+    status = kube.store.get("imageupdaters", NS, "web")["status"]
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True" and ready["reason"] == "ReconcileSucceeded"
+    assert ready["message"] == "Reconciled 1 applications, 1 images updated."
+    assert status["applicationsMatched"] == 1 and status["imagesManaged"] == 1
+    assert status["recentUpdates"][0]["newVersion"] == "1.1.0"
+
+    events = kube.store.list("events", NS)
+    updated = [e for e in events if e.get("reason") == "ImagesUpdated"]
+    assert len(updated) == 1
+    event = updated[0]
+    assert event["involvedObject"]["name"] == "web" and event["type"] == "Normal"
+    assert event["message"] == "Successfully updated application 'web'"
+    annotations = event["metadata"]["annotations"]
+    assert annotations["argocd-image-updater.image-0/new-tag"] == "1.1.0"
+    assert annotations["argocd-image-updater.image-0/old-tag"] == "1.0.0"
+
+    line = next(
+        row
+        for row in scraped.splitlines()
+        if row.startswith("argocd_image_updater_images_updated_total{")
+        and 'application="argocd/web"' in row
+    )
+    assert float(line.rsplit(" ", 1)[1]) >= 1.0
+    assert f'argocd_image_updater_registry_requests_total{{registry="{registry.host}"}}' in scraped
+    assert "argocd_image_updater_k8s_api_requests_total" in scraped
+
+
+async def test_two_replicas_one_leader_takes_over_without_double_writes(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    image, conf = await seed(kube, registry, repo, tmp_path, ["1.0.0", "1.1.0"])
+    replicas = []
+    for i in range(2):
+        controller, closers = await build_controller(
+            settings_for(kube, tmp_path, conf, interval=timedelta(milliseconds=200))
+        )
+        controller.interval = timedelta(milliseconds=200)
+        assert controller.kube is not None
+        controller.elector = LeaderElector(
+            controller.kube,
+            namespace=NS,
+            identity=f"replica-{i}",
+            lease_duration=1.5,
+            renew_deadline=1.0,
+            retry_period=0.2,
+        )
+        stop = asyncio.Event()
+        tasks = [
+            asyncio.create_task(controller.elector.run(stop)),
+            asyncio.create_task(controller.run(stop=stop)),
+        ]
+        replicas.append((controller, closers, stop, tasks))
+
+    def patched_to(tag: str) -> bool:
+        images = kube.store.get("applications", NS, "web")["spec"]["source"]["kustomize"]["images"]
+        return images == [f"{image}:{tag}"]
+
+    async def wait_until(check: Any, what: str, seconds: float = 20) -> None:
+        deadline = time.monotonic() + seconds
+        while not check():
+            assert time.monotonic() < deadline, what
+            await asyncio.sleep(0.02)
+
+    try:
+        await wait_until(lambda: patched_to("1.1.0"), "first update")
+        leaders = [c for c, *_ in replicas if c.is_leader()]
+        assert len(leaders) == 1
+        leader = next(r for r in replicas if r[0] is leaders[0])
+        follower = next(r for r in replicas if r[0] is not leaders[0])
+        assert follower[0].cycles == 0  # a follower never scans nor writes
+        # The leader dies without releasing the lease.
+        for task in leader[3]:
+            task.cancel()
+        await asyncio.gather(*leader[3], return_exceptions=True)
+        async with ImagePusher(registry.url) as pusher:
+            await pusher.push_image(repo, "1.2.0", created=START + timedelta(days=30))
+        await wait_until(lambda: follower[0].is_leader(), "takeover", 10)
+        follower[0].scanner.invalidate_tags(
+            follower[0].registries.endpoint_for(registry.host, repo), repo
+        )
+        await wait_until(lambda: patched_to("1.2.0"), "update by the new leader")
+    finally:
+        for _, closers, stop, tasks in replicas:
+            stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for closer in reversed(closers):
+                await close_resource(closer)
+    # Two updates, two patches: no cycle wrote twice.
+    assert kube.request_count("patch", "applications") == 2
+
+
+async def test_trace_logs_contain_no_secret(kube: KubeApiServer, tmp_path: Path, repo: str) -> None:
+    user, password = "robot", "registry-Pa55-do-not-log"
+    with RegistryServer(users={user: password}) as registry:
+        from argocd_image_updater.model.registry import Credentials
+
+        async with ImagePusher(registry.url, credentials=Credentials(user, password)) as pusher:
+            for i, tag in enumerate(["1.0.0", "1.0.1"]):
+                await pusher.push_image(repo, tag, created=START + timedelta(days=i))
+        image = f"{registry.host}/{repo}"
+        kube.store.put(objects.secret("pull", NS, {"creds": f"{user}:{password}"}))
+        kube.store.put(
+            objects.application(
+                "web", NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
+            )
+        )
+        kube.store.put(
+            objects.image_updater(
+                "web",
+                NS,
+                {
+                    "applicationRefs": [
+                        {
+                            "namePattern": "web",
+                            "images": [
+                                {
+                                    "alias": "web",
+                                    "imageName": image,
+                                    "commonUpdateSettings": {
+                                        "pullSecret": f"secret:{NS}/pull#creds"
+                                    },
+                                }
+                            ],
+                        }
+                    ]
+                },
+            )
+        )
+        conf = tmp_path / "registries.conf"
+        conf.write_text(
+            f"registries:\n- name: t\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
+        )
+        out = io.StringIO()
+        logging_setup.setup("trace", "text", out)
+        controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
+        try:
+            result = await controller.cycle()
+        finally:
+            for closer in reversed(closers):
+                await close_resource(closer)
+            logging_setup.setup("info", "text")
+    text = out.getvalue()
+    assert result.images_updated == 1, text[-2000:]
+    assert "level=trace" in text
+    assert password not in text
+    import base64
+
+    assert base64.b64encode(f"{user}:{password}".encode()).decode() not in text

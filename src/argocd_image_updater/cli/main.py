@@ -18,6 +18,7 @@ LAZY_COMMANDS: Final = {
     "test": "argocd_image_updater.cli.test_cmd:test_command",
     "demo": "argocd_image_updater.cli.demo_cmd:demo_command",
     "webhook": "argocd_image_updater.cli.webhook_cmd:webhook_command",
+    "template": "argocd_image_updater.cli.template_cmd:template_command",
 }
 
 

@@ -56,6 +56,7 @@ from argocd_image_updater.writeback.git.writer import (
 )
 from argocd_image_updater.writeback.gotemplate import Template
 from argocd_image_updater.writeback.messages import MessageError, commit_message_template
+from argocd_image_updater.writeback.scm import github_app_token
 
 log = get_logger("run")
 
@@ -111,13 +112,19 @@ class ClosableGitWriter(GitBatchWriter):
             shutil.rmtree(self._cleanup, ignore_errors=True)
 
 
+async def github_app_installation_token(
+    app_id: str, installation_id: str, private_key: str, api_url: str
+) -> str:
+    return await github_app_token(app_id, installation_id, private_key, api_url or None)
+
+
 def build_git_writer(settings: Settings, kube: KubeClient | None) -> ClosableGitWriter:
     configured = str(settings.git_cache_dir)
     root = default_cache_root(configured)
     namespace = str(settings.argocd_namespace) or (kube.namespace if kube else "argocd")
     return ClosableGitWriter(
         RepoCache(root),
-        GitCredentialsResolver(kube, namespace),
+        GitCredentialsResolver(kube, namespace, github_app_installation_token),
         CommitSettings(
             user=str(settings.git_commit_user),
             email=str(settings.git_commit_email),

@@ -183,7 +183,8 @@ class GitBatchWriter:
             failed.clear()
             for member in members:
                 try:
-                    rendered = render_member(work, member)
+                    # YAML parsing is CPU work: keep the event loop free for other repositories.
+                    rendered = await asyncio.to_thread(render_member, work, member)
                 except (ValueError, OSError) as err:
                     failed[member.key] = f"git write-back of {member.key}: {err}"
                     continue

@@ -213,3 +213,13 @@ def test_every_metric_of_the_original_dashboard_is_exported(name: str) -> None:
         },
         1.0,
     ) in by_app
+
+
+def test_a_partial_cycle_moves_counters_only(name: str) -> None:
+    state = cr(name)
+    record_cycle(CycleResult(apps=[app(state, "a", current=2), app(state, "b")]), dry_run=False)
+    record_cycle(CycleResult(apps=[app(state, "a", updates=1)]), dry_run=False, gauges=False)
+    labels = {"image_updater_cr_name": name, "image_updater_cr_namespace": "team-a"}
+    assert value(P + "applications_watched_total", **labels) == 2
+    assert value(P + "images_watched_total", **labels) == 2
+    assert value(P + "images_updated_total", application="team-a/a", **labels) == 1

@@ -220,7 +220,7 @@ class EventRecorder:
                 continue
             if outcome.error:
                 created += await self.image_failed(
-                    outcome.cr, outcome.app, "", "write-failed", outcome.error
+                    outcome.cr, outcome.app, "", "write-back-failed", outcome.error
                 )
             for image in plan.results if plan is not None else ():
                 if image.outcome is Outcome.ERROR:

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from argocd_image_updater.policy.filters import GlobError, compile_glob
+
 
 class PatternError(ValueError):
     """A malformed glob pattern."""
@@ -34,139 +36,28 @@ def _bad(pattern: str) -> PatternError:
     return PatternError(f"syntax error in pattern '{pattern}'")
 
 
-def _scan_chunk(pattern: str) -> tuple[bool, str, str]:
-    """Split off leading stars and the chunk up to the next star outside a class."""
-    star = False
-    while pattern.startswith("*"):
-        pattern = pattern[1:]
-        star = True
-    in_range = False
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            if i + 1 < len(pattern):
-                i += 1
-        elif c == "[":
-            in_range = True
-        elif c == "]":
-            in_range = False
-        elif c == "*" and not in_range:
-            break
-        i += 1
-    return star, pattern[:i], pattern[i:]
-
-
-def _class_char(chunk: str, whole: str) -> tuple[str, str]:
-    """One (possibly escaped) character of a class, and the rest of the chunk."""
-    if not chunk or chunk[0] in "-]":
-        raise _bad(whole)
-    if chunk[0] == "\\":
-        chunk = chunk[1:]
-        if not chunk:
-            raise _bad(whole)
-    char, rest = chunk[0], chunk[1:]
-    if not rest:
-        raise _bad(whole)
-    return char, rest
-
-
-def _match_chunk(chunk: str, s: str, whole: str) -> str | None:
-    """Match ``chunk`` at the start of ``s``; the rest of ``s``, or ``None`` on mismatch.
-
-    The whole chunk is always parsed, so syntax errors surface even after a mismatch.
-    """
-    failed = False
-    while chunk:
-        if not failed and not s:
-            failed = True
-        c = chunk[0]
-        if c == "[":
-            char = ""
-            if not failed:
-                char, s = s[0], s[1:]
-            chunk = chunk[1:]
-            negated = chunk.startswith("^")
-            if negated:
-                chunk = chunk[1:]
-            matched = False
-            count = 0
-            while True:
-                if chunk.startswith("]") and count > 0:
-                    chunk = chunk[1:]
-                    break
-                lo, chunk = _class_char(chunk, whole)
-                hi = lo
-                if chunk[0] == "-":
-                    hi, chunk = _class_char(chunk[1:], whole)
-                if not failed and lo <= char <= hi:
-                    matched = True
-                count += 1
-            if matched == negated:
-                failed = True
-        elif c == "?":
-            if not failed:
-                if s[0] == _SEP:
-                    failed = True
-                s = s[1:]
-            chunk = chunk[1:]
-        else:
-            if c == "\\":
-                chunk = chunk[1:]
-                if not chunk:
-                    raise _bad(whole)
-            if not failed:
-                if chunk[0] != s[0]:
-                    failed = True
-                s = s[1:]
-            chunk = chunk[1:]
-    return None if failed else s
-
-
 def go_path_match(pattern: str, name: str) -> bool:
-    """Whether ``name`` matches the glob ``pattern`` (Go ``filepath.Match`` semantics)."""
+    """Whether ``name`` matches the glob ``pattern`` (Go ``filepath.Match`` semantics);
+    :class:`PatternError` when the pattern is malformed."""
     # Fast paths for the patterns people write (`app`, `app-*`): one comparison instead of
-    # the general matcher, which runs for every (ref, Application) pair of every cycle.
+    # a regular expression, for every (ref, Application) pair of every cycle.
     meta = _META.search(pattern)
     if meta is None:
         return pattern == name
     if meta.start() == len(pattern) - 1 and pattern[-1] == "*":
         return name.startswith(pattern[:-1]) and _SEP not in name[len(pattern) - 1 :]
-    whole = pattern
-    while pattern:
-        star, chunk, pattern = _scan_chunk(pattern)
-        if star and not chunk:
-            return _SEP not in name
-        rest = _match_chunk(chunk, name, whole)
-        if rest is not None and (not rest or pattern):
-            name = rest
-            continue
-        if star:
-            found = False
-            i = 0
-            while i < len(name) and name[i] != _SEP:
-                rest = _match_chunk(chunk, name[i + 1 :], whole)
-                if rest is not None:
-                    if not pattern and rest:
-                        i += 1
-                        continue
-                    name = rest
-                    found = True
-                    break
-                i += 1
-            if found:
-                continue
-        # No match: still report a malformed remainder of the pattern.
-        while pattern:
-            _, chunk, pattern = _scan_chunk(pattern)
-            _match_chunk(chunk, "", whole)
-        return False
-    return not name
+    try:
+        return compile_glob(pattern).fullmatch(name) is not None
+    except GlobError:
+        raise _bad(pattern) from None
 
 
 def check_pattern(pattern: str) -> None:
     """Raise :class:`PatternError` when ``pattern`` is malformed."""
-    go_path_match(pattern, "validation")
+    try:
+        compile_glob(pattern)
+    except GlobError:
+        raise _bad(pattern) from None
 
 
 # --- label selectors --------------------------------------------------------------------------

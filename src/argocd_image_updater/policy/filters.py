@@ -165,11 +165,24 @@ class _BadPattern(Exception):
     pass
 
 
-@functools.lru_cache(maxsize=256)
-def _compile_glob(pattern: str) -> re.Pattern[str] | None:
+class GlobError(ValueError):
+    """A glob pattern that Go's ``filepath.Match`` would reject (``ErrBadPattern``)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """The regular expression equivalent to the glob ``pattern`` (Go ``filepath.Match``
+    semantics: ``*`` and ``?`` never match ``/``); :class:`GlobError` when malformed."""
     try:
         return re.compile(_glob_to_regex(pattern), re.DOTALL)
     except _BadPattern:
+        raise GlobError(f"syntax error in pattern '{pattern}'") from None
+
+
+def _compile_glob(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return compile_glob(pattern)
+    except GlobError:
         return None
 
 

@@ -9,7 +9,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from argocd_image_updater.config.registries import RegistryConfig
@@ -26,6 +26,7 @@ from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilt
 from argocd_image_updater.kube.client import IMAGE_UPDATERS, KubeClient, KubeError
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report import metrics
+from argocd_image_updater.report.cycle_metrics import forget_cr
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.report.server import Health
 from argocd_image_updater.writeback.base import AppWriter
@@ -54,6 +55,7 @@ class Controller:
     batch_writer: BatchWriter | None = None
     reporter: Reporter | None = None
     cycles: int = 0
+    known_crs: set[tuple[str, str]] = field(default_factory=set)
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -61,6 +63,10 @@ class Controller:
 
     async def cycle(self) -> CycleResult:
         collected = await collect(self.store, self.namespaces, self.legacy, self.read_crs)
+        present = {(cr.namespace, cr.name) for cr in collected.crs}
+        for namespace, name in self.known_crs - present:
+            forget_cr(namespace, name)  # a deleted ImageUpdater's series disappear
+        self.known_crs = present
         result = await run_cycle(
             collected,
             self.registries,

@@ -119,6 +119,11 @@ async def github_app_installation_token(
 
 
 def build_git_writer(settings: Settings, kube: KubeClient | None) -> ClosableGitWriter:
+    if settings.git_commit_method == "api":
+        log.warning(
+            "--git-commit-method api (GitHub API commits) is not supported yet; "
+            "commits are made with the git CLI"
+        )
     configured = str(settings.git_cache_dir)
     root = default_cache_root(configured)
     namespace = str(settings.argocd_namespace) or (kube.namespace if kube else "argocd")

@@ -171,7 +171,7 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("git_commit_message_path", "--git-commit-message-path", "/app/config/commit.template",
            help="commit message template (Go text/template)", commands=RUN_WEBHOOK),
     Option("git_commit_method", "--git-commit-method", "git", _choice("git", "api"), ("GIT_COMMIT_METHOD",),
-           help="git (commit with the git CLI) or api (GitHub API commits)", commands=RUN_WEBHOOK),
+           help="git (commit with the git CLI); api (GitHub API commits) is accepted and falls back to git", commands=RUN_WEBHOOK),
     Option("git_commit_grouping", "--git-commit-grouping", "repository", _choice("repository", "application"), ("GIT_COMMIT_GROUPING",),
            "git.commit-grouping", "repository: one commit per repository and branch per cycle; application: one commit per application", RUN_WEBHOOK),
     Option("git_cache_dir", "--git-cache-dir", "", env=("GIT_CACHE_DIR",),

@@ -243,3 +243,23 @@ async def test_trace_logs_contain_no_secret(kube: KubeApiServer, tmp_path: Path,
     import base64
 
     assert base64.b64encode(f"{user}:{password}".encode()).decode() not in text
+
+
+async def test_metrics_over_https_with_a_self_signed_certificate() -> None:
+    import ssl
+
+    from argocd_image_updater.webhook.tls import server_ssl_context
+
+    servers = Servers()
+    try:
+        context = server_ssl_context(Path("/nonexistent"), "1.2", "1.3")
+        await servers.start("metrics", metrics_app(), "127.0.0.1:0", context)
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        async with httpx.AsyncClient(verify=insecure) as client:
+            response = await client.get(f"https://127.0.0.1:{servers.ports['metrics']}/metrics")
+        assert response.status_code == 200
+        assert "argocd_image_updater_registry_requests_total" in response.text
+    finally:
+        await servers.close()

@@ -344,9 +344,13 @@ async def _main(settings: Settings) -> None:
         elector_task = asyncio.create_task(controller.elector.run(elector_stop))
     try:
         try:
-            await servers.start("metrics", metrics_app(), metrics_address)
+            metrics_tls = None
+            if settings.metrics_secure:
+                # A self-signed certificate, like the original's metrics endpoint.
+                metrics_tls = server_ssl_context(Path("/nonexistent"), "1.2", "1.3")
+            await servers.start("metrics", metrics_app(), metrics_address, metrics_tls)
             await servers.start("health", health_app(controller.health), health_address)
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, TLSConfigError) as err:
             raise StartupError(f"cannot start the metrics/health server: {err}") from None
         if settings.enable_webhook:
             await start_webhook(settings, controller, int(settings.webhook_port), closers)

@@ -147,7 +147,7 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "text or json", RUN_WEBHOOK),
     Option("metrics_bind_address", "--metrics-bind-address", "0", help="address of the Prometheus /metrics endpoint; 0 disables"),
     Option("metrics_port", "--metrics-port", None, _int_range(0, 65535), help="(v0.x) port of the /metrics endpoint; overrides --metrics-bind-address"),
-    Option("metrics_secure", "--metrics-secure", False, _bool, help="serve metrics over HTTPS with a self-signed certificate"),
+    Option("metrics_secure", "--metrics-secure", False, _bool, help="serve metrics over HTTPS with a self-signed certificate (the original defaults to HTTPS with Kubernetes authn/authz; here the default is plain HTTP)"),
     Option("health_probe_bind_address", "--health-probe-bind-address", ":8081", help="address of /healthz and /readyz; 0 disables"),
     Option("health_port", "--health-port", None, _int_range(0, 65535), help="(v0.x) port of /healthz; overrides --health-probe-bind-address"),
     Option("enable_http2", "--enable-http2", False, _bool, help="allow HTTP/2 on the metrics and webhook servers", commands=RUN_WEBHOOK),

@@ -7,6 +7,7 @@ by its liveness probe instead of silently doing nothing).
 
 from __future__ import annotations
 
+import ssl
 import time
 from dataclasses import dataclass, field
 
@@ -88,13 +89,19 @@ class Servers:
         self._runners: list[web.AppRunner] = []
         self.ports: dict[str, int] = {}
 
-    async def start(self, name: str, app: web.Application, address: str) -> None:
+    async def start(
+        self,
+        name: str,
+        app: web.Application,
+        address: str,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         bind = parse_bind_address(address)
         if bind is None:
             return
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, bind[0], bind[1])
+        site = web.TCPSite(runner, bind[0], bind[1], ssl_context=ssl_context)
         await site.start()
         self._runners.append(runner)
         server = site._server

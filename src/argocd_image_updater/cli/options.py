@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from argocd_image_updater.config.durations import format_go_duration
 from argocd_image_updater.config.settings import (
     Settings,
     SettingsError,
@@ -22,6 +24,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONFIG_DIR_ENV = "IMAGE_UPDATER_CONFIG_DIR"
 
 
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, timedelta):
+        return format_go_duration(value)
+    return str(value)
+
+
 def settings_options(command: str) -> Callable[[F], F]:
     """Add every option of ``command`` (all default to None so that 'given' can be told apart)."""
 
@@ -32,7 +42,7 @@ def settings_options(command: str) -> Callable[[F], F]:
             if option.env:
                 help_text += f"  [env: {', '.join(option.env)}]"
             if option.default not in (None, "", ()):
-                help_text += f"  [default: {option.default}]"
+                help_text += f"  [default: {_show(option.default)}]"
             if option.multiple:
                 func = click.option(*names, multiple=True, default=None, help=help_text)(func)
             elif option.is_flag or isinstance(option.default, bool):

@@ -325,3 +325,55 @@ async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
             assert log_subjects(root / "org" / "deploy.git", "main", home=home) == [
                 "Initial commit"
             ]
+
+
+async def test_application_grouping_makes_one_commit_per_app_in_one_push(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    from argocd_image_updater.sandbox.git_servers import push_attempts
+
+    image, controller, closers = await setup(
+        kube, registry, repo, tmp_path, git_commit_grouping="application"
+    )
+    files = {
+        f"apps/a{i}/kustomization.yaml": f"images:\n- name: {image}\n  newTag: 1.0.0\n"
+        for i in range(3)
+    }
+    remote = bare_repo(tmp_path / "per-app.git", files=files)
+    for i in range(3):
+        kube.store.put(
+            objects.application(
+                f"a{i}",
+                NS,
+                images=[f"{image}:1.0.0"],
+                repo_url=f"file://{remote}",
+                path=f"apps/a{i}",
+                target_revision="main",
+            )
+        )
+    kube.store.put(
+        objects.image_updater(
+            "per-app",
+            NS,
+            {
+                "writeBackConfig": {
+                    "method": "git",
+                    "gitConfig": {"writeBackTarget": "kustomization"},
+                },
+                "applicationRefs": [
+                    {"namePattern": "a*", "images": [{"alias": "web", "imageName": image}]}
+                ],
+            },
+        )
+    )
+    try:
+        result = await controller.cycle()
+    finally:
+        await close_all(closers)
+    assert result.errors == 0 and result.images_updated == 3
+    home = tmp_path / "home"
+    home.mkdir()
+    subjects = log_subjects(remote, "main", home=home)
+    assert sorted(subjects[:3]) == [f"build: automatic update of a{i}" for i in range(3)]
+    assert subjects[3:] == ["Initial commit"]
+    assert push_attempts(remote) == 1

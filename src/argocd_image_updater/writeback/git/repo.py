@@ -492,12 +492,15 @@ class WorkTree:
         for attempt in range(1, max(1, max_attempts) + 1):
             if not (attempt == 1 and self._fresh and self._requested == (branch, base)):
                 await self.checkout(branch, base)
+            before = self.head
             await apply(self)
             sha = await self.commit(
                 message, author_name, author_email, signing_key, signing_method, sign_off
             )
             if sha is None:
-                return None
+                if self.head == before:
+                    return None
+                sha = self.head  # ``apply`` made the commits itself (one per application)
             try:
                 await self.push(self.branch, force=force)
             except PushRejected as exc:

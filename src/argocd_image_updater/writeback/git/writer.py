@@ -162,8 +162,6 @@ class GitBatchWriter:
             except ValueError as err:
                 errors[key] = f"git write-back of {key}: {err}"
                 continue
-            if self._commit.grouping == "application":
-                group = (*group, key)
             groups.setdefault(group, []).append(_Member(config, plan, target))
         await asyncio.gather(
             *(self._write_group(group, members, errors) for group, members in groups.items())
@@ -179,6 +177,8 @@ class GitBatchWriter:
         base = first.target.base_branch or "HEAD"
         failed: dict[str, str] = {}
 
+        per_app = self._commit.grouping == "application"
+
         async def apply(work: WorkTree) -> None:
             failed.clear()
             for member in members:
@@ -190,6 +190,18 @@ class GitBatchWriter:
                     continue
                 if rendered is not None:
                     work.write(*rendered)
+                    if per_app:  # one commit per application, all in the same push
+                        await work.commit(
+                            grouped_commit_message(
+                                self._commit.template,
+                                [(member.config.app.name, member.plan.changes)],
+                            ),
+                            self._commit.user,
+                            self._commit.email,
+                            self._commit.signing_key,
+                            self._commit.signing_method,
+                            self._commit.sign_off,
+                        )
 
         try:
             creds = await self._credentials.resolve(

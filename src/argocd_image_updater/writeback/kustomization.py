@@ -21,6 +21,7 @@ otherwise :class:`KustomizationError` is raised: a wrong file is never returned.
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 from collections.abc import Iterable, Sequence
@@ -210,13 +211,19 @@ def _item_lines(entry: KustomizeImage, dash_col: int, key_col: int) -> list[str]
 # ------------------------------------------------------------------------------- the update
 
 
+@functools.lru_cache(maxsize=32)
+def _compose(text: str) -> tuple[Node, ...]:
+    """The documents' node trees (read only; the same text is looked at several times)."""
+    return tuple(d for d in YAML(typ="rt", pure=True).compose_all(text) if d is not None)
+
+
 class _Doc:
     """The parsed kustomization: its root mapping and the ``images`` key and value."""
 
     def __init__(self, text: str, path: str) -> None:
         self.path = path
         try:
-            docs = [d for d in YAML(typ="rt", pure=True).compose_all(text) if d is not None]
+            docs = list(_compose(text))
         except YAMLError as err:
             raise KustomizationError(f"{path}: invalid YAML: {err}") from None
         filled = [d for d in docs if not _is_empty(d)]

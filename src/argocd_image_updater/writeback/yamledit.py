@@ -30,6 +30,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -184,6 +185,13 @@ def _where(text: str, node: _Node) -> str:
 
 
 def _parse(text: str) -> list[_Doc]:
+    return list(_parse_cached(text))
+
+
+# An edit parses the same text several times (locate, verify old and new, read back); parsing
+# is the costly part and the parsed tree is never changed after it is built, so keep a few.
+@functools.lru_cache(maxsize=32)
+def _parse_cached(text: str) -> tuple[_Doc, ...]:
     try:
         events = list(YAML(typ="rt", pure=True).parse(text))
     except MarkedYAMLError as exc:
@@ -192,7 +200,7 @@ def _parse(text: str) -> list[_Doc]:
         raise YamlEditError(f"invalid YAML at {where}: {exc.problem or exc.context}") from None
     except YAMLError as exc:
         raise YamlEditError(f"invalid YAML: {exc}") from None
-    return _build(events)
+    return tuple(_build(events))
 
 
 def _build(events: list[Event]) -> list[_Doc]:

@@ -32,8 +32,9 @@ async def kube() -> AsyncIterator[KubeApiServer]:
         yield server
 
 
+@pytest.mark.parametrize("after_a_cycle", [False, True], ids=["cold", "after-a-cycle"])
 async def test_webhook_updates_only_apps_of_the_pushed_repository(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, after_a_cycle: bool
 ) -> None:
     other = repo + "-other"
     start = datetime(2026, 5, 1, tzinfo=UTC)
@@ -76,6 +77,12 @@ async def test_webhook_updates_only_apps_of_the_pushed_repository(
         controller, closers = await build_controller(settings)
         try:
             _, port = await start_webhook(settings, controller, 0, closers)
+            if after_a_cycle:
+                # A full cycle first: the event then reuses its selection and re-reads only
+                # the Applications that use the pushed repository.
+                await controller.cycle()
+            lists_before = kube.request_count("list", "applications")
+            log_start = len(proxy.log)
             async with ImagePusher(registry.url) as pusher:
                 await pusher.push_image(repo, "1.1.0", created=start + timedelta(days=1))
             before = dict(proxy.counts)
@@ -103,11 +110,16 @@ async def test_webhook_updates_only_apps_of_the_pushed_repository(
         finally:
             for closer in reversed(closers):
                 await close_resource(closer)
+        if after_a_cycle:
+            assert kube.request_count("list", "applications") == lists_before
+            assert kube.request_count("get", "applications") >= 1
         # Exactly one tag list was fetched: the pushed repository's. The other app is untouched.
         after = dict(proxy.counts)
         assert after.get("tags", 0) - before.get("tags", 0) == 1
         assert [
-            line for line in proxy.log if "/tags/list" in str(line) and other in str(line)
+            line
+            for line in proxy.log[log_start:]
+            if "/tags/list" in str(line) and other in str(line)
         ] == []
         untouched: Any = kube.store.get("applications", NS, "other")
         assert untouched["spec"]["source"]["kustomize"]["images"] == [f"{host}/{other}:1.0.0"]

@@ -22,7 +22,12 @@ from argocd_image_updater.controller.cycle import (
 )
 from argocd_image_updater.controller.leader import LeaderElector
 from argocd_image_updater.controller.reporting import Reporter
-from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilter, collect
+from argocd_image_updater.controller.sources import (
+    ApplicationStore,
+    Collected,
+    LegacyFilter,
+    collect,
+)
 from argocd_image_updater.kube.client import IMAGE_UPDATERS, KubeClient, KubeError
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report import metrics
@@ -56,6 +61,9 @@ class Controller:
     reporter: Reporter | None = None
     cycles: int = 0
     known_crs: set[tuple[str, str]] = field(default_factory=set)
+    last_collected: Collected | None = None
+    """What the last full cycle selected (webhook events reuse it to find the apps to update)."""
+    last_collected_at: float = 0.0
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -67,6 +75,7 @@ class Controller:
         for namespace, name in self.known_crs - present:
             forget_cr(namespace, name)  # a deleted ImageUpdater's series disappear
         self.known_crs = present
+        self.last_collected, self.last_collected_at = collected, time.monotonic()
         result = await run_cycle(
             collected,
             self.registries,

@@ -54,6 +54,10 @@ class ApplicationStore(Protocol):
 
     async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]: ...
 
+    async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The Application as it is now; None when it no longer exists."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class LegacyFilter:

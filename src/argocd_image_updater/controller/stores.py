@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from argocd_image_updater.argocd.client import ArgoCDClient
-from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient
+from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
+from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient, KubeError
 
 
 class KubeStore:
@@ -20,6 +20,14 @@ class KubeStore:
         items, _ = await self.kube.list_objects(IMAGE_UPDATERS, namespace)
         return items
 
+    async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.kube.get_object(APPLICATIONS, namespace, name)
+        except KubeError as err:
+            if err.is_not_found:
+                return None
+            raise
+
 
 class ArgoCDStore:
     """Applications from Argo CD's API; ImageUpdaters (if any) still from Kubernetes."""
@@ -33,6 +41,14 @@ class ArgoCDStore:
 
     async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]:
         return await self.client.list_applications(self._selector, namespace or "")
+
+    async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.client.get_application(name, namespace)
+        except ArgoCDError as err:
+            if err.status == 404:
+                return None
+            raise
 
     async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]:
         if self.kube is None:

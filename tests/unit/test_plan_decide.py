@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -842,3 +843,24 @@ def test_labels_of_chosen_tag_are_carried() -> None:
     assert r.counters() == (1, 1, 0, 0)
     assert r.plan.changes[0].labels == {"org.opencontainers.image.revision": "abc"}
     assert r.requested[0].platforms == ("linux/amd64",)
+
+
+def test_newest_build_writes_tag_names_not_digests() -> None:
+    """GT-9: only the digest strategy pins digests; a metadata scan's digest is not written."""
+    platform = Platform("linux", "amd64")
+    created = datetime(2026, 1, 2, tzinfo=UTC)
+    newer = TagInfo("1.1.0", digest=D, images=(PlatformImage(platform, D, created),))
+    current = TagInfo(
+        "1.0.0",
+        digest="sha256:" + "0" * 64,
+        images=(PlatformImage(platform, "", created.replace(day=1)),),
+    )
+    spec = ImageSpec(
+        "web", "nginx", UpdateSettings(strategy="newest-build", platforms=("linux/amd64",))
+    )
+    r = run(app_object(["nginx:1.0.0"]), [spec], {"library/nginx": [current, newer]})
+    assert r.counters() == (1, 1, 0, 0)
+    assert r.plan.changes[0].new_tag == "1.1.0"
+    # Already on the newest build: up to date, even though the scan knows its digest.
+    r = run(app_object(["nginx:1.1.0"]), [spec], {"library/nginx": [current, newer]})
+    assert r.counters() == (1, 0, 0, 0)

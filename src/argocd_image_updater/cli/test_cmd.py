@@ -179,7 +179,9 @@ def print_explain(selection: Selection) -> None:
     help="platforms to consider, os/arch[/variant] (repeatable or comma-separated) "
     "[default: this machine's platform]",
 )
-@click.option("--registries-conf-path", default="", help="path to registries.conf")
+@click.option(
+    "--registries-conf-path", "--registries-conf", default="", help="path to registries.conf"
+)
 @click.option("--credentials", default="", help="credentials reference for the registry")
 @click.option("--rate-limit", type=float, default=None, help="requests per second to the registry")
 @click.option("--loglevel", default="debug", help="trace, debug, info, warn or error")

@@ -157,7 +157,7 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "do not create Kubernetes events (note: the ConfigMap key kube.events=true DISABLES events, as in the original)", RUN_WEBHOOK),
     # --- registries and git ---------------------------------------------------------------------
     Option("registries_conf_path", "--registries-conf-path", "/app/config/registries.conf",
-           help="path to registries.conf", commands=RUN_WEBHOOK),
+           help="path to registries.conf", commands=RUN_WEBHOOK, aliases=("--registries-conf",)),
     Option("git_commit_user", "--git-commit-user", "argocd-image-updater", env=("GIT_COMMIT_USER",), configmap="git.user",
            help="git commit author name", commands=RUN_WEBHOOK),
     Option("git_commit_email", "--git-commit-email", "noreply@argoproj.io", env=("GIT_COMMIT_EMAIL",), configmap="git.email",

@@ -21,6 +21,7 @@ from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.sources import Collected, CRState
 from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.plan.decide import plan_app
@@ -140,13 +141,24 @@ async def run_scans(
     return results
 
 
+def _tag_of(reference: str | None) -> str:
+    """The ``tag[@digest]`` of a live image reference, for the ``image_tag`` log field."""
+    if not reference:
+        return ""
+    try:
+        ref = ImageRef.parse(reference)
+    except ImageRefError:
+        return reference
+    return ref.tag_with_digest if ref.digest else (ref.tag or "")
+
+
 def _log_plan(plan: AppPlan, app_key: str) -> None:
     for result in plan.results:
         fields = {
             "application": app_key,
             "image_alias": result.alias,
             "image_name": result.image,
-            "image_tag": result.current or "",
+            "image_tag": _tag_of(result.current),
         }
         if result.outcome is Outcome.UPDATED:
             log.info("Setting new image to %s", result.chosen or "", **fields)

@@ -17,6 +17,7 @@ each image sees the edits of the ones before it, as in the original. For each jo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias
@@ -169,6 +170,10 @@ class _Planner:
             return
 
         strategy = job.policy.strategy
+        if strategy is not Strategy.DIGEST and chosen.digest:
+            # Only the digest strategy pins digests (GT-9): other strategies compare and write
+            # tag names, even when the scan learned the digest while reading metadata.
+            chosen = dataclasses.replace(chosen, digest="")
         live = job.live
         if strategy is Strategy.DIGEST and chosen.digest:
             picked = match_for_digest_update(job.cfg, job.live_candidates, chosen.digest)

@@ -328,13 +328,17 @@ async def test_ext_failure_keeps_stderr_but_never_stdout(tmp_path: Path) -> None
     assert "leaked" not in message
 
 
-async def test_ext_runs_with_a_clean_environment(
+async def test_ext_gets_cloud_sdk_environment_but_not_the_updaters_secrets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AIU_LEAK_ME", "private")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    script = write_script(tmp_path / "env.sh", 'echo "${AIU_LEAK_ME:-clean}:$HOME"\n')
-    assert await fetch(f"ext:{script}") == Credentials("clean", str(tmp_path))
+    monkeypatch.setenv("AWS_ROLE_ARN", "arn:aws:iam::1:role/r")
+    monkeypatch.setenv("ARGOCD_TOKEN", "private-token")
+    monkeypatch.setenv("GHCR_WEBHOOK_SECRET", "private-secret")
+    script = write_script(
+        tmp_path / "env.sh",
+        'echo "${AWS_ROLE_ARN}:${ARGOCD_TOKEN:-none}${GHCR_WEBHOOK_SECRET:-none}"\n',
+    )
+    assert await fetch(f"ext:{script}") == Credentials("arn", "aws:iam::1:role/r:nonenone")
 
 
 def _process_gone(pid: int) -> bool:

@@ -183,10 +183,27 @@ def _strip_newline(value: str) -> str:
     return value.removesuffix("\n").removesuffix("\r")
 
 
-def _clean_env() -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH", _DEFAULT_PATH)}
-    if "HOME" in os.environ:
-        env["HOME"] = os.environ["HOME"]
+# The updater's own secrets, which a credentials script has no business seeing.
+_PRIVATE_ENV: Final = frozenset({"ARGOCD_TOKEN", "ARGOCD_AUTH_TOKEN"})
+_PRIVATE_SUFFIXES: Final = ("_WEBHOOK_SECRET",)
+_PRIVATE_PREFIXES: Final = ("ARGOCD_IMAGE_UPDATER_GIT_",)
+
+
+def _script_env() -> dict[str, str]:
+    """The environment of an ``ext:`` script: the updater's, minus its own secrets.
+
+    Cloud login scripts need their SDK's variables (``AWS_ROLE_ARN`` and
+    ``AWS_WEB_IDENTITY_TOKEN_FILE`` for IRSA, ``AZURE_*`` for workload identity, proxies, …),
+    as the original passes them; the Argo CD token and webhook secrets are withheld.
+    """
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in _PRIVATE_ENV
+        and not key.endswith(_PRIVATE_SUFFIXES)
+        and not key.startswith(_PRIVATE_PREFIXES)
+    }
+    env.setdefault("PATH", _DEFAULT_PATH)
     return env
 
 
@@ -205,7 +222,7 @@ async def _run_script(path: str, time_limit: float) -> Credentials:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=_clean_env(),
+            env=_script_env(),
             start_new_session=True,  # own process group, so a timeout kills its children too
         )
     except FileNotFoundError:

@@ -152,8 +152,16 @@ def error_for(operation: str, code: int, stderr: str) -> GitError:
     )
 
 
+_PROXY_VARIABLES: Final = tuple(
+    name
+    for base in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")
+    for name in (base, base.upper())
+)
+
+
 def minimal_env(home: Path | str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The complete environment for a git process: nothing inherited but ``PATH``.
+    """The complete environment for a git process: nothing inherited but ``PATH`` (and proxy
+    settings and the GnuPG home, when set).
 
     ``HOME`` is a private directory; system and global git config are ignored; git never prompts
     (no terminal, ``GIT_TERMINAL_PROMPT=0``, stdin closed) and never downloads LFS objects.
@@ -171,9 +179,13 @@ def minimal_env(home: Path | str, extra: Mapping[str, str] | None = None) -> dic
         "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS,
         "GIT_ATTR_NOSYSTEM": "1",
     }
-    # Commit signing with a GPG key needs the operator's keyring.
-    if gnupghome := os.environ.get("GNUPGHOME"):
+    # Commit signing with a GPG key needs the operator's keyring (Argo CD's ARGOCD_GNUPGHOME
+    # convention too), and a cluster behind a proxy needs the proxy settings.
+    if gnupghome := os.environ.get("GNUPGHOME") or os.environ.get("ARGOCD_GNUPGHOME"):
         env["GNUPGHOME"] = gnupghome
+    for name in _PROXY_VARIABLES:
+        if name in os.environ:
+            env[name] = os.environ[name]
     env.update(extra or {})
     return env
 

@@ -135,3 +135,61 @@ async def test_sigterm_stops_the_loop_gracefully(
             proc.kill()
     assert proc.returncode == 0
     assert "received SIGTERM" in out
+
+
+def start_webhook_command(kubeconfig: Path, registries_conf: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "argocd_image_updater",
+            "webhook",
+            "--webhook-port",
+            "0",
+            "--disable-tls",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--registries-conf-path",
+            str(registries_conf),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "DOCKER_WEBHOOK_SECRET": "hub-s3cret"},
+    )
+
+
+async def test_webhook_command_serves_and_stops_on_sigterm(
+    kube: KubeApiServer, tmp_path: Path
+) -> None:
+    import re
+
+    import httpx
+
+    proc = start_webhook_command(
+        kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS), tmp_path / "none.conf"
+    )
+    try:
+        assert proc.stdout is not None
+        port = None
+        deadline = time.monotonic() + 30
+        while port is None:
+            assert time.monotonic() < deadline, "the webhook server did not start"
+            line = await asyncio.to_thread(proc.stdout.readline)
+            assert line, proc.stderr.read() if proc.stderr else "no output"
+            if match := re.search(r"webhook server listening.*port=(\d+)", line):
+                port = int(match.group(1))
+                assert "types=docker.io" in line
+        async with httpx.AsyncClient() as client:
+            health = await client.get(f"http://127.0.0.1:{port}/healthz")
+            bad = await client.post(
+                f"http://127.0.0.1:{port}/webhook?type=docker.io&secret=wrong", content=b"{}"
+            )
+        assert health.status_code == 200 and health.text == "OK"
+        assert bad.status_code == 400
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.wait, 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0

@@ -150,7 +150,7 @@ async def run_test(opts: TestOptions, log: Logger) -> Selection:
     finally:
         if kube is not None:
             await kube.close()
-    log.info("Found %d tags in registry", len(result.tags))
+    log.info("Found %d tags in registry", result.listed)
     return choose(policy, result.tags, result.order_hint)
 
 

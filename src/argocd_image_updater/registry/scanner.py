@@ -84,6 +84,8 @@ class ScanResult:
     request: ScanRequest
     tags: tuple[TagInfo, ...]
     order_hint: Mapping[str, int] | None = None
+    listed: int = 0
+    """How many tags the repository has (``tags`` holds only ``only_tags`` when given)."""
 
 
 def order_hint(names: tuple[str, ...], endpoint: RegistryEndpoint) -> Mapping[str, int] | None:
@@ -200,15 +202,16 @@ class Scanner:
         names = await self._tag_lists.get(
             key, lambda: client.list_tags(repository, req.credentials)
         )
+        listed = len(names)
         if req.only_tags is not None:
             names = tuple(n for n in names if n in req.only_tags)
         hint = order_hint(names, req.endpoint)
         # Time-sorted registries need no metadata; the digest strategy (only_tags) still needs
         # the digest of its tag.
         if not req.metadata or (hint is not None and req.only_tags is None):
-            return ScanResult(req, tuple(TagInfo(n) for n in names), hint)
+            return ScanResult(req, tuple(TagInfo(n) for n in names), hint, listed)
         infos = await self._fetch_all(client, repository, names, req)
-        return ScanResult(req, tuple(i for i in infos if i is not None), hint)
+        return ScanResult(req, tuple(i for i in infos if i is not None), hint, listed)
 
     async def _fetch_all(
         self, client: RegistryClient, repository: str, names: tuple[str, ...], req: ScanRequest

@@ -263,3 +263,25 @@ async def test_metrics_over_https_with_a_self_signed_certificate() -> None:
         assert "argocd_image_updater_registry_requests_total" in response.text
     finally:
         await servers.close()
+
+
+async def test_reconciling_is_marked_only_after_a_spec_change(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    _, conf = await seed(kube, registry, repo, tmp_path, ["1.0.0"])
+    controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
+    try:
+        await controller.cycle()  # new CR: Reconciling=True first, then the final status
+        assert kube.request_count("patch", "imageupdaters/status") == 2
+        await controller.cycle()  # nothing changed: only the final status
+        assert kube.request_count("patch", "imageupdaters/status") == 3
+    finally:
+        for closer in reversed(closers):
+            await close_resource(closer)
+    status = kube.store.get("imageupdaters", NS, "web")["status"]
+    reconciling = next(c for c in status["conditions"] if c["type"] == "Reconciling")
+    assert reconciling["status"] == "False"
+    assert (
+        status["observedGeneration"]
+        == kube.store.get("imageupdaters", NS, "web")["metadata"]["generation"]
+    )

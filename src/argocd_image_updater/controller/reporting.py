@@ -11,7 +11,7 @@ from argocd_image_updater.controller.sources import Collected
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import EventRecorder
-from argocd_image_updater.report.status import StatusWriter, compute_status
+from argocd_image_updater.report.status import StatusWriter, compute_status, reconciling_status
 
 MAX_PARALLEL_WRITES = 8
 
@@ -20,6 +20,30 @@ MAX_PARALLEL_WRITES = 8
 class Reporter:
     status: StatusWriter | None
     events: EventRecorder | None
+
+    async def reconciling(self, collected: Collected) -> None:
+        """Mark ``Reconciling=True`` on the ImageUpdaters whose spec changed since their last
+        cycle (a routine cycle writes the status once, at its end)."""
+        if self.status is None:
+            return
+        status = self.status
+        now = datetime.now(UTC)
+        changed = [
+            cr
+            for cr in collected.crs
+            if cr.error is None
+            and (cr.raw.get("status") or {}).get("observedGeneration") != cr.generation
+        ]
+        limit = asyncio.Semaphore(MAX_PARALLEL_WRITES)
+
+        async def one(index: int) -> None:
+            cr = changed[index]
+            async with limit:
+                await status.write(
+                    cr, lambda stored: reconciling_status(cr, now=now, previous=stored)
+                )
+
+        await asyncio.gather(*(one(i) for i in range(len(changed))))
 
     async def report(
         self, collected: Collected, result: CycleResult, *, dry_run: bool, partial: bool = False

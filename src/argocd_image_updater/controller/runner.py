@@ -76,6 +76,8 @@ class Controller:
             forget_cr(namespace, name)  # a deleted ImageUpdater's series disappear
         self.known_crs = present
         self.last_collected, self.last_collected_at = collected, time.monotonic()
+        if self.reporter is not None:
+            await self.reporter.reconciling(collected)
         result = await run_cycle(
             collected,
             self.registries,

@@ -22,7 +22,6 @@ import hmac
 import os
 import pwd
 import re
-import shutil
 import socket
 import ssl
 import subprocess
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
+from argocd_image_updater.sandbox.process import ManagedProcess
 from argocd_image_updater.sandbox.registry import TlsFiles
 
 GIT: Final = "git"
@@ -465,7 +465,7 @@ class GitHttpServer:
 # --- SSH --------------------------------------------------------------------------------------
 
 
-class GitSshServer:
+class GitSshServer(ManagedProcess):
     """A private ``sshd`` on 127.0.0.1 serving the bare repositories under ``root`` through
     ``git-shell``, for the current user with the generated client key only."""
 
@@ -595,29 +595,3 @@ class GitSshServer:
                 raise GitServerError(f"sshd exited with code {proc.returncode}:\n{text[-2000:]}")
             time.sleep(0.005)
         raise GitServerError(f"sshd did not start within {self._timeout} s")
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-        self._port = 0
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __enter__(self) -> GitSshServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> GitSshServer:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self.stop)

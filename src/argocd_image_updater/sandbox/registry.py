@@ -7,7 +7,6 @@ and is stopped by the process id it was started with.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import secrets
@@ -19,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from argocd_image_updater.sandbox.process import ManagedProcess
 
 DEFAULT_BINARY = "/usr/bin/docker-registry"
 _LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
@@ -69,7 +70,7 @@ def _htpasswd_line(user: str, password: str) -> str:
     return out.stdout.strip()
 
 
-class RegistryServer:
+class RegistryServer(ManagedProcess):
     """``docker-registry serve`` with a generated config. Sync ``start()``/``stop()``, ``with`` or
     ``async with``.
 
@@ -164,32 +165,6 @@ class RegistryServer:
             self.stop()
             raise
         return self
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-        self._port = 0
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __enter__(self) -> RegistryServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> RegistryServer:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self.stop)
 
     # --- internals -----------------------------------------------------------------------------
 

@@ -490,6 +490,20 @@ class WebhookParser(Protocol):
         ...
 
 
+def _repository_and_push_tag(doc: _Doc, full_name: str) -> tuple[str, str]:
+    """Docker Hub-style payloads (also Aliyun ACR): the repository from ``full_name`` or
+    ``repository.namespace``/``repository.name``, the tag from ``push_data.tag``; both needed."""
+    repository = _namespaced(
+        doc.text(full_name), doc.text("repository.namespace"), doc.text("repository.name")
+    )
+    if not repository:
+        raise _missing("repository name")
+    tag = doc.text("push_data.tag")
+    if not tag:
+        raise _missing("tag")
+    return repository, tag
+
+
 class DockerHubParser:
     """Docker Hub: optional secret in the ``secret`` query parameter."""
 
@@ -502,16 +516,7 @@ class DockerHubParser:
 
     def parse(self, request: WebhookRequest) -> RegistryEvent:
         doc = _decode_payload(request.body, _DOCKER_HUB_SCHEMA)
-        repository = _namespaced(
-            doc.text("repository.repo_name"),
-            doc.text("repository.namespace"),
-            doc.text("repository.name"),
-        )
-        if not repository:
-            raise _missing("repository name")
-        tag = doc.text("push_data.tag")
-        if not tag:
-            raise _missing("tag")
+        repository, tag = _repository_and_push_tag(doc, "repository.repo_name")
         return RegistryEvent("docker.io", repository, tag, source_type=self.type_name)
 
 
@@ -664,16 +669,7 @@ class AliyunAcrParser:
 
     def parse(self, request: WebhookRequest) -> RegistryEvent:
         doc = _decode_payload(request.body, _ALIYUN_ACR_SCHEMA)
-        repository = _namespaced(
-            doc.text("repository.repo_full_name"),
-            doc.text("repository.namespace"),
-            doc.text("repository.name"),
-        )
-        if not repository:
-            raise _missing("repository name")
-        tag = doc.text("push_data.tag")
-        if not tag:
-            raise _missing("tag")
+        repository, tag = _repository_and_push_tag(doc, "repository.repo_full_name")
         registry = request.param("registry_url")
         region = doc.text("repository.region")
         if not registry and region:

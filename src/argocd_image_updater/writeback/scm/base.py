@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple, Protocol, Self
 
 import httpx
 
@@ -373,3 +373,24 @@ def parse_time(value: str) -> float:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp()
+
+
+class HttpApiClient:
+    """What both providers' clients share: the token, and an HTTP client that is closed by
+    :meth:`aclose` when this object made it (a caller-owned ``http`` is left open)."""
+
+    def __init__(self, token: TokenSource, http: httpx.AsyncClient | None, timeout: float) -> None:
+        check_token_source(token)
+        self._token = token
+        self._own_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+
+    async def aclose(self) -> None:
+        if self._own_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

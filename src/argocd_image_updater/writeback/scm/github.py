@@ -26,10 +26,10 @@ from argocd_image_updater.report.log import get_logger, register_secret
 from argocd_image_updater.writeback.scm.base import (
     MAX_PAGES,
     PER_PAGE,
+    HttpApiClient,
     PullRequest,
     ScmError,
     TokenSource,
-    check_token_source,
     describe,
     parse_time,
     raise_for_status,
@@ -95,7 +95,7 @@ def _head_owner(data: Any) -> str:
     return str(label).split(":", 1)[0].lower() if label and ":" in str(label) else ""
 
 
-class GitHubClient:
+class GitHubClient(HttpApiClient):
     """GitHub's pull request API for one token (a fixed string or an async token source).
 
     ``api_url`` overrides the API base derived from each repository's host
@@ -113,21 +113,8 @@ class GitHubClient:
         http: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
     ) -> None:
-        check_token_source(token)
-        self._token = token
+        super().__init__(token, http, timeout)
         self._api_url = api_url.rstrip("/") if api_url else None
-        self._own_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=False)
-
-    async def aclose(self) -> None:
-        if self._own_http:
-            await self._http.aclose()
-
-    async def __aenter__(self) -> GitHubClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def reference(self, pr: PullRequest) -> str:
         return f"#{pr.number}"

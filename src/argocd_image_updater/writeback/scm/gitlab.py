@@ -19,10 +19,10 @@ from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.writeback.scm.base import (
     MAX_PAGES,
     PER_PAGE,
+    HttpApiClient,
     PullRequest,
     ScmError,
     TokenSource,
-    check_token_source,
     describe,
     raise_for_status,
     resolve_token,
@@ -73,7 +73,7 @@ def _not_from_fork(data: Any) -> bool:
     return source is None or target is None or source == target
 
 
-class GitLabClient:
+class GitLabClient(HttpApiClient):
     """GitLab's merge request API at ``base_url`` (e.g. ``https://gitlab.com``).
 
     ``oauth=True`` sends the token as ``Authorization: Bearer`` instead of ``PRIVATE-TOKEN``;
@@ -91,24 +91,11 @@ class GitLabClient:
         http: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
     ) -> None:
-        check_token_source(token)
         if not base_url.startswith(("https://", "http://")):
             raise ValueError("GitLab base URL must start with https:// or http://")
-        self._token = token
+        super().__init__(token, http, timeout)
         self._api = f"{base_url.rstrip('/')}/api/v4"
         self._oauth = oauth
-        self._own_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=False)
-
-    async def aclose(self) -> None:
-        if self._own_http:
-            await self._http.aclose()
-
-    async def __aenter__(self) -> GitLabClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def reference(self, pr: PullRequest) -> str:
         return f"!{pr.number}"

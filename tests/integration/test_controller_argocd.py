@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleet import registries_conf
 
 from argocd_image_updater.cli.run_cmd import build_controller
 from argocd_image_updater.config.settings import resolve
@@ -37,14 +38,6 @@ async def push_tags(registry: RegistryServer, repo: str, tags: list[str]) -> Non
     async with ImagePusher(registry.url) as pusher:
         for i, tag in enumerate(tags):
             await pusher.push_image(repo, tag, created=START + timedelta(days=i))
-
-
-def write_conf(tmp_path: Path, registry: RegistryServer) -> Path:
-    conf = tmp_path / "registries.conf"
-    conf.write_text(
-        f"registries:\n- name: test\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
-    )
-    return conf
 
 
 async def make_controller(
@@ -107,7 +100,7 @@ async def test_cr_updates_kustomize_and_helm_apps_touching_only_their_parameters
         )
     )
     before_unrelated = app_obj(kube, "unrelated")
-    controller, closers = await make_controller(kube, tmp_path, write_conf(tmp_path, registry))
+    controller, closers = await make_controller(kube, tmp_path, registries_conf(tmp_path, registry))
     try:
         result = await controller.cycle()
     finally:
@@ -214,7 +207,7 @@ async def test_concurrent_edit_between_read_and_patch_is_kept(
             },
         )
     )
-    controller, closers = await make_controller(kube, tmp_path, write_conf(tmp_path, registry))
+    controller, closers = await make_controller(kube, tmp_path, registries_conf(tmp_path, registry))
     try:
         collected = await collect(controller.store, controller.namespaces, controller.legacy)
         # Someone else edits the Application after we read it and before we patch it.
@@ -258,7 +251,7 @@ async def test_legacy_annotations_and_dry_run(
             },
         )
     )
-    conf = write_conf(tmp_path, registry)
+    conf = registries_conf(tmp_path, registry)
     controller, closers = await make_controller(kube, tmp_path, conf, dry_run=True)
     try:
         dry = await controller.cycle()
@@ -298,7 +291,7 @@ async def test_argocd_api_mode_updates_through_argocd_server(
                 "argocd_server_addr": argocd.url.removeprefix("http://"),
                 "argocd_plaintext": True,
                 "disable_kubernetes": True,
-                "registries_conf_path": str(write_conf(tmp_path, registry)),
+                "registries_conf_path": str(registries_conf(tmp_path, registry)),
                 "once": True,
             },
             env={"ARGOCD_TOKEN": "s3cret-argocd-token"},
@@ -337,7 +330,7 @@ async def test_imageupdater_spec_change_starts_a_cycle_without_waiting(
     )
     kube.store.put(cr)
     controller, closers = await make_controller(
-        kube, tmp_path, write_conf(tmp_path, registry), once=False
+        kube, tmp_path, registries_conf(tmp_path, registry), once=False
     )
     controller.interval = timedelta(hours=1)
     stop = asyncio.Event()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleet import registries_conf
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
@@ -51,10 +52,7 @@ async def setup(
     async with ImagePusher(registry.url) as pusher:
         for i, tag in enumerate(["1.0.0", "1.0.1"]):
             await pusher.push_image(repo, tag, created=START + timedelta(days=i))
-    conf = tmp_path / "registries.conf"
-    conf.write_text(
-        f"registries:\n- name: t\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
-    )
+    conf = registries_conf(tmp_path, registry)
     settings = resolve(
         "run",
         {

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fleet import registries_conf, seed_web_app
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
@@ -34,36 +35,6 @@ async def kube() -> AsyncIterator[KubeApiServer]:
         yield server
 
 
-async def seed(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, tags: list[str]
-) -> tuple[str, Path]:
-    async with ImagePusher(registry.url) as pusher:
-        for i, tag in enumerate(tags):
-            await pusher.push_image(repo, tag, created=START + timedelta(days=i))
-    image = f"{registry.host}/{repo}"
-    kube.store.put(
-        objects.application(
-            "web", NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
-        )
-    )
-    kube.store.put(
-        objects.image_updater(
-            "web",
-            NS,
-            {
-                "applicationRefs": [
-                    {"namePattern": "web", "images": [{"alias": "web", "imageName": image}]}
-                ]
-            },
-        )
-    )
-    conf = tmp_path / "registries.conf"
-    conf.write_text(
-        f"registries:\n- name: t\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
-    )
-    return image, conf
-
-
 def settings_for(kube: KubeApiServer, tmp_path: Path, conf: Path, **flags: Any) -> Any:
     return resolve(
         "run",
@@ -79,7 +50,7 @@ def settings_for(kube: KubeApiServer, tmp_path: Path, conf: Path, **flags: Any) 
 async def test_status_events_and_metrics_after_a_cycle(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
 ) -> None:
-    _, conf = await seed(kube, registry, repo, tmp_path, ["1.0.0", "1.1.0"])
+    _, conf = await seed_web_app(kube, registry, repo, tmp_path, ["1.0.0", "1.1.0"])
     controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
     servers = Servers()
     try:
@@ -125,7 +96,7 @@ async def test_status_events_and_metrics_after_a_cycle(
 async def test_two_replicas_one_leader_takes_over_without_double_writes(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
 ) -> None:
-    image, conf = await seed(kube, registry, repo, tmp_path, ["1.0.0", "1.1.0"])
+    image, conf = await seed_web_app(kube, registry, repo, tmp_path, ["1.0.0", "1.1.0"])
     replicas = []
     for i in range(2):
         controller, closers = await build_controller(
@@ -223,10 +194,7 @@ async def test_trace_logs_contain_no_secret(kube: KubeApiServer, tmp_path: Path,
                 },
             )
         )
-        conf = tmp_path / "registries.conf"
-        conf.write_text(
-            f"registries:\n- name: t\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
-        )
+        conf = registries_conf(tmp_path, registry)
         out = io.StringIO()
         logging_setup.setup("trace", "text", out)
         controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
@@ -268,7 +236,7 @@ async def test_metrics_over_https_with_a_self_signed_certificate() -> None:
 async def test_reconciling_is_marked_only_after_a_spec_change(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
 ) -> None:
-    _, conf = await seed(kube, registry, repo, tmp_path, ["1.0.0"])
+    _, conf = await seed_web_app(kube, registry, repo, tmp_path, ["1.0.0"])
     controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
     try:
         await controller.cycle()  # new CR: Reconciling=True first, then the final status

@@ -10,14 +10,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from fleet import seed_web_app
 
-from argocd_image_updater.sandbox import objects
 from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.push import ImagePusher
 from argocd_image_updater.sandbox.registry import RegistryServer
 
 NS = "argocd"
@@ -35,32 +33,7 @@ def kube() -> Iterator[KubeApiServer]:
 async def seed(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
 ) -> tuple[str, Path, Path]:
-    async with ImagePusher(registry.url) as pusher:
-        for i, tag in enumerate(["1.0.0", "1.1.0"]):
-            await pusher.push_image(
-                repo, tag, created=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=i)
-            )
-    image = f"{registry.host}/{repo}"
-    kube.store.put(
-        objects.application(
-            "web", NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
-        )
-    )
-    kube.store.put(
-        objects.image_updater(
-            "web",
-            NS,
-            {
-                "applicationRefs": [
-                    {"namePattern": "web", "images": [{"alias": "web", "imageName": image}]}
-                ]
-            },
-        )
-    )
-    conf = tmp_path / "registries.conf"
-    conf.write_text(
-        f"registries:\n- name: t\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
-    )
+    image, conf = await seed_web_app(kube, registry, repo, tmp_path, ["1.0.0", "1.1.0"])
     return image, kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS), conf
 
 

@@ -1,0 +1,52 @@
+"""Shared setup for controller tests: a registries.conf for a sandbox registry, and the
+one-Application fleet several tests start from."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from argocd_image_updater.sandbox import objects
+from argocd_image_updater.sandbox.kube import KubeApiServer
+from argocd_image_updater.sandbox.push import ImagePusher
+from argocd_image_updater.sandbox.registry import RegistryServer
+
+NS = "argocd"
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def registries_conf(tmp_path: Path, registry: RegistryServer) -> Path:
+    """A registries.conf pointing the registry's host at its plain-HTTP API."""
+    conf = tmp_path / "registries.conf"
+    conf.write_text(
+        f"registries:\n- name: t\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
+    )
+    return conf
+
+
+async def seed_web_app(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, tags: list[str]
+) -> tuple[str, Path]:
+    """Push ``tags`` (one day apart), an Application ``web`` running ``1.0.0`` and an
+    ImageUpdater ``web`` managing it; returns the image and the registries.conf."""
+    async with ImagePusher(registry.url) as pusher:
+        for i, tag in enumerate(tags):
+            await pusher.push_image(repo, tag, created=START + timedelta(days=i))
+    image = f"{registry.host}/{repo}"
+    kube.store.put(
+        objects.application(
+            "web", NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
+        )
+    )
+    kube.store.put(
+        objects.image_updater(
+            "web",
+            NS,
+            {
+                "applicationRefs": [
+                    {"namePattern": "web", "images": [{"alias": "web", "imageName": image}]}
+                ]
+            },
+        )
+    )
+    return image, registries_conf(tmp_path, registry)

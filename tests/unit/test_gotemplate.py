@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -441,3 +442,121 @@ def test_execution_errors(text: str, message: str) -> None:
     with pytest.raises(TemplateError) as info:
         tmpl.render(data)
     assert message in str(info.value)
+
+
+# --- opt-in extensions: extra functions and named templates ----------------------------------
+
+
+def test_extra_functions_are_called_with_the_piped_value_last() -> None:
+    funcs = {"upper": str.upper, "join": lambda sep, *items: sep.join(items)}
+    tmpl = Template.parse('{{ .A | upper }} {{ join "-" "a" "b" .A }}', "t", funcs=funcs)
+    assert tmpl.render({"A": "x"}) == "X a-b-x"
+
+
+def test_extra_function_arity_is_checked_at_parse_time() -> None:
+    def pair(a: str, b: str) -> str:
+        return a + b
+
+    with pytest.raises(TemplateError, match="wrong number of args for pair: want 2 got 1"):
+        Template.parse('{{ pair "a" }}', "t", funcs={"pair": pair})
+    assert Template.parse('{{ "b" | pair "a" }}', "t", funcs={"pair": pair}).render({}) == "ab"
+
+
+def test_extra_function_errors_are_execution_errors() -> None:
+    def fail(message: str) -> str:
+        raise ValueError(message)
+
+    tmpl = Template.parse('x\n {{ fail "boom" }}', "t", funcs={"fail": fail})
+    with pytest.raises(TemplateError) as info:
+        tmpl.render({})
+    assert (
+        str(info.value)
+        == 'template: t:2:5: executing "t" at <fail "boom">: error calling fail: boom'
+    )
+
+
+def test_extra_functions_are_local_to_the_template_that_opts_in() -> None:
+    Template.parse("{{ up . }}", "t", funcs={"up": str.upper})
+    with pytest.raises(TemplateError, match='function "up" not defined'):
+        Template.parse("{{ up . }}", "t")
+
+
+def test_define_and_template_share_one_set_across_files() -> None:
+    shared: dict[str, Template] = {}
+    Template.parse(
+        '{{- define "greet" -}}hello {{ . }}{{- end -}}\n{{ define "twice" }}{{ template "greet" . }}/{{ template "greet" . }}{{ end }}',
+        "_helpers",
+        templates=shared,
+    )
+    main = Template.parse(
+        '[{{ template "twice" .Name }}]{{ template "greet" }}', "main", templates=shared
+    )
+    assert sorted(shared) == ["greet", "twice"]
+    assert main.render({"Name": "bob"}) == "[hello bob/hello bob]hello <no value>"
+    assert shared["greet"].render(42) == "hello 42"
+
+
+def test_define_body_has_its_own_variables_and_dollar() -> None:
+    shared: dict[str, Template] = {}
+    tmpl = Template.parse(
+        '{{ $x := "outer" }}{{ define "d" }}{{ $.A }}{{ end }}{{ template "d" .Inner }}{{ $x }}',
+        "t",
+        templates=shared,
+    )
+    assert tmpl.render({"Inner": {"A": "inner-a"}}) == "inner-aouter"
+    with pytest.raises(TemplateError, match='undefined variable "\\$x"'):
+        Template.parse('{{ $x := 1 }}{{ define "d" }}{{ $x }}{{ end }}', "t", templates={})
+
+
+def test_block_defines_and_runs_its_body_and_a_later_define_overrides_it() -> None:
+    shared: dict[str, Template] = {}
+    tmpl = Template.parse('<{{ block "b" .A }}default {{ . }}{{ end }}>', "t", templates=shared)
+    assert tmpl.render({"A": 1}) == "<default 1>"
+    Template.parse('{{ define "b" }}override {{ . }}{{ end }}', "u", templates=shared)
+    assert tmpl.render({"A": 1}) == "<override 1>"
+
+
+def test_an_empty_define_does_not_replace_an_existing_one() -> None:
+    shared: dict[str, Template] = {}
+    Template.parse('{{ define "x" }}full{{ end }}', "a", templates=shared)
+    Template.parse('{{ define "x" }}  {{ end }}', "b", templates=shared)
+    assert shared["x"].render(None) == "full"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{{ template "missing" }}',
+            't:1:4: executing "t" at <{{template "missing"}}>: template "missing" not defined',
+        ),
+        (
+            '{{ define "r" }}{{ template "r" . }}{{ end }}{{ template "r" . }}',
+            "exceeded maximum template depth (100)",
+        ),
+        (
+            '{{ define "e" }}\n{{ len 3 }}{{ end }}{{ template "e" . }}',
+            'template: t:2:4: executing "e" at <len 3>',
+        ),
+    ],
+)
+def test_named_template_execution_errors(text: str, message: str) -> None:
+    tmpl = Template.parse(text, "t", templates={})
+    with pytest.raises(TemplateError) as info:
+        tmpl.render({})
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{{ if 1 }}{{ define "x" }}{{ end }}{{ end }}', "unexpected {{define}} inside an action"),
+        ("{{ define x }}{{ end }}", 'unexpected "x" in define clause'),
+        ('{{ define "x" }}', "missing {{end}}"),
+        ('{{ block "x" }}{{ end }}', "missing pipeline in block clause"),
+        ('{{ template "x" | }}', 'unexpected "|" in template clause'),
+    ],
+)
+def test_named_template_parse_errors(text: str, message: str) -> None:
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        Template.parse(text, "t", templates={})

@@ -22,8 +22,18 @@ Supported:
   knows the verbs ``%v %s %d %q %x %X %t %c %b %o %U %e %f %g %T %%`` with flags ``+ - # 0``,
   width and precision.
 
-Not supported (parse error): ``define``, ``template``, ``block``, ``html``, ``js``,
-``urlquery``, ``call``, complex numbers, methods.
+Opt-in extensions (:meth:`Template.parse` arguments):
+
+* ``funcs``: extra functions by name (Go's ``Template.Funcs``), looked up before the builtins;
+  their arity is checked at parse time from their signature; an exception they raise is an
+  execution error ``error calling NAME: …``;
+* ``templates``: a dict shared by every template parsed with it (Go's associated templates);
+  with it ``{{define "name"}}…{{end}}`` (top level only), ``{{template "name" [pipeline]}}`` and
+  ``{{block "name" pipeline}}…{{end}}`` are supported, and :meth:`Template.render` of a defined
+  template executes it with any value as ``.``.
+
+Not supported (parse error): ``define``, ``template`` and ``block`` without ``templates``,
+``html``, ``js``, ``urlquery``, ``call``, complex numbers, methods.
 
 Data model: a :class:`~collections.abc.Mapping` behaves like a Go map (a missing key yields
 ``<no value>``; ``index`` of a missing key yields ``""`` when every value of the map is a string,
@@ -34,6 +44,7 @@ error), ``list``/``tuple`` like a slice, ``None`` like ``nil``. Values print lik
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -41,7 +52,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, NoReturn
 
-__all__ = ["Template", "TemplateError"]
+__all__ = ["Template", "TemplateError", "go_quote", "go_sprint"]
 
 
 class TemplateError(ValueError):
@@ -398,6 +409,19 @@ class _Loop:
     kind: str  # "break" or "continue"
 
 
+@dataclass(slots=True)
+class _Invoke:
+    """``{{template "name" pipeline}}``."""
+
+    pos: int
+    src: str
+    name: str
+    pipe: _Pipe | None
+
+
+_MAX_TEMPLATE_DEPTH = 100
+
+
 # Arity of the builtins: (minimum, maximum or None).
 _ARITY: dict[str, tuple[int, int | None]] = {
     "and": (1, None),
@@ -419,14 +443,39 @@ _ARITY: dict[str, tuple[int, int | None]] = {
 _UNSUPPORTED_FUNCS = frozenset({"html", "js", "urlquery", "call"})
 
 
+def _arity_of(func: Callable[..., Any]) -> tuple[int, int | None]:
+    """(minimum, maximum or None) positional arguments of an extra function."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return 0, None
+    low, high = 0, 0
+    for param in params:
+        if param.kind == param.VAR_POSITIONAL:
+            return low, None
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            high += 1
+            if param.default is param.empty:
+                low += 1
+    return low, high
+
+
 class _Parser:
-    def __init__(self, src: str, toks: list[_Tok], fail: Callable[[int, str], NoReturn]) -> None:
-        self.src = src
+    def __init__(
+        self,
+        tmpl: Template,
+        toks: list[_Tok],
+        fail: Callable[[int, str], NoReturn],
+    ) -> None:
+        self.tmpl = tmpl
+        self.src = tmpl.source
         self.toks = toks
         self.i = 0
         self.fail = fail
         self.vars = ["$"]
         self.range_depth = 0
+        self.arity = dict(_ARITY)
+        self.arity.update({name: _arity_of(f) for name, f in tmpl._funcs.items()})
 
     # token helpers -------------------------------------------------------------------------
 
@@ -491,10 +540,53 @@ class _Parser:
                 self.expect_close(word.kind)
                 nodes.append(_Loop(word.kind))
             elif word.kind in ("define", "template", "block"):
-                self.fail(word.pos, f"{{{{{word.kind}}}}} is not supported")
+                if self.tmpl._templates is None:
+                    self.fail(word.pos, f"{{{{{word.kind}}}}} is not supported")
+                if word.kind == "define":
+                    if not top:
+                        self.fail(word.pos, "unexpected {{define}} inside an action")
+                    self.define(word)
+                else:
+                    nodes.append(self.invoke(word))
             else:
                 self.i -= 1
                 nodes.append(_Action(self.pipeline("command", "}}")))
+
+    def template_name(self, word: _Tok) -> str:
+        tok = self.next_non_space()
+        if tok.kind != "string":
+            self.unexpected(tok, f"{word.kind} clause")
+        return str(tok.value)
+
+    def named_body(self, word: _Tok, name: str) -> None:
+        """Parse a define/block body up to its {{end}} and register it as template ``name``."""
+        saved_vars, saved_depth = self.vars, self.range_depth
+        self.vars, self.range_depth = ["$"], 0
+        body, term = self.item_list(top=False)
+        if term != "end":
+            self.fail(self.toks[self.i - 1].pos, f"unexpected {{{{else}}}} in {word.kind}")
+        self.vars, self.range_depth = saved_vars, saved_depth
+        self.tmpl._associate(name, body)
+
+    def define(self, word: _Tok) -> None:
+        name = self.template_name(word)
+        self.expect_close("define clause")
+        self.named_body(word, name)
+
+    def invoke(self, word: _Tok) -> _Invoke:
+        name = self.template_name(word)
+        pipe: _Pipe | None = None
+        if self.peek_non_space().kind == "}}":
+            self.next()
+        else:
+            pipe = self.pipeline(f"{word.kind} clause", "}}")
+        src = self.src[word.pos : self.toks[self.i - 1].pos].strip()
+        node = _Invoke(word.pos, "{{" + src + "}}", name, pipe)
+        if word.kind == "block":
+            if pipe is None:
+                self.fail(word.pos, "missing pipeline in block clause")
+            self.named_body(word, name)
+        return node
 
     def control(self, word: _Tok) -> _Control:
         mark = len(self.vars)
@@ -615,7 +707,7 @@ class _Parser:
             self.fail(cmd.pos, f"can't give argument to non-function {cmd.src.split()[0]}")
 
     def check_arity(self, name: str, got: int, pos: int) -> None:
-        low, high = _ARITY[name]
+        low, high = self.arity[name]
         if got < low or (high is not None and got > high):
             want = f"{low}" if low == high else f"at least {low}"
             self.fail(pos, f"wrong number of args for {name}: want {want} got {got}")
@@ -639,9 +731,9 @@ class _Parser:
         tok = self.next_non_space()
         kind = tok.kind
         if kind == "ident":
-            if tok.val in _UNSUPPORTED_FUNCS:
+            if tok.val in _UNSUPPORTED_FUNCS and tok.val not in self.tmpl._funcs:
                 self.fail(tok.pos, f"function {_go_quote(tok.val)} is not supported")
-            if tok.val not in _ARITY:
+            if tok.val not in self.arity:
                 self.fail(tok.pos, f"function {_go_quote(tok.val)} not defined")
             return _Function(tok.val)
         if kind == "dot":
@@ -776,6 +868,16 @@ def _go_quote(text: str, quote: str = '"') -> str:
             out.append(f"\\U{code:08x}")
     out.append(quote)
     return "".join(out)
+
+
+def go_quote(text: str) -> str:
+    """Go's ``strconv.Quote`` (what ``printf "%q"`` prints for a string)."""
+    return _go_quote(text)
+
+
+def go_sprint(value: Any) -> str:
+    """Go's ``fmt.Sprint`` of one value, as a template prints it (``%v``)."""
+    return _format_v(value)
 
 
 def _format_v(value: Any, plus: bool = False) -> str:
@@ -1108,15 +1210,37 @@ _FUNCS: dict[str, Callable[..., Any]] = {
 
 
 class _State:
-    def __init__(self, tmpl: Template, data: Any) -> None:
+    def __init__(self, tmpl: Template, data: Any, depth: int = 0) -> None:
         self.tmpl = tmpl
         self.vars: list[list[Any]] = [["$", data]]
         self.out: list[str] = []
+        self.depth = depth
 
     def fail(self, cmd_pos: int, src: str, msg: str) -> NoReturn:
         line, col = self.tmpl._line_col(cmd_pos)
-        name = self.tmpl.name
-        raise TemplateError(f'template: {name}:{line}:{col}: executing "{name}" at <{src}>: {msg}')
+        name, file = self.tmpl.name, self.tmpl._file
+        raise TemplateError(f'template: {file}:{line}:{col}: executing "{name}" at <{src}>: {msg}')
+
+    def invoke(self, dot: Any, node: _Invoke) -> None:
+        templates = self.tmpl._templates or {}
+        target = templates.get(node.name)
+        if target is None:
+            self.fail(node.pos, node.src, f"template {_go_quote(node.name)} not defined")
+        if self.depth >= _MAX_TEMPLATE_DEPTH:
+            self.fail(
+                node.pos, node.src, f"exceeded maximum template depth ({_MAX_TEMPLATE_DEPTH})"
+            )
+        value = None if node.pipe is None else self.pipeline(dot, node.pipe)
+        if value is _NO_VALUE:
+            value = None
+        inner = _State(target, value, self.depth + 1)
+        inner.out = self.out
+        try:
+            inner.walk(value, target._nodes)
+        except _ExecError as exc:
+            raise TemplateError(
+                f'template: {target._file}: executing "{target.name}": {exc}'
+            ) from None
 
     def walk(self, dot: Any, nodes: list[Any]) -> None:
         for node in nodes:
@@ -1126,6 +1250,8 @@ class _State:
                 value = self.pipeline(dot, node.pipe)
                 if not node.pipe.decl:
                     self.out.append("<no value>" if value is _NO_VALUE else _format_v(value))
+            elif isinstance(node, _Invoke):
+                self.invoke(dot, node)
             elif isinstance(node, _Control):
                 mark = len(self.vars)
                 try:
@@ -1252,6 +1378,15 @@ class _State:
         return receiver
 
     def call(self, dot: Any, name: str, cmd: _Command, args: list[Any], final: Any) -> Any:
+        extra = self.tmpl._funcs.get(name)
+        if extra is not None:
+            values = [self.argument(dot, node, cmd) for node in args]
+            if final is not _NO_FINAL:
+                values.append(None if final is _NO_VALUE else final)
+            try:
+                return extra(*values)
+            except Exception as exc:
+                raise _ExecError(f"error calling {name}: {exc}") from None
         if name in ("and", "or"):
             # Go evaluates and/or lazily: stop at the first falsy (and) / truthy (or) argument.
             result: Any = None
@@ -1277,13 +1412,34 @@ class _State:
 class Template:
     """A parsed template; parse once (at startup) and render many times."""
 
-    __slots__ = ("_line_starts", "_nodes", "name", "source")
+    __slots__ = ("_file", "_funcs", "_line_starts", "_nodes", "_templates", "name", "source")
 
-    def __init__(self, name: str, source: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        source: str,
+        funcs: Mapping[str, Callable[..., Any]] | None = None,
+        templates: dict[str, Template] | None = None,
+    ) -> None:
         self.name = name
         self.source = source
+        self._file = name
+        self._funcs: Mapping[str, Callable[..., Any]] = dict(funcs or {})
+        self._templates = templates
         self._line_starts = [0] + [i + 1 for i, ch in enumerate(source) if ch == "\n"]
         self._nodes: list[Any] = []
+
+    def _associate(self, name: str, body: list[Any]) -> None:
+        """Register a {{define}}/{{block}} body; like Go, an empty body never replaces another."""
+        assert self._templates is not None
+        empty = all(isinstance(n, _Text) and not n.text.strip() for n in body)
+        if empty and name in self._templates:
+            return
+        named = Template(name, self.source, self._funcs, self._templates)
+        named._file = self._file
+        named._line_starts = self._line_starts
+        named._nodes = body
+        self._templates[name] = named
 
     def _line_col(self, pos: int) -> tuple[int, int]:
         line = 0
@@ -1298,17 +1454,28 @@ class Template:
 
     def _fail(self, pos: int, msg: str) -> NoReturn:
         line, col = self._line_col(pos)
-        raise TemplateError(f"template: {self.name}:{line}:{col}: {msg}")
+        raise TemplateError(f"template: {self._file}:{line}:{col}: {msg}")
 
     @classmethod
-    def parse(cls, text: str, name: str = "template") -> Template:
-        """Parse ``text``; raise :class:`TemplateError` for syntax outside the supported subset."""
-        tmpl = cls(name, text)
+    def parse(
+        cls,
+        text: str,
+        name: str = "template",
+        *,
+        funcs: Mapping[str, Callable[..., Any]] | None = None,
+        templates: dict[str, Template] | None = None,
+    ) -> Template:
+        """Parse ``text``; raise :class:`TemplateError` for syntax outside the supported subset.
+
+        ``funcs`` adds functions; ``templates`` (a dict shared by related templates, which
+        receives every ``{{define}}``) enables ``define``, ``template`` and ``block``.
+        """
+        tmpl = cls(name, text, funcs, templates)
         toks = _Lexer(text, tmpl._fail).run()
-        tmpl._nodes = _Parser(text, toks, tmpl._fail).parse()
+        tmpl._nodes = _Parser(tmpl, toks, tmpl._fail).parse()
         return tmpl
 
-    def render(self, data: Mapping[str, Any]) -> str:
+    def render(self, data: Any) -> str:
         """Execute the template with ``data`` as ``.`` and ``$``; raise :class:`TemplateError`."""
         state = _State(self, data)
         try:

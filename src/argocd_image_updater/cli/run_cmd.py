@@ -34,6 +34,9 @@ from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilt
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
 from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.kube.secrets import KubeSecretReader
+from argocd_image_updater.local.prepare import LocalPreparer, RepoFiles
+from argocd_image_updater.local.store import LocalStore
+from argocd_image_updater.local.writer import LocalManifestWriter, SplitBatchWriter
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report import log as logging_setup
 from argocd_image_updater.report.events import EventRecorder
@@ -73,6 +76,8 @@ def watch_scope(settings: Settings, own_namespace: str) -> list[str] | None:
     value = str(settings.watch_namespaces).strip()
     if value == "*":
         return None
+    if not value and settings.applications_api == "local":
+        return None  # the manifests in the directory are the scope
     if not value:
         if settings.applications_api == "argocd" or settings.application_namespace:
             # v0.x: Applications were read in every namespace unless narrowed.
@@ -162,6 +167,8 @@ async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
     closers: list[Any] = []
     registries = load_registries(str(settings.registries_conf_path))
     kube: KubeClient | None = None
+    if settings.applications_api == "local":
+        return await build_local_controller(settings, registries)
     if not settings.disable_kubernetes:
         try:
             kube = await KubeClient.connect(str(settings.kubeconfig))
@@ -232,6 +239,55 @@ async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
         ),
     )
     return controller, closers
+
+
+def _local_root(settings: Settings) -> Path:
+    configured = str(settings.local_path)
+    if not configured:
+        raise StartupError(
+            "--applications-api local needs --local-path: the directory holding the "
+            "Application and ImageUpdater manifests (e.g. a checkout of your app-of-apps "
+            "repository)"
+        )
+    root = Path(configured).expanduser().resolve()
+    if not root.is_dir():
+        raise StartupError(f"--local-path {configured}: no such directory")
+    return root
+
+
+async def build_local_controller(
+    settings: Settings, registries: RegistryConfig
+) -> tuple[Controller, list[Any]]:
+    """Local mode: manifests from a directory, no cluster (see docs/local-mode.md)."""
+    root = _local_root(settings)
+    namespace = str(settings.argocd_namespace) or "argocd"
+    git_writer = build_git_writer(settings, None)
+    files = RepoFiles(git_writer.cache, git_writer.credentials)
+    store = LocalStore(root, namespace, files)
+    scanner = Scanner()
+    controller = Controller(
+        store=store,
+        registries=registries,
+        scanner=scanner,
+        credentials=CredentialsCache(None),
+        writer_for=lambda config: None,  # every write goes through the batch writer
+        namespaces=watch_scope(settings, namespace),
+        legacy=LegacyFilter(
+            enabled=bool(settings.legacy_annotations),
+            namespace=str(settings.application_namespace),
+            name_patterns=tuple(settings.match_application_name),
+            label=str(settings.match_application_label),
+        ),
+        interval=timedelta(0) if settings.once else settings.interval,
+        dry_run=bool(settings.dry_run),
+        max_concurrent_apps=int(settings.max_concurrent_apps),
+        batch_writer=SplitBatchWriter(
+            LocalManifestWriter(store, git_writer.commit_settings), git_writer
+        ),
+        prepare=LocalPreparer(files, namespace),
+    )
+    log.info("reading Applications from manifests", path=str(root))
+    return controller, [scanner, git_writer]
 
 
 async def close_resource(resource: Any) -> None:

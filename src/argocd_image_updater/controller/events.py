@@ -110,6 +110,8 @@ async def handle_event(controller: Controller, event: RegistryEvent) -> CycleRes
         log.info("no application uses the repository of this event", **fields)
         return None
     log.info("processing registry event for %d application(s)", len(narrowed.configs), **fields)
+    if controller.prepare is not None:
+        narrowed = await controller.prepare(narrowed)
     result = await run_cycle(
         narrowed,
         controller.registries,

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -64,6 +64,8 @@ class Controller:
     last_collected: Collected | None = None
     """What the last full cycle selected (webhook events reuse it to find the apps to update)."""
     last_collected_at: float = 0.0
+    prepare: Callable[[Collected], Awaitable[Collected]] | None = None
+    """Completes the selection before planning (local mode: live images read from files)."""
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -79,7 +81,7 @@ class Controller:
         if self.reporter is not None:
             await self.reporter.reconciling(collected)
         result = await run_cycle(
-            collected,
+            await self.prepare(collected) if self.prepare is not None else collected,
             self.registries,
             self.scanner,
             self.credentials,

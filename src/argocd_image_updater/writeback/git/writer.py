@@ -106,6 +106,18 @@ class GitBatchWriter:
         self._namespace = controller_namespace
         self._pr_api_url = pr_api_url or None
 
+    @property
+    def cache(self) -> RepoCache:
+        return self._cache
+
+    @property
+    def credentials(self) -> GitCredentialsResolver:
+        return self._credentials
+
+    @property
+    def commit_settings(self) -> CommitSettings:
+        return self._commit
+
     async def _pull_request(
         self, member: _Member, creds: GitCredentials, head: str, base: str, message: str
     ) -> None:

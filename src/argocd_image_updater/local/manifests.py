@@ -1,0 +1,147 @@
+"""Find and parse the Application and ImageUpdater manifests under a directory.
+
+Every ``*.yaml``, ``*.yml`` and ``*.json`` file below the root is read (hidden directories such
+as ``.git`` and the ``templates/`` directory of a Helm chart are skipped: they hold no plain
+manifests). A file that does not parse, or an object of the right kind that is malformed, is
+reported with its path and position and skipped; every other file is still used. Objects of
+other kinds (ConfigMaps, AppProjects, …) are ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+APPLICATION_GROUP: Final = "argoproj.io/"
+IMAGE_UPDATER_GROUP: Final = "argocd-image-updater.argoproj.io/"
+SUFFIXES: Final = (".yaml", ".yml", ".json")
+MAX_FILE_BYTES: Final = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One object: the file it is in (relative, ``/``-separated), its document index, the
+    object (``metadata.namespace`` filled in) and the digest of the file as read."""
+
+    path: str
+    document: int
+    obj: dict[str, Any]
+    digest: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        meta = self.obj["metadata"]
+        return str(meta["namespace"]), str(meta["name"])
+
+
+@dataclass(slots=True)
+class ManifestSet:
+    applications: list[Manifest] = field(default_factory=list)
+    image_updaters: list[Manifest] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def file_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _is_chart_templates(directory: Path) -> bool:
+    return directory.name == "templates" and (directory.parent / "Chart.yaml").is_file()
+
+
+def manifest_files(root: Path) -> list[Path]:
+    """The candidate files below ``root``, in a stable order."""
+    found: list[Path] = []
+    for current, dirs, files in os.walk(root):
+        here = Path(current)
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and not _is_chart_templates(here / d)
+        )
+        found.extend(here / f for f in sorted(files) if f.endswith(SUFFIXES))
+    return found
+
+
+def _where(err: YAMLError) -> str:
+    if isinstance(err, MarkedYAMLError) and err.problem_mark is not None:
+        mark = err.problem_mark
+        return f"line {mark.line + 1}, column {mark.column + 1}: {err.problem}"
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def _kind_of(obj: Any) -> str | None:
+    if not isinstance(obj, dict):
+        return None
+    kind, version = obj.get("kind"), obj.get("apiVersion")
+    if not isinstance(version, str):
+        return None
+    if kind == "Application" and version.startswith(APPLICATION_GROUP):
+        return "Application"
+    if kind == "ImageUpdater" and version.startswith(IMAGE_UPDATER_GROUP):
+        return "ImageUpdater"
+    return None
+
+
+def _check_metadata(obj: dict[str, Any], default_namespace: str) -> str | None:
+    """Fill in ``metadata.namespace``; a problem text when the metadata is unusable."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return "metadata: required field is missing or not a mapping"
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return "metadata.name: required field is missing"
+    namespace = meta.get("namespace")
+    if namespace is None or namespace == "":
+        meta["namespace"] = default_namespace
+    elif not isinstance(namespace, str):
+        return "metadata.namespace: expected a string"
+    return None
+
+
+def load_manifests(root: Path, default_namespace: str) -> ManifestSet:
+    """Every Application and ImageUpdater under ``root``; problems are collected, not raised."""
+    out = ManifestSet()
+    seen: dict[tuple[str, str, str], str] = {}
+    for file in manifest_files(root):
+        rel = file.relative_to(root).as_posix()
+        try:
+            if file.stat().st_size > MAX_FILE_BYTES:
+                out.problems.append(f"{rel}: larger than {MAX_FILE_BYTES} bytes, skipped")
+                continue
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            out.problems.append(f"{rel}: cannot read the file: {err}")
+            continue
+        try:
+            documents = list(YAML(typ="safe", pure=True).load_all(text))
+        except YAMLError as err:
+            out.problems.append(f"{rel}: not valid YAML, skipped: {_where(err)}")
+            continue
+        digest = file_digest(text)
+        for index, obj in enumerate(documents):
+            kind = _kind_of(obj)
+            if kind is None:
+                continue
+            problem = _check_metadata(obj, default_namespace)
+            if problem is not None:
+                out.problems.append(f"{rel}: document {index + 1}: {kind}: {problem}, skipped")
+                continue
+            manifest = Manifest(rel, index, obj, digest)
+            key = (kind, *manifest.key)
+            if key in seen:
+                out.problems.append(
+                    f"{rel}: document {index + 1}: {kind} {key[1]}/{key[2]} is also defined in "
+                    f"{seen[key]}; the first definition is used"
+                )
+                continue
+            seen[key] = rel
+            if kind == "Application":
+                out.applications.append(manifest)
+            else:
+                out.image_updaters.append(manifest)
+    return out

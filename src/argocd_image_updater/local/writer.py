@@ -51,6 +51,11 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def _relative(files: Sequence[Path], toplevel: Path) -> list[str]:
+    top = toplevel.resolve()
+    return [f.resolve().relative_to(top).as_posix() for f in files]
+
+
 class LocalManifestWriter:
     """The batch writer of local mode for Applications using the ``argocd`` method."""
 
@@ -133,7 +138,7 @@ class LocalManifestWriter:
                 )
                 return
             toplevel = Path(probe.stdout.strip())
-            paths = [str(f.resolve().relative_to(toplevel.resolve())) for f in files]
+            paths = _relative(files, toplevel)
             message = grouped_commit_message(
                 self._commit.template, [(c.app.name, p.changes) for c, p, _ in members]
             )
@@ -153,9 +158,9 @@ class LocalManifestWriter:
                 "GIT_COMMITTER_EMAIL": self._commit.email,
             }
             await run_git(["add", "--", *paths], cwd=toplevel, env=env, timeout=GIT_TIMEOUT)
+            commit = [*args, "commit", "-q", "--no-verify", "-F", str(msgfile), *tail]
             await run_git(
-                [*args, "commit", "-q", "--no-verify", "-F", str(msgfile), *tail, "--only"]
-                + ["--", *paths],
+                [*commit, "--only", "--", *paths],
                 cwd=toplevel,
                 env={**env, **identity},
                 timeout=GIT_TIMEOUT,

@@ -1,9 +1,14 @@
-"""Registry credential references (``env:``, ``ext:``, ``secret:``, ``pullsecret:``) and fetching.
+"""Registry credential references and fetching.
+
+References: ``env:``, ``ext:``, ``secret:``, ``pullsecret:``, and the native cloud logins
+``ecr:``, ``gcp:``, ``azure:`` (see :mod:`argocd_image_updater.registry.cloud`).
 
 A reference says where credentials come from; :func:`fetch_credentials` reads them.
 :class:`EndpointCredentials` serves a registry-level reference (``credentials`` in registries.conf)
 with caching until ``credsexpire``; :class:`ImageCredentials` serves a per-image pull secret.
-Both implement :class:`argocd_image_updater.model.registry.CredentialProvider`.
+Both implement :class:`argocd_image_updater.model.registry.CredentialProvider`. Cloud logins are
+cached by their own expiry instead, process-wide (:class:`~argocd_image_updater.registry.cloud.
+logins.CloudLogins`), so that pull secrets and registry entries naming the same login share it.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import re
 import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Final
 
@@ -33,6 +38,16 @@ from argocd_image_updater.config.secrets import (
     read_field,
 )
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
+from argocd_image_updater.registry.cloud.detect import detect
+from argocd_image_updater.registry.cloud.errors import CloudLoginError
+from argocd_image_updater.registry.cloud.hosts import CloudKind
+from argocd_image_updater.registry.cloud.logins import LOGINS, CloudLogins
+from argocd_image_updater.registry.cloud.options import (
+    CloudOptionError,
+    CloudOptions,
+    parse_cloud_options,
+)
+from argocd_image_updater.registry.cloud.refresh import CloudToken, TokenRefresher
 from argocd_image_updater.report import metrics
 from argocd_image_updater.report.log import get_logger, register_secret
 
@@ -43,8 +58,9 @@ _STDOUT_LIMIT: Final = 64 * 1024
 _DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _ENV_NAME_RE: Final = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 ACCEPTED_FORMS: Final = (
-    "use env:<VARIABLE>, ext:</absolute/path/to/script>, secret:<namespace>/<name>#<field> "
-    "or pullsecret:<namespace>/<name>, optionally prefixed with <registry>="
+    "use env:<VARIABLE>, ext:</absolute/path/to/script>, secret:<namespace>/<name>#<field>, "
+    "pullsecret:<namespace>/<name>, ecr:[<region>][,<role-arn>], gcp: or azure:[<client-id>], "
+    "optionally prefixed with <registry>="
 )
 
 _log = get_logger(__name__)
@@ -63,6 +79,12 @@ class CredentialKind(enum.StrEnum):
     EXT = "ext"
     SECRET = "secret"
     PULLSECRET = "pullsecret"
+    ECR = "ecr"
+    GCP = "gcp"
+    AZURE = "azure"
+
+
+CLOUD_KINDS: Final = frozenset({CredentialKind.ECR, CredentialKind.GCP, CredentialKind.AZURE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +98,13 @@ class CredentialRef:
     namespace: str = ""
     name: str = ""
     field: str = ""
+    option: str = ""
+    """What follows ``ecr:``/``gcp:``/``azure:`` (canonical form)."""
+
+    @property
+    def cloud(self) -> CloudOptions:
+        """The options of a cloud login reference (``ecr:``, ``gcp:``, ``azure:``)."""
+        return parse_cloud_options(CloudKind(self.kind.value), self.option)
 
     @property
     def key(self) -> str:
@@ -89,6 +118,8 @@ class CredentialRef:
                 return f"secret:{self.namespace}/{self.name}#{self.field}"
             case CredentialKind.PULLSECRET:
                 return f"pullsecret:{self.namespace}/{self.name}"
+            case CredentialKind.ECR | CredentialKind.GCP | CredentialKind.AZURE:
+                return f"{self.kind}:{self.option}"
 
     def __str__(self) -> str:
         return f"{self.registry}={self.key}" if self.registry else self.key
@@ -137,7 +168,7 @@ def parse_credential_ref(text: str, require_registry_prefix: bool = False) -> Cr
         kind = CredentialKind(kind_text.strip().lower())
     except ValueError:
         raise _ref_error("unknown credential type (it is the part before ':')") from None
-    if not source:
+    if not source and kind not in CLOUD_KINDS:
         raise _ref_error(f"nothing after '{kind}:'")
     match kind:
         case CredentialKind.ENV:
@@ -170,6 +201,12 @@ def parse_credential_ref(text: str, require_registry_prefix: bool = False) -> Cr
             return CredentialRef(
                 kind, registry, namespace=namespace, name=name, field=PULL_SECRET_FIELD
             )
+        case CredentialKind.ECR | CredentialKind.GCP | CredentialKind.AZURE:
+            try:
+                options = parse_cloud_options(CloudKind(kind.value), source)
+            except CloudOptionError as exc:
+                raise _ref_error(str(exc)) from None
+            return CredentialRef(kind, registry, option=options.text)
 
 
 def _split_user_pass(value: str) -> Credentials | None:
@@ -270,12 +307,14 @@ async def fetch_credentials(
     secrets: SecretReader | None,
     env: Mapping[str, str] | None = None,
     ext_timeout: float = DEFAULT_EXT_TIMEOUT,
+    cloud_logins: CloudLogins | None = None,
 ) -> Credentials:
     """Read the credentials ``ref`` points to for the registry at ``api_url`` / ``prefix``.
 
     ``env`` defaults to the process environment; ``secrets`` is needed for ``secret:`` and
-    ``pullsecret:``. Raises :class:`CredentialsError`. The password is registered with the log
-    masking so that it never appears in a log line.
+    ``pullsecret:``; cloud logins come from ``cloud_logins`` (default: the process-wide ones).
+    Raises :class:`CredentialsError`. The password is registered with the log masking so that it
+    never appears in a log line.
     """
     creds: Credentials | None
     match ref.kind:
@@ -293,6 +332,13 @@ async def fetch_credentials(
             creds = await _run_script(ref.script_path, ext_timeout)
         case CredentialKind.SECRET | CredentialKind.PULLSECRET:
             creds = await _from_secret(ref, api_url=api_url, prefix=prefix, secrets=secrets)
+        case CredentialKind.ECR | CredentialKind.GCP | CredentialKind.AZURE:
+            endpoint = RegistryEndpoint(prefix=prefix, name=prefix, api_url=api_url)
+            refresher = (cloud_logins or LOGINS).refresher(ref.cloud, endpoint)
+            try:
+                creds = (await refresher.get()).credentials
+            except CloudLoginError as exc:
+                raise CredentialsError(str(exc)) from None
     register_secret(creds.password)
     return creds
 
@@ -329,7 +375,12 @@ async def _from_secret(
 
 
 class _CachingProvider:
-    """Single-flight fetching with an optional time-to-live, shared by both providers."""
+    """Single-flight fetching with an optional time-to-live, shared by both providers.
+
+    Cloud login references are served by their process-wide :class:`TokenRefresher` instead
+    (cached until shortly before the token expires, whatever ``credsexpire`` says). With
+    ``auto_detected`` set, a failing cloud login falls back to anonymous access.
+    """
 
     def __init__(
         self,
@@ -341,6 +392,8 @@ class _CachingProvider:
         env: Mapping[str, str] | None,
         clock: Callable[[], float],
         ext_timeout: float,
+        cloud_logins: CloudLogins | None = None,
+        auto_detected: bool = False,
     ) -> None:
         self._ref = ref
         self._endpoint = endpoint
@@ -354,6 +407,19 @@ class _CachingProvider:
         self._inflight: asyncio.Future[Credentials] | None = None
         self._refetch_pending = False
         self._generation = 0
+        self._auto = auto_detected
+        self._login: TokenRefresher | None = None
+        self._handed_out: CloudToken | None = None
+        self._warned = ""
+        self.last_error = ""
+        """Why the last cloud login failed (empty after a successful one)."""
+        if ref is not None and ref.kind in CLOUD_KINDS:
+            self._login = (cloud_logins or LOGINS).refresher(ref.cloud, endpoint)
+
+    @property
+    def login(self) -> TokenRefresher | None:
+        """The cloud login behind a cloud reference."""
+        return self._login
 
     @property
     def key(self) -> str:
@@ -374,6 +440,8 @@ class _CachingProvider:
     async def get(self) -> Credentials | None:
         if self._ref is None:
             return None
+        if self._login is not None:
+            return await self._cloud_get(self._login)
         if self._fresh():
             metrics.CACHE_HITS.labels("credentials").inc()
             return self._cached
@@ -384,6 +452,25 @@ class _CachingProvider:
             self._inflight = task
         # shield: one caller giving up must not cancel the fetch the others wait for
         return await asyncio.shield(self._inflight)
+
+    async def _cloud_get(self, login: TokenRefresher) -> Credentials | None:
+        try:
+            token = await login.get()
+        except CloudLoginError as exc:
+            self._handed_out = None
+            self.last_error = str(exc)
+            if not self._auto:
+                raise CredentialsError(str(exc)) from None
+            if self.last_error != self._warned:
+                self._warned = self.last_error
+                _log.warning(
+                    "Cloud login for an auto-detected registry failed; continuing anonymously",
+                    registry=self._endpoint.prefix,
+                    error=self.last_error,
+                )
+            return None
+        self._handed_out, self.last_error = token, ""
+        return token.credentials
 
     async def _fetch(self, ref: CredentialRef, generation: int) -> Credentials:
         _log.debug("fetching credentials", source=ref.key, registry=self._endpoint.prefix)
@@ -417,6 +504,8 @@ class _CachingProvider:
         """
         if self._ref is None:
             return False
+        if self._login is not None:
+            return self._login.invalidate(self._handed_out)
         if self._cached is not None:
             self._cached = None
             self._generation += 1
@@ -429,7 +518,9 @@ class EndpointCredentials(_CachingProvider):
     """Credentials of a registries.conf entry: cached until ``credsexpire`` (0 = forever).
 
     Concurrent callers share one fetch (an ``ext:`` script runs once). ``clock`` returns
-    seconds (monotonic) and is injectable for tests.
+    seconds (monotonic) and is injectable for tests. ``auto_detected``: the reference was not
+    configured but chosen by host (see :mod:`argocd_image_updater.registry.cloud.detect`); a
+    failing login then means anonymous access instead of an error.
     """
 
     def __init__(
@@ -440,6 +531,8 @@ class EndpointCredentials(_CachingProvider):
         env: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         ext_timeout: float = DEFAULT_EXT_TIMEOUT,
+        cloud_logins: CloudLogins | None = None,
+        auto_detected: bool = False,
     ) -> None:
         ref = parse_credential_ref(endpoint.credentials) if endpoint.credentials else None
         super().__init__(
@@ -450,6 +543,8 @@ class EndpointCredentials(_CachingProvider):
             env=env,
             clock=clock,
             ext_timeout=ext_timeout,
+            cloud_logins=cloud_logins,
+            auto_detected=auto_detected,
         )
 
 
@@ -468,6 +563,7 @@ class ImageCredentials(_CachingProvider):
         secrets: SecretReader | None = None,
         env: Mapping[str, str] | None = None,
         ext_timeout: float = DEFAULT_EXT_TIMEOUT,
+        cloud_logins: CloudLogins | None = None,
     ) -> None:
         parsed = parse_credential_ref(ref) if isinstance(ref, str) else ref
         super().__init__(
@@ -478,4 +574,26 @@ class ImageCredentials(_CachingProvider):
             env=env,
             clock=time.monotonic,
             ext_timeout=ext_timeout,
+            cloud_logins=cloud_logins,
         )
+
+
+def auto_detected_credentials(
+    endpoint: RegistryEndpoint,
+    *,
+    enabled: bool = True,
+    cloud_logins: CloudLogins | None = None,
+) -> EndpointCredentials | None:
+    """A cloud login for a registry without ``credentials`` whose host names a cloud registry
+    (when enabled, the SDK is installed and an identity is found); None means anonymous."""
+    if endpoint.credentials or not enabled:
+        return None
+    found = detect(endpoint.host)
+    if not found.reference:
+        return None
+    _log.debug("using an auto-detected cloud login", registry=endpoint.prefix, login=found.reason)
+    return EndpointCredentials(
+        replace(endpoint, credentials=found.reference),
+        cloud_logins=cloud_logins,
+        auto_detected=True,
+    )

@@ -1,7 +1,10 @@
 """``argocd-image-updater demo``: the main job on a built-in, self-contained example.
 
 A real registry (Debian's ``docker-registry``) is started on loopback and filled with sample
-tags; then the tag choice runs against it with each update strategy, showing every tag's verdict.
+tags; then the tag choice runs against it with each update strategy, showing every tag's verdict;
+then one update cycle runs in local mode on a Git checkout holding two Applications and an
+ImageUpdater, and the plan, the reasons for what was skipped and the resulting commits are shown.
+Everything lives in a temporary directory that is removed at the end.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 import click
 
 from argocd_image_updater.cli.test_cmd import TestFailed, TestOptions, print_explain, run_test
+from argocd_image_updater.controller.cycle import CycleResult
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.report import log as logging_setup
 from argocd_image_updater.report.log import Logger, get_logger
@@ -109,89 +113,159 @@ async def tag_choice(image: str, conf: Path, log: Logger) -> int:
     return failures
 
 
+STAGING_APP = """\
+# The staging Application: its image tag lives in the Application itself.
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: shop-staging
+spec:
+  project: default
+  source:
+    repoURL: {deploy}
+    targetRevision: main
+    path: envs/staging
+    kustomize:
+      images:
+      - {image}:1.0.0  # set by argocd-image-updater
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: shop-staging
+"""
+
+PROD_APP = """\
+# The production Application: its image tag lives in envs/prod/kustomization.yaml.
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: shop-prod
+spec:
+  project: default
+  source:
+    repoURL: {deploy}
+    targetRevision: main
+    path: envs/prod
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: shop-prod
+"""
+
+IMAGE_UPDATER = """\
+apiVersion: argocd-image-updater.argoproj.io/v1alpha1
+kind: ImageUpdater
+metadata:
+  name: shop
+spec:
+  applicationRefs:
+  - namePattern: shop-staging
+    images:
+    - alias: web
+      imageName: {image}:~1.0
+  - namePattern: shop-prod
+    images:
+    - alias: web
+      imageName: {image}:~1.0
+    - alias: worker
+      imageName: {image}:^3.0
+    writeBackConfig:
+      method: git
+      gitConfig:
+        writeBackTarget: kustomization
+"""
+
+KUSTOMIZATION = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- deployment.yaml
+images:
+- name: {image}
+  newTag: 1.0.0  # set by argocd-image-updater
+"""
+
+
+def _print_plan(result: CycleResult) -> None:
+    for app in result.apps:
+        for image in app.plan.results if app.plan else ():
+            current = image.current or "(not set)"
+            line = f"  {app.app:<20} {image.alias:<7} {current} -> {image.chosen or '-'}"
+            why = f" ({image.reason})" if image.reason != image.outcome else ""
+            click.echo(f"{line}\n    {image.outcome}{why}: {image.message}")
+        if app.error:
+            click.echo(f"  {app.app}: error: {app.error}")
+
+
 async def full_cycle(image: str, conf: Path, tmp: Path) -> int:
-    """Part 2: one update cycle of the controller against a stand-in Kubernetes API: one
-    Application updated in place (``argocd`` write-back), one through a commit to Git."""
+    """Part 2: one update cycle in local mode: the Applications and the ImageUpdater are
+    manifests in a Git checkout; one Application is updated in its manifest (``argocd``
+    write-back, committed in the checkout), the other through a commit to its Git repository."""
     from argocd_image_updater.cli.run_cmd import build_controller, close_resource
     from argocd_image_updater.config.settings import resolve
-    from argocd_image_updater.sandbox import objects
-    from argocd_image_updater.sandbox.git_servers import bare_repo, log_subjects, show
-    from argocd_image_updater.sandbox.kube import KubeApiServer
+    from argocd_image_updater.sandbox.git_servers import bare_repo, git, show
 
-    click.echo("\n=== A full update cycle (argocd-image-updater run --once)")
-    kustomization = f"resources:\n- deployment.yaml\nimages:\n- name: {image}\n  newTag: 1.0.0\n"
-    remote = bare_repo(tmp / "deploy.git", files={"apps/shop/kustomization.yaml": kustomization})
-    async with KubeApiServer(namespaces=("argocd",)) as kube:
-        kube.store.put(
-            objects.application(
-                "shop-staging", images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
-            )
-        )
-        kube.store.put(
-            objects.application(
-                "shop-prod",
-                images=[f"{image}:1.0.0"],
-                repo_url=f"file://{remote}",
-                path="apps/shop",
-                target_revision="main",
-            )
-        )
-        kube.store.put(
-            objects.image_updater(
-                "shop",
-                spec={
-                    "applicationRefs": [
-                        {
-                            "namePattern": "shop-staging",
-                            "images": [{"alias": "web", "imageName": f"{image}:~1.0"}],
-                        },
-                        {
-                            "namePattern": "shop-prod",
-                            "images": [{"alias": "web", "imageName": f"{image}:~1.0"}],
-                            "writeBackConfig": {
-                                "method": "git",
-                                "gitConfig": {"writeBackTarget": "kustomization"},
-                            },
-                        },
-                    ]
-                },
-            )
-        )
-        click.echo(
-            "ImageUpdater 'shop' watches shop-staging (written back to the Application) and "
-            "shop-prod (written back to Git), both running 1.0.0, constraint ~1.0."
-        )
-        settings = resolve(
-            "run",
-            {
-                "kubeconfig": str(kube.write_kubeconfig(tmp / "kubeconfig", namespace="argocd")),
-                "registries_conf_path": str(conf),
-                "git_cache_dir": str(tmp / "clones"),
-                "git_commit_message_path": str(tmp / "default-template"),
-                "once": True,
-            },
-            env={},
-        )
-        controller, closers = await build_controller(settings)
-        try:
-            result = await controller.cycle()
-        finally:
-            for closer in reversed(closers):
-                await close_resource(closer)
-        staging = kube.store.get("applications", "argocd", "shop-staging")
-        click.echo(
-            f"applications={len(result.apps)} images_updated={result.images_updated} "
-            f"errors={result.errors} registry scans={result.scans}"
-        )
-        click.echo(
-            "shop-staging spec.source.kustomize.images: "
-            f"{staging['spec']['source']['kustomize']['images']}"
-        )
     home = tmp / "git-home"
     home.mkdir(exist_ok=True)
-    click.echo(f"shop-prod: commit '{log_subjects(remote, 'main', home=home)[0]}' with")
-    click.echo(show(remote, "main", "apps/shop/kustomization.yaml", home=home) or "")
-    return 1 if result.errors or result.images_updated != 2 else 0
+    deploy = bare_repo(
+        tmp / "deploy.git",
+        files={
+            "envs/staging/kustomization.yaml": "resources:\n- deployment.yaml\n",
+            "envs/prod/kustomization.yaml": KUSTOMIZATION.format(image=image),
+        },
+    )
+    gitops = tmp / "gitops"
+    gitops.mkdir()
+    files = {
+        "apps/shop-staging.yaml": STAGING_APP.format(image=image, deploy=f"file://{deploy}"),
+        "apps/shop-prod.yaml": PROD_APP.format(deploy=f"file://{deploy}"),
+        "apps/image-updater.yaml": IMAGE_UPDATER.format(image=image),
+    }
+    git("init", "-q", "--initial-branch=main", cwd=gitops, home=home)
+    for name, text in files.items():
+        (gitops / name).parent.mkdir(parents=True, exist_ok=True)
+        (gitops / name).write_text(text)
+    git("add", "-A", cwd=gitops, home=home)
+    git("commit", "-q", "-m", "Add the shop applications", cwd=gitops, home=home)
+
+    click.echo(
+        "\n=== A full update cycle in local mode\n"
+        f"$ argocd-image-updater run --once --applications-api local --local-path {gitops}\n"
+        f"{gitops} (a Git checkout of the app-of-apps repository) holds:\n"
+        "  apps/shop-staging.yaml   Application, image tag in the Application (write-back: argocd)\n"
+        "  apps/shop-prod.yaml      Application, image tag in envs/prod/kustomization.yaml of\n"
+        f"                           {deploy} (write-back: git)\n"
+        "  apps/image-updater.yaml  ImageUpdater 'shop': web ~1.0 on both, worker ^3.0 on prod"
+    )
+    settings = resolve(
+        "run",
+        {
+            "applications_api": "local",
+            "local_path": str(gitops),
+            "registries_conf_path": str(conf),
+            "git_cache_dir": str(tmp / "clones"),
+            "git_commit_message_path": str(tmp / "default-template"),
+            "once": True,
+        },
+        env={},
+    )
+    controller, closers = await build_controller(settings)
+    try:
+        result = await controller.cycle()
+    finally:
+        for closer in reversed(closers):
+            await close_resource(closer)
+    click.echo("\nPlan (current -> chosen, outcome: reason):")
+    _print_plan(result)
+    click.echo(
+        f"\napplications={len(result.apps)} images_updated={result.images_updated} "
+        f"errors={result.errors} registry scans={result.scans}"
+    )
+    click.echo("\nCommitted in the checkout (argocd write-back edits the Application manifest):")
+    click.echo(git("show", "--format=%h %s", "HEAD", cwd=gitops, home=home).rstrip())
+    click.echo(f"\nPushed to {deploy} (git write-back):")
+    click.echo(git("--git-dir", str(deploy), "show", "--format=%h %s", "main", home=home).rstrip())
+    prod = show(deploy, "main", "envs/prod/kustomization.yaml", home=home) or ""
+    ok = result.errors == 0 and result.images_updated == 2 and "newTag: 1.0.1" in prod
+    return 0 if ok else 1
 
 
 async def demo(verbose: bool) -> int:

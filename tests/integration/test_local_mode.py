@@ -222,3 +222,135 @@ async def test_missing_local_path_is_a_startup_error(
 ) -> None:
     with pytest.raises(StartupError, match="--local-path"):
         await build(tmp_path, registry, tmp_path / "nowhere")
+
+
+HELM_APP = """\
+# Web frontend
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web
+  namespace: shop
+spec:
+  source:
+    repoURL: https://charts.example.com
+    chart: web
+    targetRevision: 1.2.3
+    helm:
+      parameters:
+      - name: image.name
+        value: {image}
+      - name: image.tag
+        value: "1.0.0"   # managed by argocd-image-updater
+      - name: replicas
+        value: "2"
+---
+# Another app in the same file, not selected
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: other
+  namespace: shop
+spec:
+  source: {{repoURL: https://charts.example.com, chart: other, targetRevision: 1.0.0}}
+"""
+
+ARGOCD_UPDATER = """\
+apiVersion: argocd-image-updater.argoproj.io/v1alpha1
+kind: ImageUpdater
+metadata:
+  name: web
+  namespace: shop
+spec:
+  applicationRefs:
+  - namePattern: web
+    images:
+    - alias: web
+      imageName: {image}
+"""
+
+
+async def test_argocd_method_edits_the_manifest_and_commits_it_once(
+    tmp_path: Path, registry: RegistryServer, image: str, home: Path
+) -> None:
+    apps = checkout(
+        tmp_path / "apps",
+        {
+            "shop/web.yaml": HELM_APP.format(image=image),
+            "shop/updater.yaml": ARGOCD_UPDATER.format(image=image),
+            "README.md": "not a manifest\n",
+        },
+        home,
+    )
+    (apps / "README.md").write_text("local edit, not staged\n")  # must stay out of the commit
+    controller, closers = await build(tmp_path, registry, apps)
+    first, second = await run_cycles(controller, closers, 2)
+    assert first.errors == 0 and first.images_updated == 1
+    text = (apps / "shop" / "web.yaml").read_text()
+    # Only the tag's bytes change, plus forceString as the API write-back sets it.
+    assert text == HELM_APP.format(image=image).replace(
+        '"1.0.0"   # managed by argocd-image-updater\n',
+        '"1.1.0"   # managed by argocd-image-updater\n        forceString: true\n',
+    )
+    assert second.images_updated == 0 and second.errors == 0
+    subjects = git("log", "--format=%s", cwd=apps, home=home).splitlines()
+    assert subjects == ["build: automatic update of web", "apps"]
+    changed = git("show", "--name-only", "--format=", "HEAD", cwd=apps, home=home).split()
+    assert changed == ["shop/web.yaml"]
+    assert git("status", "--porcelain", cwd=apps, home=home) == " M README.md\n"
+
+
+async def test_argocd_method_outside_git_edits_files_only(
+    tmp_path: Path, registry: RegistryServer, image: str
+) -> None:
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    (apps / "web.yaml").write_text(HELM_APP.format(image=image))
+    (apps / "updater.yaml").write_text(ARGOCD_UPDATER.format(image=image))
+    controller, closers = await build(tmp_path, registry, apps)
+    (result,) = await run_cycles(controller, closers, 1)
+    assert result.errors == 0 and result.images_updated == 1
+    assert 'value: "1.1.0"   # managed' in (apps / "web.yaml").read_text()
+
+
+async def test_manifest_changed_during_the_cycle_is_not_overwritten(
+    tmp_path: Path, registry: RegistryServer, image: str, home: Path
+) -> None:
+    apps = checkout(
+        tmp_path / "apps",
+        {"web.yaml": HELM_APP.format(image=image), "u.yaml": ARGOCD_UPDATER.format(image=image)},
+        home,
+    )
+    controller, closers = await build(tmp_path, registry, apps)
+    store = controller.store
+    original_list = store.list_applications
+
+    async def edit_after_listing(namespace: str | None) -> list[dict[str, Any]]:
+        found = await original_list(namespace)
+        (apps / "web.yaml").write_text((apps / "web.yaml").read_text() + "# edited by a person\n")
+        return found
+
+    store.list_applications = edit_after_listing  # type: ignore[method-assign]
+    (result,) = await run_cycles(controller, closers, 1)
+    assert result.images_updated == 0
+    assert [a.error for a in result.apps] == [
+        "web.yaml changed while shop/web was being updated; it is updated in the next cycle"
+    ]
+    assert '"1.0.0"' in (apps / "web.yaml").read_text()
+    assert git("log", "--format=%s", cwd=apps, home=home).splitlines() == ["apps"]
+
+
+async def test_failed_commit_restores_the_manifest(
+    tmp_path: Path, registry: RegistryServer, image: str, home: Path
+) -> None:
+    apps = checkout(
+        tmp_path / "apps",
+        {"web.yaml": HELM_APP.format(image=image), "u.yaml": ARGOCD_UPDATER.format(image=image)},
+        home,
+    )
+    (apps / ".git" / "index.lock").write_text("")  # another git process holds the index
+    controller, closers = await build(tmp_path, registry, apps)
+    (result,) = await run_cycles(controller, closers, 1)
+    assert result.apps[0].error is not None
+    assert result.apps[0].error.startswith("could not commit the change of shop/web")
+    assert (apps / "web.yaml").read_text() == HELM_APP.format(image=image)

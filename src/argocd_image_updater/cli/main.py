@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import platform
-import sys
 from typing import Final
 
 import click
@@ -55,7 +54,10 @@ def version(short: bool) -> None:
     click.echo(f"argocd-image-updater: {text}")
     click.echo(f"  PythonVersion: {platform.python_version()}")
     click.echo(f"  PythonImplementation: {platform.python_implementation()}")
-    click.echo(f"  Platform: {sys.platform}/{platform.machine()}")
+    # Go's platform names (linux/amd64), as the original prints them.
+    from argocd_image_updater.policy.platforms import runtime_platform
+
+    click.echo(f"  Platform: {runtime_platform()}")
 
 
 def main() -> None:

@@ -13,10 +13,15 @@ from argocd_image_updater.writeback.messages import MessageError, render_templat
 @click.command("template", help="Renders a commit message template with example data")
 @click.argument("path", required=False)
 def template_command(path: str | None) -> None:
+    # Unlike the original (which exits 0), a template that cannot be used is a failure.
     try:
         text = Path(path).read_text(encoding="utf-8") if path else None
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        click.echo(f"error: could not read commit message template {path}: {reason}", err=True)
+        sys.exit(1)
+    try:
         click.echo(render_template_command(text), nl=False)
-    except (OSError, MessageError) as err:
-        # Unlike the original (which exits 0), a template that cannot be used is a failure.
-        click.echo(f"error: {err}", err=True)
+    except MessageError as err:
+        click.echo(f"error: {path or 'default template'}: {err}", err=True)
         sys.exit(1)

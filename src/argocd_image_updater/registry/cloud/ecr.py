@@ -106,15 +106,16 @@ class EcrLogin:
         config = botocore.config.Config(
             connect_timeout=5,
             read_timeout=10,
-            retries={"mode": "standard", "max_attempts": 2},
+            retries={"mode": "standard", "total_max_attempts": 2},
             user_agent_extra="argocd-image-updater",
         )
         service = "ecr-public" if self.public else "ecr"
-        where = f"{service} GetAuthorizationToken"
+        call = "GetAuthorizationToken" if service == "ecr" else f"{service} GetAuthorizationToken"
+        where = call
         try:
             session = boto3.session.Session(region_name=self.region or None)
             if self.role_arn:
-                where = f"sts AssumeRole {self.role_arn}"
+                where = f"STS AssumeRole {self.role_arn}"
                 sts = session.client("sts", config=config)
                 assumed = sts.assume_role(RoleArn=self.role_arn, RoleSessionName=ROLE_SESSION_NAME)
                 keys = assumed["Credentials"]
@@ -124,7 +125,7 @@ class EcrLogin:
                     aws_session_token=keys["SessionToken"],
                     region_name=session.region_name,
                 )
-                where = f"{service} GetAuthorizationToken"
+                where = call
             client = session.client(service, config=config)
             response = client.get_authorization_token()
         except bx.NoRegionError:
@@ -152,9 +153,12 @@ class EcrLogin:
             failure = Failure.DENIED if code in _DENIED_CODES else Failure.UNREACHABLE
             if failure is Failure.UNREACHABLE and isinstance(status, int) and 400 <= status < 500:
                 failure = Failure.DENIED
+            message = shorten(str(error.get("Message", "")))
             raise CloudLoginError(
-                f"ecr: {where} failed: {code}: {shorten(str(error.get('Message', '')))}"
-                + ("" if failure is Failure.UNREACHABLE else " (check the IAM permissions)"),
+                f"ecr: {where} failed: {code}"
+                + (f": {message}" if message else "")
+                + (f" (HTTP {status})" if isinstance(status, int) and status else "")
+                + ("" if failure is Failure.UNREACHABLE else "; check the IAM permissions"),
                 failure,
             ) from None
         except bx.BotoCoreError as exc:

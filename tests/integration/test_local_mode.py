@@ -9,15 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 from fleet import registries_conf
 
 from argocd_image_updater.cli.run_cmd import StartupError, build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.plan.model import Outcome
-from argocd_image_updater.sandbox.git_servers import bare_repo, git, log_subjects, show
+from argocd_image_updater.sandbox.git_servers import (
+    GitHttpServer,
+    bare_repo,
+    git,
+    log_subjects,
+    show,
+)
 from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater.sandbox.registry import RegistryServer, TlsFiles
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -68,11 +75,12 @@ def checkout(path: Path, files: Mapping[str, str], home: Path) -> Path:
 
 
 async def build(
-    tmp_path: Path, registry: RegistryServer, apps: Path
+    tmp_path: Path, registry: RegistryServer, apps: Path, **flags: Any
 ) -> tuple[Controller, list[Any]]:
     settings = resolve(
         "run",
         {
+            **flags,
             "applications_api": "local",
             "local_path": str(apps),
             "registries_conf_path": str(registries_conf(tmp_path, registry)),
@@ -354,3 +362,50 @@ async def test_failed_commit_restores_the_manifest(
     assert result.apps[0].error is not None
     assert result.apps[0].error.startswith("could not commit the change of shop/web")
     assert (apps / "web.yaml").read_text() == HELM_APP.format(image=image)
+
+
+def _secret(root: Path, namespace: str, name: str, data: Mapping[str, str]) -> None:
+    directory = root / namespace / name
+    directory.mkdir(parents=True)
+    for key, value in data.items():
+        (directory / key).write_text(value)
+
+
+async def test_secrets_dir_gives_git_credentials_and_ca_without_a_cluster(
+    tmp_path: Path, registry: RegistryServer, image: str, home: Path
+) -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    files = TlsFiles(tmp_path / "srv.crt", tmp_path / "srv.key", tmp_path / "ca.pem")
+    cert.private_key_pem.write_to_path(str(files.key))
+    cert.cert_chain_pems[0].write_to_path(str(files.certificate))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    served = tmp_path / "served"
+    served.mkdir()
+    bare_repo(served / "deploy.git", files={"apps/web/kustomization.yaml": KUSTOMIZATION})
+    secrets = tmp_path / "secrets"
+    with GitHttpServer(served, users={"ci": "t0ken-Secret"}, tls=files) as server:
+        url = server.url_for("deploy.git")
+        _secret(
+            secrets,
+            "argocd",
+            "deploy-repo",
+            {"url": url, "username": "ci", "password": "t0ken-Secret"},
+        )
+        _secret(
+            secrets, "argocd", "argocd-tls-certs-cm", {"127.0.0.1": ca.cert_pem.bytes().decode()}
+        )
+        fields = {"repoURL": url, "targetRevision": "main", "path": "apps/web"}
+        apps = checkout(
+            tmp_path / "apps",
+            {
+                "web.yaml": application("web", fields),
+                "u.yaml": image_updater("web", "web", image, GIT),
+            },
+            home,
+        )
+        controller, closers = await build(tmp_path, registry, apps, secrets_dir=str(secrets))
+        (result,) = await run_cycles(controller, closers, 1)
+    assert result.errors == 0 and result.images_updated == 1
+    text = show(served / "deploy.git", "main", "apps/web/.argocd-source-web.yaml", home=home)
+    assert text == f"kustomize:\n  images:\n  - {image}:1.1.0\n"

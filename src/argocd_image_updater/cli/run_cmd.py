@@ -35,6 +35,7 @@ from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
 from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.kube.secrets import KubeSecretReader
 from argocd_image_updater.local.prepare import LocalPreparer, RepoFiles
+from argocd_image_updater.local.secrets import DirectoryObjects
 from argocd_image_updater.local.store import LocalStore
 from argocd_image_updater.local.writer import LocalManifestWriter, SplitBatchWriter
 from argocd_image_updater.registry.scanner import Scanner
@@ -50,7 +51,7 @@ from argocd_image_updater.webhook.server import WebhookServer
 from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
 from argocd_image_updater.writeback.base import AppWriter
-from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
+from argocd_image_updater.writeback.git.credentials import ClusterObjects, GitCredentialsResolver
 from argocd_image_updater.writeback.git.repo import RepoCache
 from argocd_image_updater.writeback.git.writer import (
     CommitSettings,
@@ -123,7 +124,10 @@ async def github_app_installation_token(
     return await github_app_token(app_id, installation_id, private_key, api_url or None)
 
 
-def build_git_writer(settings: Settings, kube: KubeClient | None) -> ClosableGitWriter:
+def build_git_writer(
+    settings: Settings, kube: KubeClient | None, objects: ClusterObjects | None = None
+) -> ClosableGitWriter:
+    """The git writer; ``objects`` replaces ``kube`` for credential lookups (local mode)."""
     if settings.git_commit_method == "api":
         log.warning(
             "--git-commit-method api (GitHub API commits) is not supported yet; "
@@ -134,7 +138,9 @@ def build_git_writer(settings: Settings, kube: KubeClient | None) -> ClosableGit
     namespace = str(settings.argocd_namespace) or (kube.namespace if kube else "argocd")
     return ClosableGitWriter(
         RepoCache(root),
-        GitCredentialsResolver(kube, namespace, github_app_installation_token),
+        GitCredentialsResolver(
+            objects if objects is not None else kube, namespace, github_app_installation_token
+        ),
         CommitSettings(
             user=str(settings.git_commit_user),
             email=str(settings.git_commit_email),
@@ -261,7 +267,10 @@ async def build_local_controller(
     """Local mode: manifests from a directory, no cluster (see docs/local-mode.md)."""
     root = _local_root(settings)
     namespace = str(settings.argocd_namespace) or "argocd"
-    git_writer = build_git_writer(settings, None)
+    objects: DirectoryObjects | None = None
+    if settings.secrets_dir:
+        objects = DirectoryObjects(Path(str(settings.secrets_dir)))
+    git_writer = build_git_writer(settings, None, objects)
     files = RepoFiles(git_writer.cache, git_writer.credentials)
     store = LocalStore(root, namespace, files)
     scanner = Scanner()
@@ -269,7 +278,7 @@ async def build_local_controller(
         store=store,
         registries=registries,
         scanner=scanner,
-        credentials=CredentialsCache(None),
+        credentials=CredentialsCache(objects.reader if objects is not None else None),
         writer_for=lambda config: None,  # every write goes through the batch writer
         namespaces=watch_scope(settings, namespace),
         legacy=LegacyFilter(

@@ -14,9 +14,9 @@ turns TLS verification or host key checking off; only an explicit ``insecure: "t
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Final
+from typing import Any, Final, Protocol
 
-from argocd_image_updater.kube.client import KubeClient, KubeError
+from argocd_image_updater.kube.client import KubeError
 from argocd_image_updater.report.log import register_secret
 from argocd_image_updater.writeback.git.auth import (
     GitCredentials,
@@ -37,6 +37,19 @@ GitHubAppTokenFn = Callable[[str, str, str, str], Awaitable[str]]
 
 class GitCredentialsError(Exception):
     pass
+
+
+class ClusterObjects(Protocol):
+    """The Secret and ConfigMap reads credentials need (the Kubernetes API, or a directory in
+    local mode); a missing object raises :class:`KubeError` with status 404."""
+
+    async def read_secret(self, namespace: str, name: str) -> dict[str, bytes]: ...
+
+    async def list_secrets(
+        self, namespace: str, label_selector: str = ""
+    ) -> list[dict[str, Any]]: ...
+
+    async def read_configmap(self, namespace: str, name: str) -> dict[str, str]: ...
 
 
 def normalise_url(url: str) -> str:
@@ -68,7 +81,7 @@ def _text(data: Mapping[str, bytes], key: str) -> str:
 class GitCredentialsResolver:
     def __init__(
         self,
-        kube: KubeClient | None,
+        kube: ClusterObjects | None,
         argocd_namespace: str,
         github_app_token: GitHubAppTokenFn | None = None,
     ) -> None:

@@ -21,6 +21,8 @@ from argocd_image_updater.sandbox.git_servers import (
     bare_repo,
     git,
     log_subjects,
+    push_files,
+    reject_next_pushes,
     show,
 )
 from argocd_image_updater.sandbox.push import ImagePusher
@@ -80,13 +82,13 @@ async def build(
     settings = resolve(
         "run",
         {
-            **flags,
             "applications_api": "local",
             "local_path": str(apps),
             "registries_conf_path": str(registries_conf(tmp_path, registry)),
             "git_cache_dir": str(tmp_path / "clones"),
             "git_commit_message_path": str(tmp_path / "no-template"),
             "once": True,
+            **flags,
         },
         env={},
     )
@@ -409,3 +411,49 @@ async def test_secrets_dir_gives_git_credentials_and_ca_without_a_cluster(
     assert result.errors == 0 and result.images_updated == 1
     text = show(served / "deploy.git", "main", "apps/web/.argocd-source-web.yaml", home=home)
     assert text == f"kustomize:\n  images:\n  - {image}:1.1.0\n"
+
+
+async def test_manifests_read_from_a_remote_repository_and_pushed_back(
+    tmp_path: Path, registry: RegistryServer, image: str, home: Path
+) -> None:
+    remote = bare_repo(
+        tmp_path / "gitops.git",
+        files={
+            "clusters/prod/apps/web.yaml": HELM_APP.format(image=image),
+            "clusters/prod/apps/updater.yaml": ARGOCD_UPDATER.format(image=image),
+            "clusters/dev/apps/ignored.yaml": "kind: Application\nmetadata: {name: [\n",
+        },
+    )
+    controller, closers = await build(
+        tmp_path,
+        registry,
+        tmp_path / "unused",
+        local_path="clusters/prod",
+        local_repo=f"file://{remote}",
+        local_revision="main",
+    )
+    store = controller.store
+    listing = store.list_applications
+    pushed: list[str] = []
+
+    async def someone_pushes_after_the_read(namespace: str | None) -> list[dict[str, Any]]:
+        found = await listing(namespace)
+        if len(pushed) == 1:  # second cycle: an unrelated change lands before our push
+            push_files(remote, {"README.md": "hello\n"}, home=home, message="Unrelated")
+        pushed.append("x")
+        return found
+
+    store.list_applications = someone_pushes_after_the_read  # type: ignore[method-assign]
+    reject_next_pushes(remote, 1, "protected branch")
+    denied, first, second = await run_cycles(controller, closers, 3)
+    assert denied.images_updated == 0
+    assert denied.apps[0].error is not None and "denied by the remote" in denied.apps[0].error
+    assert first.errors == 0 and first.images_updated == 1
+    assert second.images_updated == 0 and second.errors == 0
+    assert log_subjects(remote, "main", home=home) == [
+        "build: automatic update of web",
+        "Unrelated",
+        "Initial commit",
+    ]
+    text = show(remote, "main", "clusters/prod/apps/web.yaml", home=home)
+    assert text is not None and '"1.1.0"   # managed by argocd-image-updater' in text

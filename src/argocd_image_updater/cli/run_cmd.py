@@ -36,7 +36,7 @@ from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.kube.secrets import KubeSecretReader
 from argocd_image_updater.local.prepare import LocalPreparer, RepoFiles
 from argocd_image_updater.local.secrets import DirectoryObjects
-from argocd_image_updater.local.store import LocalStore
+from argocd_image_updater.local.store import DirectorySource, LocalStore, RepoSource
 from argocd_image_updater.local.writer import LocalManifestWriter, SplitBatchWriter
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report import log as logging_setup
@@ -247,32 +247,46 @@ async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
     return controller, closers
 
 
-def _local_root(settings: Settings) -> Path:
+def _local_source(
+    settings: Settings, git_writer: ClosableGitWriter, namespace: str
+) -> DirectorySource | RepoSource:
     configured = str(settings.local_path)
+    if settings.local_repo:
+        try:
+            return RepoSource(
+                git_writer.cache,
+                git_writer.credentials,
+                str(settings.local_repo),
+                str(settings.local_revision),
+                configured,
+                namespace,
+            )
+        except ValueError as err:
+            raise StartupError(str(err)) from None
     if not configured:
         raise StartupError(
             "--applications-api local needs --local-path: the directory holding the "
             "Application and ImageUpdater manifests (e.g. a checkout of your app-of-apps "
-            "repository)"
+            "repository), or --local-repo with the repository's URL"
         )
     root = Path(configured).expanduser().resolve()
     if not root.is_dir():
         raise StartupError(f"--local-path {configured}: no such directory")
-    return root
+    return DirectorySource(root)
 
 
 async def build_local_controller(
     settings: Settings, registries: RegistryConfig
 ) -> tuple[Controller, list[Any]]:
     """Local mode: manifests from a directory, no cluster (see docs/local-mode.md)."""
-    root = _local_root(settings)
     namespace = str(settings.argocd_namespace) or "argocd"
     objects: DirectoryObjects | None = None
     if settings.secrets_dir:
         objects = DirectoryObjects(Path(str(settings.secrets_dir)))
     git_writer = build_git_writer(settings, None, objects)
+    source = _local_source(settings, git_writer, namespace)
     files = RepoFiles(git_writer.cache, git_writer.credentials)
-    store = LocalStore(root, namespace, files)
+    store = LocalStore(source, namespace, files)
     scanner = Scanner()
     controller = Controller(
         store=store,
@@ -295,7 +309,7 @@ async def build_local_controller(
         ),
         prepare=LocalPreparer(files, namespace),
     )
-    log.info("reading Applications from manifests", path=str(root))
+    log.info("reading Applications from manifests", path=str(source))
     return controller, [scanner, git_writer]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from argocd_image_updater.local.manifests import Manifest, ManifestSet, load_man
 from argocd_image_updater.local.prepare import FileRequest, RepoFiles
 from argocd_image_updater.model.application import SourceType
 from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
+from argocd_image_updater.writeback.git.repo import RepoCache
 
 log = get_logger("local")
 
@@ -33,15 +36,71 @@ def _source_request(source: dict[str, Any] | Any, namespace: str) -> FileRequest
     return FileRequest(url, revision, path, listing=True, namespace=namespace)
 
 
+class DirectorySource:
+    """Manifests in a local directory (a Git work tree or not)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+    async def load(self, default_namespace: str) -> ManifestSet:
+        if not self.root.is_dir():
+            raise FileNotFoundError(
+                f"local applications directory {self.root} does not exist: set --local-path "
+                "to a directory holding Application manifests"
+            )
+        return await asyncio.to_thread(load_manifests, self.root, default_namespace)
+
+
+class RepoSource:
+    """Manifests under ``path`` in a remote Git repository, read from the clone cache."""
+
+    def __init__(
+        self,
+        cache: RepoCache,
+        credentials: GitCredentialsResolver,
+        url: str,
+        revision: str,
+        path: str,
+        namespace: str,
+    ) -> None:
+        self.cache = cache
+        self.credentials = credentials
+        self.url = url
+        self.revision = revision or "HEAD"
+        self.path = posixpath.normpath(path or ".")
+        if self.path.startswith("..") or self.path.startswith("/"):
+            raise ValueError(f"--local-path {path}: must be a path inside the repository")
+        self.namespace = namespace
+
+    def __str__(self) -> str:
+        return f"{self.url}@{self.revision}:{self.path}"
+
+    async def load(self, default_namespace: str) -> ManifestSet:
+        creds = await self.credentials.resolve("repocreds", self.url, self.namespace)
+        async with self.cache.checkout(self.url, creds, self.revision) as work:
+            root = work.path / self.path
+            if not root.is_dir():
+                raise FileNotFoundError(f"{self}: no such directory in the repository")
+            return await asyncio.to_thread(load_manifests, root, default_namespace)
+
+
 class LocalStore:
-    """Reads the manifests under ``root`` on every cycle (edits show up without a restart).
+    """Reads the manifests on every cycle (edits show up without a restart).
 
     ``files`` (optional) looks into the sources' repositories to detect the source type of
     Applications that do not declare it; without it such sources count as Directory.
     """
 
-    def __init__(self, root: Path, default_namespace: str, files: RepoFiles | None = None) -> None:
-        self.root = Path(root)
+    def __init__(
+        self,
+        source: DirectorySource | RepoSource,
+        default_namespace: str,
+        files: RepoFiles | None = None,
+    ) -> None:
+        self.source = source
         self.default_namespace = default_namespace
         self._files = files
         self._current = ManifestSet()
@@ -55,14 +114,9 @@ class LocalStore:
         return None
 
     async def _load(self) -> ManifestSet:
-        if not self.root.is_dir():
-            raise FileNotFoundError(
-                f"local applications directory {self.root} does not exist: set --local-path "
-                "to a directory holding Application manifests"
-            )
-        found = load_manifests(self.root, self.default_namespace)
+        found = await self.source.load(self.default_namespace)
         for problem in found.problems:
-            log.error(problem, path=str(self.root))
+            log.error(problem, path=str(self.source))
         await self._detect_types(found)
         self._current = found
         return found

@@ -2,10 +2,14 @@
 
 The plan becomes the same JSON patch the Kubernetes API would receive; it is applied to the
 Application's document in its file surgically (only the changed values' bytes change, see
-:mod:`argocd_image_updater.writeback.yamlpatch`). All files of a cycle are written atomically
-and, when the directory is inside a Git work tree, committed together in one commit that holds
-only those files (anything else staged or modified is left alone). Nothing is pushed: in CI the
-job pushes; on a laptop the user reviews first. If the commit fails, the files are restored.
+:mod:`argocd_image_updater.writeback.yamlpatch`).
+
+* Manifests in a directory: all files of a cycle are written atomically and, when the directory
+  is inside a Git work tree, committed together in one commit that holds only those files
+  (anything else staged or modified is left alone). Nothing is pushed: in CI the job pushes; on a
+  laptop the user reviews first. If the commit fails, the files are restored.
+* Manifests in a remote repository (``--local-repo``): edited in the cached clone, committed once
+  and pushed; a rejected push is retried on the new remote head.
 
 A file that changed since the cycle read it is not touched; its Applications are reported and
 updated in the next cycle.
@@ -14,19 +18,22 @@ updated in the next cycle.
 from __future__ import annotations
 
 import os
+import posixpath
 import secrets
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.cycle import BatchWriter
 from argocd_image_updater.local.manifests import Manifest, file_digest
-from argocd_image_updater.local.store import LocalStore
+from argocd_image_updater.local.store import LocalStore, RepoSource
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.writeback.git.process import GitError, minimal_env, run_git
+from argocd_image_updater.writeback.git.repo import WorkTree
 from argocd_image_updater.writeback.git.writer import CommitSettings
 from argocd_image_updater.writeback.messages import grouped_commit_message
 from argocd_image_updater.writeback.yamlpatch import YamlPatchError, apply_patch
@@ -56,6 +63,59 @@ def _relative(files: Sequence[Path], toplevel: Path) -> list[str]:
     return [f.resolve().relative_to(top).as_posix() for f in files]
 
 
+@dataclass(slots=True)
+class Edits:
+    """The outcome of applying a cycle's plans to the manifest texts."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    """New text per changed file (relative path)."""
+    errors: dict[str, str] = field(default_factory=dict)
+    written: list[Member] = field(default_factory=list)
+
+
+def edit_manifests(read: Callable[[str], str | None], by_file: Mapping[str, list[Member]]) -> Edits:
+    """Apply each member's plan to its document; ``read(rel)`` gives a file's current text.
+
+    A file whose text is not the one the cycle read is left alone (see the module docs).
+    """
+    out = Edits()
+    for rel, members in by_file.items():
+        try:
+            text = read(rel)
+        except (OSError, ValueError) as err:
+            text, problem = None, f"cannot read {rel}: {err}"
+        else:
+            problem = f"{rel} no longer exists"
+        if text is not None and file_digest(text) != members[0][2].digest:
+            text, problem = (
+                None,
+                f"{rel} changed while {{app}} was being updated; "
+                + ("it is updated in the next cycle"),
+            )
+        if text is None:
+            for config, _, _ in members:
+                out.errors[config.app.qualified_name] = problem.format(
+                    app=config.app.qualified_name
+                )
+            continue
+        new = text
+        for member in members:
+            config, plan, manifest = member
+            try:
+                ops = json_patch_ops(config.app.raw, plan)
+                new = apply_patch(new, ops, document=manifest.document)
+                out.written.append(member)
+            except (YamlPatchError, PatchError) as err:
+                out.errors[config.app.qualified_name] = f"cannot update {rel}: {err}"
+        if new != text:
+            out.texts[rel] = new
+    return out
+
+
+def _commit_message(commit: CommitSettings, members: Sequence[Member]) -> str:
+    return grouped_commit_message(commit.template, [(c.app.name, p.changes) for c, p, _ in members])
+
+
 class LocalManifestWriter:
     """The batch writer of local mode for Applications using the ``argocd`` method."""
 
@@ -71,56 +131,88 @@ class LocalManifestWriter:
             manifest = self._store.location(app.namespace, app.name)
             if manifest is None:
                 errors[app.qualified_name] = (
-                    f"Application {app.qualified_name} is no longer in {self._store.root}"
+                    f"Application {app.qualified_name} is no longer in {self._store.source}"
                 )
                 continue
             by_file.setdefault(manifest.path, []).append((config, plan, manifest))
+        source = self._store.source
+        if isinstance(source, RepoSource):
+            errors.update(await self._write_repo(source, by_file))
+        else:
+            errors.update(await self._write_directory(source.root, by_file))
+        return errors
+
+    async def _write_directory(
+        self, root: Path, by_file: Mapping[str, list[Member]]
+    ) -> dict[str, str]:
+        def read(rel: str) -> str | None:
+            path = root / rel
+            return path.read_text(encoding="utf-8") if path.is_file() else None
+
+        edits = edit_manifests(read, by_file)
         originals: dict[Path, str] = {}
-        written: list[Member] = []
-        for rel, members in by_file.items():
-            path = self._store.root / rel
-            try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as err:
-                for config, _, _ in members:
-                    errors[config.app.qualified_name] = f"cannot read {rel}: {err}"
-                continue
-            if file_digest(text) != members[0][2].digest:
-                for config, _, _ in members:
-                    errors[config.app.qualified_name] = (
-                        f"{rel} changed while {config.app.qualified_name} was being updated; "
-                        "it is updated in the next cycle"
-                    )
-                continue
-            new = text
-            done: list[Member] = []
-            for member in members:
-                config, plan, manifest = member
-                try:
-                    new = apply_patch(
-                        new, json_patch_ops(config.app.raw, plan), document=manifest.document
-                    )
-                    done.append(member)
-                except (YamlPatchError, PatchError) as err:
-                    errors[config.app.qualified_name] = f"cannot update {rel}: {err}"
-            if new != text:
-                _atomic_write(path, new)
-                originals[path] = text
-            written.extend(done)
+        for rel, text in edits.texts.items():
+            path = root / rel
+            originals[path] = path.read_text(encoding="utf-8")
+            _atomic_write(path, text)
         if originals:
             try:
-                await self._commit_files(sorted(originals), written)
+                await self._commit_files(root, sorted(originals), edits.written)
             except (GitError, OSError) as err:
                 for path, text in originals.items():
                     _atomic_write(path, text)
-                for config, _, _ in written:
-                    errors[config.app.qualified_name] = (
+                for config, _, _ in edits.written:
+                    edits.errors[config.app.qualified_name] = (
                         f"could not commit the change of {config.app.qualified_name}: {err}"
                     )
-        return errors
+        return edits.errors
 
-    async def _commit_files(self, files: list[Path], members: list[Member]) -> None:
-        root = self._store.root
+    async def _write_repo(
+        self, source: RepoSource, by_file: Mapping[str, list[Member]]
+    ) -> dict[str, str]:
+        """Edit in the clone, commit once and push; a rejected push is retried on the new head
+        (files that changed upstream are then left for the next cycle)."""
+        result = Edits()
+
+        async def apply(work: WorkTree) -> None:
+            nonlocal result
+
+            def read(rel: str) -> str | None:
+                return work.read(posixpath.join(source.path, rel))
+
+            result = edit_manifests(read, by_file)
+            for rel, text in result.texts.items():
+                work.write(posixpath.normpath(posixpath.join(source.path, rel)), text)
+
+        members = [m for ms in by_file.values() for m in ms]
+        try:
+            creds = await source.credentials.resolve("repocreds", source.url, source.namespace)
+            async with source.cache.checkout(source.url, creds, source.revision) as work:
+                sha = await work.commit_and_push(
+                    apply,
+                    _commit_message(self._commit, members),
+                    author_name=self._commit.user,
+                    author_email=self._commit.email,
+                    signing_key=self._commit.signing_key,
+                    signing_method=self._commit.signing_method,
+                    sign_off=self._commit.sign_off,
+                )
+        except Exception as err:  # every app of the push reports it; nothing was pushed
+            return {
+                c.app.qualified_name: f"could not push the change of {c.app.qualified_name} to "
+                f"{source.url}: {err}"
+                for c, _, _ in members
+            }
+        if sha:
+            log.info(
+                "committed and pushed %d application(s)",
+                len(result.written),
+                repository=source.url,
+                commit=sha,
+            )
+        return result.errors
+
+    async def _commit_files(self, root: Path, files: list[Path], members: list[Member]) -> None:
         with tempfile.TemporaryDirectory(prefix="argocd-image-updater-") as home:
             env = minimal_env(home)
             probe = await run_git(
@@ -139,9 +231,7 @@ class LocalManifestWriter:
                 return
             toplevel = Path(probe.stdout.strip())
             paths = _relative(files, toplevel)
-            message = grouped_commit_message(
-                self._commit.template, [(c.app.name, p.changes) for c, p, _ in members]
-            )
+            message = _commit_message(self._commit, members)
             msgfile = Path(home) / f"msg-{secrets.token_hex(4)}"
             msgfile.write_text(message or "Update parameters", encoding="utf-8")
             args = ["-c", "commit.gpgSign=false"]

@@ -94,6 +94,9 @@ class FakeServer:
     def requests_to(self, path: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path == path]
 
+    def paths(self) -> list[str]:
+        return [r.path for r in self.requests]
+
     def clear(self) -> None:
         with self._lock:
             self._requests.clear()
@@ -248,6 +251,8 @@ class GceMetadataServer(_IssuingServer):
     EMAIL = "updater@project.iam.gserviceaccount.com"
     ACCOUNT_PATH = "/computeMetadata/v1/instance/service-accounts/default/"
     TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
+    """Also served with the account's e-mail address instead of ``default``."""
+    PROJECT_PATH = "/computeMetadata/v1/project/project-id"
 
     def __init__(self, expires_in: int = 3600) -> None:
         super().__init__("gce-access-token", expires_in)
@@ -258,10 +263,13 @@ class GceMetadataServer(_IssuingServer):
             return Reply(403, b"Missing Metadata-Flavor: Google header", flavor)
         if request.path == "/":
             return Reply(200, b"computeMetadata/\n", flavor)
-        if request.path == self.ACCOUNT_PATH:
+        if request.path == self.PROJECT_PATH:
+            return Reply(200, b"project", {**flavor, "Content-Type": "text/plain"})
+        account_path = request.path.replace(f"/{self.EMAIL}/", "/default/")
+        if account_path == self.ACCOUNT_PATH:
             account = {"aliases": ["default"], "email": self.EMAIL, "scopes": []}
             return Reply.json(account, **flavor)
-        if request.path == self.TOKEN_PATH:
+        if account_path == self.TOKEN_PATH:
             body = {
                 "access_token": self.issue(),
                 "expires_in": self.expires_in,

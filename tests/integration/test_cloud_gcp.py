@@ -166,7 +166,7 @@ async def test_token_endpoint_down_is_a_clear_error_and_backs_off(
         oauth.down = True
         clock.now += 700  # the token has expired
         for _ in range(5):
-            with pytest.raises(CredentialsError, match="^gcp: getting an access token failed"):
+            with pytest.raises(CredentialsError, match=r"^gcp: getting an access token failed"):
                 await provider.get()
         calls = len(oauth.requests)
         assert calls <= 4  # one refresh (google-auth retries it), then backing off

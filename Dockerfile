@@ -1,23 +1,44 @@
 # argocd-image-updater (Python): the controller image.
-# Build: docker build -t argocd-image-updater .
-FROM python:3.11-slim-bookworm AS build
-RUN pip install --no-cache-dir 'uv>=0.5'
-WORKDIR /src
-COPY pyproject.toml uv.lock README.md ./
-COPY src ./src
-# The locked dependencies only (no dev group), installed into /app/venv.
-RUN UV_PROJECT_ENVIRONMENT=/app/venv uv sync --frozen --no-dev --no-editable
+#
+# The build needs no network for Python packages: it installs the project wheel and the pinned
+# dependency wheels prepared in dist/ beforehand (scripts/build-image does both steps):
+#   uv build --wheel -o dist/
+#   uv export --frozen --no-dev --no-emit-project -o dist/requirements.txt
+#   pip download --only-binary=:all: --platform manylinux_2_17_x86_64 ... -d dist/wheels -r dist/requirements.txt
+#   docker build -t argocd-image-updater:0.1.0 .
+#
+# At run time it writes only to /tmp (temporary files, the git clone cache) and /app/config
+# mounts, so it runs with a read-only root filesystem: mount an emptyDir at /tmp.
+ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 
-FROM python:3.11-slim-bookworm
+FROM ${PYTHON_IMAGE} AS install
+COPY dist/requirements.txt dist/*.whl /dist/
+COPY dist/wheels/ /dist/wheels/
+# Offline: only the wheels from dist/, each pinned (and hash-checked) by requirements.txt.
+RUN python -m venv /app/venv \
+ && /app/venv/bin/pip install --no-cache-dir --no-index --find-links /dist/wheels \
+      --require-hashes -r /dist/requirements.txt \
+ && /app/venv/bin/pip install --no-cache-dir --no-index --no-deps /dist/argocd_image_updater-*.whl \
+ && /app/venv/bin/pip uninstall -y pip \
+ && find /app/venv -name '__pycache__' -prune -exec rm -rf {} +
+
+FROM ${PYTHON_IMAGE}
 # git and ssh for git write-back, gpg for commit signing, tini as init (as the original image).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git openssh-client gnupg tini ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --uid 1000 --home-dir /app --no-create-home argocd-image-updater \
- && mkdir -p /app/config /app/.ssh && chown -R 1000:1000 /app
-COPY --from=build /app/venv /app/venv
-ENV PATH=/app/venv/bin:$PATH HOME=/app PYTHONUNBUFFERED=1
-USER 1000
+ && groupadd --gid 1000 argocd-image-updater \
+ && useradd --uid 1000 --gid 1000 --home-dir /app --no-create-home argocd-image-updater \
+ && mkdir -p /app/config/ssh /app/config/tls /app/.ssh /app/ssh-keys \
+ && chown -R 1000:1000 /app
+COPY --from=install /app/venv /app/venv
+ENV PATH=/app/venv/bin:$PATH \
+    HOME=/app \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    GIT_CACHE_DIR=/tmp/git-cache
+USER 1000:1000
 WORKDIR /app
+EXPOSE 8080 8081 8082 8443
 ENTRYPOINT ["/usr/bin/tini", "--", "argocd-image-updater"]
 CMD ["run"]

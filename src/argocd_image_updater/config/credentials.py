@@ -20,6 +20,7 @@ import os
 import re
 import signal
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -374,6 +375,14 @@ async def _from_secret(
     return creds
 
 
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class _CachingProvider:
     """Single-flight fetching with an optional time-to-live, shared by both providers.
 
@@ -409,7 +418,11 @@ class _CachingProvider:
         self._generation = 0
         self._auto = auto_detected
         self._login: TokenRefresher | None = None
-        self._handed_out: CloudToken | None = None
+        # the token each task was given: a refusal is reported by the task that used it
+        self._handed_out: weakref.WeakKeyDictionary[asyncio.Task[object], CloudToken] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._last_handed_out: CloudToken | None = None
         self._warned = ""
         self.last_error = ""
         """Why the last cloud login failed (empty after a successful one)."""
@@ -457,7 +470,7 @@ class _CachingProvider:
         try:
             token = await login.get()
         except CloudLoginError as exc:
-            self._handed_out = None
+            self._remember(None)
             self.last_error = str(exc)
             if not self._auto:
                 raise CredentialsError(str(exc)) from None
@@ -469,8 +482,24 @@ class _CachingProvider:
                     error=self.last_error,
                 )
             return None
-        self._handed_out, self.last_error = token, ""
+        self._remember(token)
+        self.last_error = ""
         return token.credentials
+
+    def _remember(self, token: CloudToken | None) -> None:
+        self._last_handed_out = token
+        task = asyncio.current_task()
+        if task is not None:
+            if token is None:
+                self._handed_out.pop(task, None)
+            else:
+                self._handed_out[task] = token
+
+    def _refused_token(self) -> CloudToken | None:
+        task = asyncio.current_task() if _loop_running() else None
+        if task is not None and task in self._handed_out:
+            return self._handed_out[task]
+        return self._last_handed_out
 
     async def _fetch(self, ref: CredentialRef, generation: int) -> Credentials:
         _log.debug("fetching credentials", source=ref.key, registry=self._endpoint.prefix)
@@ -505,7 +534,7 @@ class _CachingProvider:
         if self._ref is None:
             return False
         if self._login is not None:
-            return self._login.invalidate(self._handed_out)
+            return self._login.invalidate(self._refused_token())
         if self._cached is not None:
             self._cached = None
             self._generation += 1

@@ -123,7 +123,10 @@ class FakeServer:
                 server.socket = self._tls.wrap_socket(server.socket, server_side=True)
             self._server = server
             self._thread = threading.Thread(
-                target=server.serve_forever, name=type(self).__name__, daemon=True
+                target=server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=type(self).__name__,
+                daemon=True,
             )
             self._thread.start()
         return self

@@ -56,6 +56,14 @@ def tenant_of(aad_token: str, env: Mapping[str, str]) -> str:
     return tid if isinstance(tid, str) else ""
 
 
+def all_unavailable(message: str) -> bool:
+    """Whether a ``DefaultAzureCredential`` failure says that every credential it tried was
+    unavailable (no identity configured), rather than that one was refused."""
+    _, found, attempts = message.partition("Attempted credentials:")
+    lines = [line for line in attempts.splitlines() if line.startswith("\t")]
+    return bool(found) and bool(lines) and all("unavailable" in line for line in lines)
+
+
 class AzureLogin:
     """ACR logins for one registry."""
 
@@ -112,8 +120,16 @@ class AzureLogin:
                     Failure.NO_IDENTITY,
                 ) from None
             except ax.ClientAuthenticationError as exc:
+                message = exc.message or str(exc)
+                if all_unavailable(message):
+                    raise CloudLoginError(
+                        "azure: no Azure identity found (workload identity: AZURE_CLIENT_ID, "
+                        "AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE; or a managed identity): "
+                        + shorten(message),
+                        Failure.NO_IDENTITY,
+                    ) from None
                 raise CloudLoginError(
-                    f"azure: Entra ID refused the token request: {shorten(exc.message or str(exc))}",
+                    f"azure: getting an Entra ID token failed: {shorten(message)}",
                     Failure.DENIED,
                 ) from None
             except (ax.ServiceRequestError, ax.ServiceResponseError) as exc:

@@ -52,13 +52,13 @@ def azure_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 def imds(azure_env: pytest.MonkeyPatch) -> Iterator[AzureImds]:
     with AzureImds() as server:
         azure_env.setenv("AZURE_POD_IDENTITY_AUTHORITY_HOST", server.url)
-        yield server  # type: ignore[misc]
+        yield server
 
 
 @pytest.fixture
 def acr() -> Iterator[AcrFake]:
     with AcrFake({"team/app": ["1.0", "1.1"]}) as server:
-        yield server  # type: ignore[misc]
+        yield server
 
 
 def endpoint(acr: AcrFake, credentials: str = "azure:") -> RegistryEndpoint:

@@ -254,7 +254,7 @@ class EcrPublicFake(AwsApiRecorder):
         token = base64.b64encode(b"AWS:public-ecr-password").decode()
         expires = time.time() + 12 * 3600
         body = {"authorizationData": {"authorizationToken": token, "expiresAt": expires}}
-        return Reply.json(body, **{"Content-Type": "application/x-amz-json-1.1"})
+        return Reply.json(body, headers={"Content-Type": "application/x-amz-json-1.1"})
 
 
 async def test_public_ecr_uses_ecr_public_in_us_east_1(aws_env: pytest.MonkeyPatch) -> None:

@@ -60,7 +60,7 @@ def use_metadata_server(host: str, env: pytest.MonkeyPatch) -> None:
 def metadata(gcp_env: pytest.MonkeyPatch) -> Iterator[GceMetadataServer]:
     with GceMetadataServer(expires_in=3600) as server:
         use_metadata_server(server.host, gcp_env)
-        yield server  # type: ignore[misc]
+        yield server
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def no_metadata(gcp_env: pytest.MonkeyPatch) -> Iterator[GceMetadataServer]:
     with GceMetadataServer() as server:
         server.down = True
         use_metadata_server(server.host, gcp_env)
-        yield server  # type: ignore[misc]
+        yield server
 
 
 def token_calls(server: GceMetadataServer) -> int:
@@ -149,6 +149,8 @@ async def test_refused_token_triggers_one_refresh(metadata: GceMetadataServer) -
     creds = await asyncio.gather(provider.get(), provider.get())
     assert {c.password for c in creds if c} == {"gce-access-token-2"}
     assert token_calls(metadata) == 2
+    assert provider.invalidate() is True  # this task was refused the old one: retry
+    assert (await provider.get()) == creds[0]  # …and gets the fresh one
     assert provider.invalidate() is False  # the fresh one refused too: report, no storm
     assert token_calls(metadata) == 2
 

@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 ACR_NULL_USER = "00000000-0000-0000-0000-000000000000"
@@ -59,10 +59,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def json(cls, data: Any, status: int = 200, **headers: str) -> Reply:
-        return cls(
-            status, json.dumps(data).encode(), {"Content-Type": "application/json", **headers}
-        )
+    def json(cls, data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Reply:
+        extra = {"Content-Type": "application/json", **(headers or {})}
+        return cls(status, json.dumps(data).encode(), extra)
 
 
 def fake_jwt(claims: Mapping[str, Any]) -> str:
@@ -115,7 +114,7 @@ class FakeServer:
     def url(self) -> str:
         return f"{'https' if self._tls else 'http'}://{self.host}"
 
-    def start(self) -> FakeServer:
+    def start(self) -> Self:
         if self._server is None:
             server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
             server.daemon_threads = True
@@ -140,7 +139,7 @@ class FakeServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> FakeServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -271,14 +270,14 @@ class GceMetadataServer(_IssuingServer):
         account_path = request.path.replace(f"/{self.EMAIL}/", "/default/")
         if account_path == self.ACCOUNT_PATH:
             account = {"aliases": ["default"], "email": self.EMAIL, "scopes": []}
-            return Reply.json(account, **flavor)
+            return Reply.json(account, headers=flavor)
         if account_path == self.TOKEN_PATH:
             body = {
                 "access_token": self.issue(),
                 "expires_in": self.expires_in,
                 "token_type": "Bearer",
             }
-            return Reply.json(body, **flavor)
+            return Reply.json(body, headers=flavor)
         return Reply(404, b"not found", flavor)
 
 
@@ -399,7 +398,7 @@ class AcrFake(_IssuingServer):
         if scope:
             value += f',scope="{scope}"'
         return Reply.json(
-            {"errors": [{"code": "UNAUTHORIZED"}]}, 401, **{"WWW-Authenticate": value}
+            {"errors": [{"code": "UNAUTHORIZED"}]}, 401, headers={"WWW-Authenticate": value}
         )
 
     def _token(self, request: RecordedRequest) -> Reply:

@@ -223,7 +223,7 @@ async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
         store=store,
         registries=registries,
         scanner=scanner,
-        credentials=CredentialsCache(secrets),
+        credentials=CredentialsCache(secrets, bool(settings.cloud_credentials_auto)),
         writer_for=writer_for,
         namespaces=watch_scope(settings, kube.namespace if kube else "argocd"),
         legacy=LegacyFilter(
@@ -292,7 +292,9 @@ async def build_local_controller(
         store=store,
         registries=registries,
         scanner=scanner,
-        credentials=CredentialsCache(objects.reader if objects is not None else None),
+        credentials=CredentialsCache(
+            objects.reader if objects is not None else None, bool(settings.cloud_credentials_auto)
+        ),
         writer_for=lambda config: None,  # every write goes through the batch writer
         namespaces=watch_scope(settings, namespace),
         legacy=LegacyFilter(

@@ -166,6 +166,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
     # --- registries and git ---------------------------------------------------------------------
     Option("registries_conf_path", "--registries-conf-path", "/app/config/registries.conf",
            help="path to registries.conf", commands=RUN_WEBHOOK, aliases=("--registries-conf",)),
+    Option("cloud_credentials_auto", "--cloud-credentials-auto", True, _bool, ("IMAGE_UPDATER_CLOUD_CREDENTIALS_AUTO",), "cloud.credentials-auto",
+           "a registry without credentials whose host is ECR, Artifact Registry/GCR or ACR logs in with the pod's cloud identity (when the SDK extra is installed); false = anonymous", RUN_WEBHOOK),
     Option("git_commit_user", "--git-commit-user", "argocd-image-updater", env=("GIT_COMMIT_USER",), configmap="git.user",
            help="git commit author name", commands=RUN_WEBHOOK),
     Option("git_commit_email", "--git-commit-email", "noreply@argoproj.io", env=("GIT_COMMIT_EMAIL",), configmap="git.email",

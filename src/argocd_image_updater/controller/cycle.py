@@ -15,7 +15,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from argocd_image_updater.config.credentials import EndpointCredentials, ImageCredentials
+from argocd_image_updater.config.credentials import (
+    EndpointCredentials,
+    ImageCredentials,
+    auto_detected_credentials,
+)
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.update_config import AppUpdateConfig
@@ -73,9 +77,10 @@ class CycleResult:
 class CredentialsCache:
     """Registry-level credential providers live across cycles (they honour ``credsexpire``)."""
 
-    def __init__(self, secrets: SecretReader | None) -> None:
+    def __init__(self, secrets: SecretReader | None, cloud_auto: bool = True) -> None:
         self._secrets = secrets
-        self._by_endpoint: dict[tuple[str, str], EndpointCredentials] = {}
+        self._cloud_auto = cloud_auto
+        self._by_endpoint: dict[tuple[str, str], EndpointCredentials | None] = {}
 
     def for_job(
         self, endpoint: RegistryEndpoint, pull_secret: str | None, namespace: str
@@ -85,13 +90,14 @@ class CredentialsCache:
             if secrets is not None and hasattr(secrets, "restricted_to"):
                 secrets = secrets.restricted_to(namespace)
             return ImageCredentials(pull_secret, endpoint, secrets=secrets)
-        if not endpoint.credentials:
-            return None
         key = (endpoint.prefix, endpoint.credentials)
-        provider = self._by_endpoint.get(key)
-        if provider is None:
-            provider = self._by_endpoint[key] = EndpointCredentials(endpoint, secrets=self._secrets)
-        return provider
+        if key not in self._by_endpoint:
+            self._by_endpoint[key] = (
+                EndpointCredentials(endpoint, secrets=self._secrets)
+                if endpoint.credentials
+                else auto_detected_credentials(endpoint, enabled=self._cloud_auto)
+            )
+        return self._by_endpoint[key]
 
 
 def _scan_request(job: ImageJob, credentials: CredentialProvider | None) -> ScanRequest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,8 +32,12 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def settings_options(command: str) -> Callable[[F], F]:
-    """Add every option of ``command`` (all default to None so that 'given' can be told apart)."""
+def settings_options(command: str, defaults: Mapping[str, Any] | None = None) -> Callable[[F], F]:
+    """Add every option of ``command`` (all default to None so that 'given' can be told apart).
+
+    ``defaults`` names the command's own defaults where they differ from the table's (shown in
+    the help; the command applies them itself).
+    """
 
     def decorate(func: F) -> F:
         for option in reversed(options_for(command)):
@@ -41,8 +45,9 @@ def settings_options(command: str) -> Callable[[F], F]:
             help_text = option.help
             if option.env:
                 help_text += f"  [env: {', '.join(option.env)}]"
-            if option.default not in (None, "", ()):
-                help_text += f"  [default: {_show(option.default)}]"
+            default = (defaults or {}).get(option.name, option.default)
+            if default not in (None, "", ()):
+                help_text += f"  [default: {_show(default)}]"
             if option.multiple:
                 func = click.option(*names, multiple=True, default=None, help=help_text)(func)
             elif option.is_flag or isinstance(option.default, bool):

@@ -38,7 +38,7 @@ async def serve(settings: Settings) -> None:
 
 
 @click.command("webhook", help="Start webhook server to receive registry events")
-@settings_options("webhook")
+@settings_options("webhook", defaults={"webhook_port": DEFAULT_PORT})
 def webhook_command(**params: Any) -> None:
     own = load_settings("webhook", params)
     # Everything `webhook` has no flag for takes the `run` defaults (and environment).

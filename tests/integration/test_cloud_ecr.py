@@ -7,6 +7,8 @@ import asyncio
 import base64
 import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -271,3 +273,85 @@ async def test_public_ecr_uses_ecr_public_in_us_east_1(aws_env: pytest.MonkeyPat
         (call,) = fake.requests
         assert call.header("X-Amz-Target") == "SpencerFrontendService.GetAuthorizationToken"
         assert scope_region(call) == "us-east-1"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real command, with this test's environment (moto behind the recorder)."""
+    return subprocess.run(
+        [sys.executable, "-m", "argocd_image_updater", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+        check=False,
+    )
+
+
+def conf_for(tmp_path: Path, server: RegistryServer, credentials: str = "") -> str:
+    path = tmp_path / "registries.conf"
+    extra = f"  credentials: {credentials}\n" if credentials else ""
+    path.write_text(
+        f"registries:\n- name: test\n  prefix: {server.host}\n  api_url: {server.url}\n{extra}"
+    )
+    return str(path)
+
+
+async def test_cli_explain_names_the_credential_source(
+    aws: AwsApiRecorder, ecr_registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    await push(ecr_registry, repo)
+    image = f"{ecr_registry.host}/{repo}"
+    conf = conf_for(tmp_path, ecr_registry)
+    done = cli(
+        "test", image, "--credentials", "ecr:eu-west-1", "--explain", "--registries-conf", conf
+    )
+    assert done.returncode == 0, done.stderr
+    assert "credentials: ecr:eu-west-1 (from --credentials)" in done.stdout
+    assert f"latest image according to constraint is {image}:1.1" in done.stdout
+    assert MOTO_PASSWORD not in done.stdout + done.stderr
+    assert aws.calls() == ["GetAuthorizationToken"]
+    conf = conf_for(tmp_path, ecr_registry, "ecr:eu-west-1")
+    done = cli("test", image, "--explain", "--registries-conf", conf)
+    assert "credentials: ecr:eu-west-1 (from registries.conf entry 'test')" in done.stdout
+
+
+async def test_cli_explain_shows_why_a_login_failed(
+    aws_env: pytest.MonkeyPatch, ecr_registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    conf = conf_for(tmp_path, ecr_registry, "ecr:eu-west-1")
+    done = cli("test", f"{ecr_registry.host}/{repo}", "--explain", "--registries-conf", conf)
+    assert done.returncode == 1
+    assert "credentials: ecr:eu-west-1 (from registries.conf entry 'test')" in done.stdout
+    assert "credentials: login failed: ecr: no AWS identity found" in done.stdout
+
+
+def test_cli_explain_auto_detection(aws_env: pytest.MonkeyPatch) -> None:
+    # an ECR host and an identity in the environment, but the API is unreachable: the
+    # auto-detected login fails and the scan goes on anonymously (and fails at the registry)
+    aws_env.setenv("AWS_ACCESS_KEY_ID", "testing")
+    aws_env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    aws_env.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    conf = Path(os.environ["AWS_CONFIG_FILE"]).with_name("registries.conf")
+    host = f"{ACCOUNT}.dkr.ecr.eu-west-1.amazonaws.com"
+    conf.write_text(
+        f"registries:\n- name: ecr\n  prefix: {host}\n  api_url: http://127.0.0.1:{port}\n"
+    )
+    done = cli("test", f"{host}/app", "--registries-conf-path", str(conf), "--explain")
+    assert done.returncode == 1
+    assert (
+        f"credentials: ecr (auto-detected from host {host}, region eu-west-1; "
+        "identity from AWS_ACCESS_KEY_ID)" in done.stdout
+    )
+    assert "credentials: login failed: ecr: GetAuthorizationToken: the AWS API could not be" in (
+        done.stdout
+    )
+    off = cli(
+        "test", f"{host}/app", "--registries-conf-path", str(conf), "--explain",
+        "--no-cloud-credentials-auto",
+    )  # fmt: skip
+    assert "credentials: none (anonymous; cloud login auto-detection is switched off)" in (
+        off.stdout
+    )

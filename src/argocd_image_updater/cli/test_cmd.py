@@ -13,6 +13,7 @@ import click
 from argocd_image_updater.config.credentials import (
     CredentialKind,
     CredentialRefError,
+    CredentialsError,
     EndpointCredentials,
     parse_credential_ref,
 )
@@ -24,10 +25,13 @@ from argocd_image_updater.config.registries import (
 from argocd_image_updater.config.secrets import FileSecretReader, SecretReader
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
+from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.policy.filters import parse_allow_tags
 from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
 from argocd_image_updater.policy.select import Policy, PolicyError, Reason, Selection, choose
 from argocd_image_updater.policy.strategy import Strategy, parse_strategy
+from argocd_image_updater.registry.cloud.detect import detect
+from argocd_image_updater.registry.cloud.hosts import registry_host
 from argocd_image_updater.registry.errors import RegistryError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import log as logging_setup
@@ -56,6 +60,7 @@ class TestOptions:
     kubeconfig: str = ""
     secrets_dir: str = ""
     explain: bool = False
+    cloud_credentials_auto: bool = True
 
 
 def load_registries(path: str, log: Logger) -> RegistryConfig:
@@ -77,6 +82,23 @@ async def _secret_reader(opts: TestOptions) -> tuple[SecretReader | None, Any]:
 
     kube = await KubeClient.connect(opts.kubeconfig)
     return KubeSecretReader(kube), kube
+
+
+def choose_credentials(
+    opts: TestOptions, endpoint: RegistryEndpoint, secrets: SecretReader | None
+) -> tuple[EndpointCredentials | None, str]:
+    """The credential provider for ``endpoint`` and a line saying where it comes from and why."""
+    if endpoint.credentials:
+        ref = parse_credential_ref(endpoint.credentials)
+        where = "--credentials" if opts.credentials else f"registries.conf entry '{endpoint.name}'"
+        return EndpointCredentials(endpoint, secrets=secrets), f"{ref.key} (from {where})"
+    if not opts.cloud_credentials_auto:
+        return None, "none (anonymous; cloud login auto-detection is switched off)"
+    found = detect(registry_host(endpoint.prefix, endpoint.host))
+    if not found.reference:
+        return None, found.reason
+    auto = dataclasses.replace(endpoint, credentials=found.reference)
+    return EndpointCredentials(auto, auto_detected=True), found.reason
 
 
 def build_policy(opts: TestOptions, image: ImageRef, log: Logger) -> Policy:
@@ -128,6 +150,9 @@ async def run_test(opts: TestOptions, log: Logger) -> Selection:
             raise TestFailed(f"invalid credentials reference: {err}") from None
         if ref.kind in (CredentialKind.SECRET, CredentialKind.PULLSECRET):
             secrets, kube = await _secret_reader(opts)
+    credentials, source = choose_credentials(opts, endpoint, secrets)
+    if opts.explain:
+        click.echo(f"credentials: {source}")
     try:
         log.info("retrieving information about image", image_tag=image.tag or "")
         request = ScanRequest(
@@ -138,16 +163,16 @@ async def run_test(opts: TestOptions, log: Logger) -> Selection:
             only_tags=frozenset({policy.constraint})
             if policy.strategy is Strategy.DIGEST
             else None,
-            credentials=EndpointCredentials(endpoint, secrets=secrets)
-            if endpoint.credentials
-            else None,
+            credentials=credentials,
         )
         log.info("Fetching available tags and metadata from registry")
         async with Scanner() as scanner:
             result = await scanner.scan(request)
-    except RegistryError as err:
+    except (RegistryError, CredentialsError) as err:
         raise TestFailed(str(err)) from None
     finally:
+        if opts.explain and credentials is not None and credentials.last_error:
+            click.echo(f"credentials: login failed: {credentials.last_error}")
         if kube is not None:
             await kube.close()
     log.info("Found %d tags in registry", result.listed)
@@ -189,7 +214,17 @@ def print_explain(selection: Selection) -> None:
 @click.option(
     "--secrets-dir", default="", help="read secret:/pullsecret: from <dir>/<ns>/<name>/<field>"
 )
-@click.option("--explain", is_flag=True, help="print every tag with its verdict and reason")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="print the credential source, and every tag with its verdict and reason",
+)
+@click.option(
+    "--cloud-credentials-auto/--no-cloud-credentials-auto",
+    default=True,
+    help="log in to ECR, Artifact Registry/GCR and ACR hosts with the cloud identity when no "
+    "credentials are configured",
+)
 def test_command(image: str, loglevel: str, **kwargs: Any) -> None:
     try:
         logging_setup.setup(loglevel, "text")

@@ -41,7 +41,7 @@ from argocd_image_updater.config.secrets import (
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
 from argocd_image_updater.registry.cloud.detect import detect
 from argocd_image_updater.registry.cloud.errors import CloudLoginError
-from argocd_image_updater.registry.cloud.hosts import CloudKind
+from argocd_image_updater.registry.cloud.hosts import CloudKind, registry_host
 from argocd_image_updater.registry.cloud.logins import LOGINS, CloudLogins
 from argocd_image_updater.registry.cloud.options import (
     CloudOptionError,
@@ -617,7 +617,7 @@ def auto_detected_credentials(
     (when enabled, the SDK is installed and an identity is found); None means anonymous."""
     if endpoint.credentials or not enabled:
         return None
-    found = detect(endpoint.host)
+    found = detect(registry_host(endpoint.prefix, endpoint.host))
     if not found.reference:
         return None
     _log.debug("using an auto-detected cloud login", registry=endpoint.prefix, login=found.reason)

@@ -24,7 +24,7 @@ import httpx
 
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
 from argocd_image_updater.registry.cloud.errors import CloudLoginError, Failure, shorten
-from argocd_image_updater.registry.cloud.hosts import CloudKind, hostname
+from argocd_image_updater.registry.cloud.hosts import CloudKind, hostname, registry_host
 from argocd_image_updater.registry.cloud.jwt import expiry_claim, unverified_claims
 from argocd_image_updater.registry.cloud.options import CloudOptions
 from argocd_image_updater.registry.cloud.refresh import CloudToken
@@ -72,7 +72,7 @@ class AzureLogin:
     def __init__(self, options: CloudOptions, endpoint: RegistryEndpoint) -> None:
         self.client_id = options.client_id
         self.endpoint = endpoint
-        self.service = hostname(endpoint.host)
+        self.service = hostname(registry_host(endpoint.prefix, endpoint.host))
         self._credential: Any = None
         self._lock = threading.Lock()
 

@@ -48,6 +48,12 @@ def hostname(host: str) -> str:
     return name.rsplit(":", 1)[0] if name.count(":") == 1 else name
 
 
+def registry_host(prefix: str, api_host: str) -> str:
+    """The registry's name as written in image references (the ``prefix`` host, e.g.
+    ``<account>.dkr.ecr.<region>.amazonaws.com``), else the API's host."""
+    return prefix.split("/", 1)[0] or api_host
+
+
 @dataclass(frozen=True, slots=True)
 class EcrHost:
     """What an ECR registry host name says. ``public`` is ``public.ecr.aws``."""

@@ -14,7 +14,7 @@ from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.cloud.azure import AzureLogin
 from argocd_image_updater.registry.cloud.ecr import EcrLogin
 from argocd_image_updater.registry.cloud.gcp import GcpLogin
-from argocd_image_updater.registry.cloud.hosts import CloudKind
+from argocd_image_updater.registry.cloud.hosts import CloudKind, registry_host
 from argocd_image_updater.registry.cloud.options import CloudOptions
 from argocd_image_updater.registry.cloud.refresh import CloudToken, TokenRefresher
 
@@ -31,7 +31,7 @@ class CloudLogin(Protocol):
 def make_login(options: CloudOptions, endpoint: RegistryEndpoint) -> CloudLogin:
     match options.kind:
         case CloudKind.ECR:
-            return EcrLogin(options, endpoint.host)
+            return EcrLogin(options, registry_host(endpoint.prefix, endpoint.host))
         case CloudKind.GCP:
             return GcpLogin()
         case CloudKind.AZURE:

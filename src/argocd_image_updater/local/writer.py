@@ -80,22 +80,19 @@ def edit_manifests(read: Callable[[str], str | None], by_file: Mapping[str, list
     """
     out = Edits()
     for rel, members in by_file.items():
+        problem = f"{rel} no longer exists"
         try:
             text = read(rel)
         except (OSError, ValueError) as err:
             text, problem = None, f"cannot read {rel}: {err}"
-        else:
-            problem = f"{rel} no longer exists"
-        if text is not None and file_digest(text) != members[0][2].digest:
-            text, problem = (
-                None,
-                f"{rel} changed while {{app}} was being updated; "
-                + ("it is updated in the next cycle"),
-            )
-        if text is None:
+        changed = text is not None and file_digest(text) != members[0][2].digest
+        if text is None or changed:
             for config, _, _ in members:
-                out.errors[config.app.qualified_name] = problem.format(
-                    app=config.app.qualified_name
+                app = config.app.qualified_name
+                out.errors[app] = (
+                    f"{rel} changed while {app} was being updated; it is updated in the next cycle"
+                    if changed
+                    else problem
                 )
             continue
         new = text

@@ -457,3 +457,39 @@ async def test_manifests_read_from_a_remote_repository_and_pushed_back(
     ]
     text = show(remote, "main", "clusters/prod/apps/web.yaml", home=home)
     assert text is not None and '"1.1.0"   # managed by argocd-image-updater' in text
+
+
+async def test_dry_run_plans_but_writes_nothing(
+    tmp_path: Path, registry: RegistryServer, image: str, home: Path
+) -> None:
+    apps = checkout(
+        tmp_path / "apps",
+        {"web.yaml": HELM_APP.format(image=image), "u.yaml": ARGOCD_UPDATER.format(image=image)},
+        home,
+    )
+    controller, closers = await build(tmp_path, registry, apps, dry_run=True)
+    (result,) = await run_cycles(controller, closers, 1)
+    assert [(r.current, r.chosen) for a in result.apps for r in a.plan.results] == [
+        (f"{image}:1.0.0", f"{image}:1.1.0")
+    ]
+    assert (apps / "web.yaml").read_text() == HELM_APP.format(image=image)
+    assert git("log", "--format=%s", cwd=apps, home=home).splitlines() == ["apps"]
+
+
+async def test_legacy_annotations_work_in_local_mode(
+    tmp_path: Path, registry: RegistryServer, image: str, home: Path
+) -> None:
+    annotations = (
+        f"    argocd-image-updater.argoproj.io/image-list: web={image}:~1.0\n"
+        "    argocd-image-updater.argoproj.io/web.update-strategy: semver"
+    )
+    source = {
+        "repoURL": "https://git.example.com/deploy.git",
+        "path": "apps/web",
+        "kustomize": f"{{images: ['{image}:1.0.0']}}",
+    }
+    apps = checkout(tmp_path / "apps", {"web.yaml": application("web", source, annotations)}, home)
+    controller, closers = await build(tmp_path, registry, apps)
+    (result,) = await run_cycles(controller, closers, 1)
+    assert result.errors == 0 and result.images_updated == 1
+    assert f"kustomize: {{images: ['{image}:1.0.1']}}" in (apps / "web.yaml").read_text()

@@ -209,3 +209,17 @@ def test_duplicate_application_keeps_the_first(tmp_path: Path) -> None:
     found = load_manifests(tmp_path, "argocd")
     assert [m.path for m in found.applications] == ["a.yaml"]
     assert "also defined in a.yaml" in found.problems[0]
+
+
+def test_parsed_files_are_cached_by_content_and_returned_as_copies(tmp_path: Path) -> None:
+    doc = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {}\n"
+    (tmp_path / "a.yaml").write_text(doc.format("a"))
+    (tmp_path / "b.yaml").write_text(doc.format("b"))
+    cache: dict[str, list[Any]] = {}
+    first = load_manifests(tmp_path, "argocd", cache)
+    assert len(cache) == 2
+    first.applications[0].obj["metadata"]["name"] = "changed by the caller"
+    (tmp_path / "b.yaml").write_text(doc.format("b2"))
+    second = load_manifests(tmp_path, "argocd", cache)
+    assert [m.key for m in second.applications] == [("argocd", "a"), ("argocd", "b2")]
+    assert len(cache) == 2  # the old text of b.yaml is forgotten

@@ -9,6 +9,7 @@ other kinds (ConfigMaps, AppProjects, …) are ignored.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -103,10 +104,20 @@ def _check_metadata(obj: dict[str, Any], default_namespace: str) -> str | None:
     return None
 
 
-def load_manifests(root: Path, default_namespace: str) -> ManifestSet:
-    """Every Application and ImageUpdater under ``root``; problems are collected, not raised."""
+def load_manifests(
+    root: Path, default_namespace: str, cache: dict[str, list[Any]] | None = None
+) -> ManifestSet:
+    """Every Application and ImageUpdater under ``root``; problems are collected, not raised.
+
+    ``cache`` (digest of a file's text → its documents) is reused across calls so that a file
+    that did not change is not parsed again; entries of files no longer present are dropped.
+    """
     out = ManifestSet()
     seen: dict[tuple[str, str, str], str] = {}
+    used: set[str] = set()
+    # The pure-Python parser on purpose: libyaml rejects valid YAML that Kubernetes accepts
+    # (e.g. a URL as a plain scalar in a flow mapping).
+    loader = YAML(typ="safe", pure=True)
     for file in manifest_files(root):
         rel = file.relative_to(root).as_posix()
         try:
@@ -117,12 +128,18 @@ def load_manifests(root: Path, default_namespace: str) -> ManifestSet:
         except (OSError, UnicodeDecodeError) as err:
             out.problems.append(f"{rel}: cannot read the file: {err}")
             continue
-        try:
-            documents = list(YAML(typ="safe", pure=True).load_all(text))
-        except YAMLError as err:
-            out.problems.append(f"{rel}: not valid YAML, skipped: {_where(err)}")
-            continue
         digest = file_digest(text)
+        cached = cache.get(digest) if cache is not None else None
+        if cached is None:
+            try:
+                cached = list(loader.load_all(text))
+            except YAMLError as err:
+                out.problems.append(f"{rel}: not valid YAML, skipped: {_where(err)}")
+                continue
+            if cache is not None:
+                cache[digest] = cached
+        used.add(digest)
+        documents = copy.deepcopy(cached)  # the caller may change the objects
         for index, obj in enumerate(documents):
             kind = _kind_of(obj)
             if kind is None:
@@ -144,4 +161,7 @@ def load_manifests(root: Path, default_namespace: str) -> ManifestSet:
                 out.applications.append(manifest)
             else:
                 out.image_updaters.append(manifest)
+    if cache is not None:
+        for digest in set(cache) - used:
+            del cache[digest]
     return out

@@ -41,6 +41,7 @@ class DirectorySource:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._parsed: dict[str, list[Any]] = {}
 
     def __str__(self) -> str:
         return str(self.root)
@@ -51,7 +52,7 @@ class DirectorySource:
                 f"local applications directory {self.root} does not exist: set --local-path "
                 "to a directory holding Application manifests"
             )
-        return await asyncio.to_thread(load_manifests, self.root, default_namespace)
+        return await asyncio.to_thread(load_manifests, self.root, default_namespace, self._parsed)
 
 
 class RepoSource:
@@ -74,6 +75,7 @@ class RepoSource:
         if self.path.startswith("..") or self.path.startswith("/"):
             raise ValueError(f"--local-path {path}: must be a path inside the repository")
         self.namespace = namespace
+        self._parsed: dict[str, list[Any]] = {}
 
     def __str__(self) -> str:
         return f"{self.url}@{self.revision}:{self.path}"
@@ -84,7 +86,7 @@ class RepoSource:
             root = work.path / self.path
             if not root.is_dir():
                 raise FileNotFoundError(f"{self}: no such directory in the repository")
-            return await asyncio.to_thread(load_manifests, root, default_namespace)
+            return await asyncio.to_thread(load_manifests, root, default_namespace, self._parsed)
 
 
 class LocalStore:

@@ -466,7 +466,9 @@ def parse_registries_conf(
     checked here.
     """
     try:
-        doc = YAML(typ="safe").load(text)
+        doc = YAML(typ="safe", pure=True).load(
+            text
+        )  # same result whether libyaml is installed or not
     except YAMLError as exc:
         raise RegistriesConfError([f"{source}: {_yaml_problem(exc)}"]) from None
     items, problems = _entries(doc)

@@ -688,7 +688,7 @@ def _load_yaml(text: str) -> Any:
     loader = getattr(pyyaml, "CSafeLoader", None)
     if loader is not None:
         return pyyaml.load(text, Loader=loader)
-    return YAML(typ="safe").load(text)
+    return YAML(typ="safe", pure=True).load(text)
 
 
 def default_types() -> tuple[ResourceType, ...]:

@@ -466,9 +466,8 @@ def parse_registries_conf(
     checked here.
     """
     try:
-        doc = YAML(typ="safe", pure=True).load(
-            text
-        )  # same result whether libyaml is installed or not
+        # pure: the same result whether libyaml is installed or not
+        doc = YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
         raise RegistriesConfError([f"{source}: {_yaml_problem(exc)}"]) from None
     items, problems = _entries(doc)

@@ -6,15 +6,11 @@ import copy
 from typing import Any
 
 import pytest
+from plans import make_plan
 
-from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.plan.model import (
     AppPlan,
-    ImageChange,
-    ImageResult,
-    Outcome,
     ParamEdit,
-    SourcePath,
 )
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops, pointer
 
@@ -55,27 +51,6 @@ def apply_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
         else:  # pragma: no cover - the planner emits nothing else
             raise AssertionError(op)
     return doc
-
-
-def make_plan(edits: list[ParamEdit], path: SourcePath = ("spec", "source")) -> AppPlan:
-    change = ImageChange(
-        alias="a",
-        image=ImageRef.parse("a/b:~1"),
-        old_tag="1.0",
-        new_tag="1.1",
-        new_digest="",
-        edits=tuple(e for e in edits if e.changed),
-    )
-    result = ImageResult("a", "a/b:~1", "a/b:1.0", "a/b:1.1", Outcome.UPDATED, "updated", "")
-    return AppPlan.build(
-        app_name="app",
-        app_namespace="ns",
-        source_path=path,
-        source_type="Helm",
-        results=[result],
-        changes=[change],
-        managed=edits,
-    )
 
 
 def app(source: dict[str, Any], *, rv: str = "42") -> dict[str, Any]:

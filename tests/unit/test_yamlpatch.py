@@ -9,16 +9,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from plans import make_plan
 from ruamel.yaml import YAML
 
-from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.plan.model import (
-    AppPlan,
-    ImageChange,
-    ImageResult,
-    Outcome,
     ParamEdit,
-    SourcePath,
 )
 from argocd_image_updater.plan.patch import json_patch_ops
 from argocd_image_updater.writeback import yamlpatch
@@ -30,27 +25,6 @@ Op = dict[str, Any]
 
 def load_all(text: str) -> list[Any]:
     return list(YAML(typ="safe", pure=True).load_all(text))
-
-
-def make_plan(edits: list[ParamEdit], path: SourcePath = ("spec", "source")) -> AppPlan:
-    change = ImageChange(
-        alias="web",
-        image=ImageRef.parse("nginx:~1"),
-        old_tag="1.0",
-        new_tag="1.1",
-        new_digest="",
-        edits=tuple(e for e in edits if e.changed),
-    )
-    result = ImageResult("web", "nginx:~1", "nginx:1.0", "nginx:1.1", Outcome.UPDATED, "", "")
-    return AppPlan.build(
-        app_name="web",
-        app_namespace="argocd",
-        source_path=path,
-        source_type="Helm",
-        results=[result],
-        changes=[change],
-        managed=edits,
-    )
 
 
 def changed_lines(old: str, new: str) -> list[str]:

@@ -16,6 +16,7 @@ from argocd_image_updater.local.current import (
 from argocd_image_updater.local.manifests import Manifest, ManifestSet, load_manifests
 from argocd_image_updater.local.prepare import FileRequest, RepoFiles
 from argocd_image_updater.model.application import SourceType
+from argocd_image_updater.registry.singleflight import SingleFlight
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
 from argocd_image_updater.writeback.git.repo import RepoCache
@@ -106,21 +107,27 @@ class LocalStore:
         self.default_namespace = default_namespace
         self._files = files
         self._current = ManifestSet()
+        self._by_key: dict[tuple[str, str], Manifest] = {}
+        self._loading: SingleFlight[str, ManifestSet] = SingleFlight()
         self._reported: set[str] = set()
 
     def location(self, namespace: str, name: str) -> Manifest | None:
         """Where the Application was read from in the last listing."""
-        for manifest in self._current.applications:
-            if manifest.key == (namespace, name):
-                return manifest
-        return None
+        return self._by_key.get((namespace, name))
 
     async def _load(self) -> ManifestSet:
+        """Read the manifests again; concurrent callers (the apps of a webhook event) share one
+        read."""
+        found, _ = await self._loading.do("", self._read)
+        return found
+
+    async def _read(self) -> ManifestSet:
         found = await self.source.load(self.default_namespace)
         for problem in found.problems:
             log.error(problem, path=str(self.source))
         await self._detect_types(found)
         self._current = found
+        self._by_key = {m.key: m for m in found.applications}
         return found
 
     async def _detect_types(self, found: ManifestSet) -> None:

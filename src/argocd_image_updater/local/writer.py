@@ -17,9 +17,7 @@ updated in the next cycle.
 
 from __future__ import annotations
 
-import os
 import posixpath
-import secrets
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +31,13 @@ from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.writeback.git.process import GitError, minimal_env, run_git
-from argocd_image_updater.writeback.git.repo import WorkTree
+from argocd_image_updater.writeback.git.repo import (
+    WorkTree,
+    atomic_write,
+    commit_command,
+    identity_env,
+    write_message,
+)
 from argocd_image_updater.writeback.git.writer import CommitSettings
 from argocd_image_updater.writeback.messages import grouped_commit_message
 from argocd_image_updater.writeback.yamlpatch import YamlPatchError, apply_patch
@@ -43,19 +47,6 @@ log = get_logger("local")
 GIT_TIMEOUT = 60.0
 
 Member = tuple[AppUpdateConfig, AppPlan, Manifest]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    mode = path.stat().st_mode & 0o777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _relative(files: Sequence[Path], toplevel: Path) -> list[str]:
@@ -151,13 +142,13 @@ class LocalManifestWriter:
         for rel, text in edits.texts.items():
             path = root / rel
             originals[path] = path.read_text(encoding="utf-8")
-            _atomic_write(path, text)
+            atomic_write(path, text)
         if originals:
             try:
                 await self._commit_files(root, sorted(originals), edits.written)
             except (GitError, OSError) as err:
                 for path, text in originals.items():
-                    _atomic_write(path, text)
+                    atomic_write(path, text)
                 for config, _, _ in edits.written:
                     edits.errors[config.app.qualified_name] = (
                         f"could not commit the change of {config.app.qualified_name}: {err}"
@@ -228,28 +219,14 @@ class LocalManifestWriter:
                 return
             toplevel = Path(probe.stdout.strip())
             paths = _relative(files, toplevel)
-            message = _commit_message(self._commit, members)
-            msgfile = Path(home) / f"msg-{secrets.token_hex(4)}"
-            msgfile.write_text(message or "Update parameters", encoding="utf-8")
-            args = ["-c", "commit.gpgSign=false"]
-            tail: list[str] = []
-            if self._commit.signing_key:
-                args = ["-c", f"gpg.format={self._commit.signing_method}"]
-                tail.append(f"-S{self._commit.signing_key}")
-            if self._commit.sign_off:
-                tail.append("--signoff")
-            identity = {
-                "GIT_AUTHOR_NAME": self._commit.user,
-                "GIT_AUTHOR_EMAIL": self._commit.email,
-                "GIT_COMMITTER_NAME": self._commit.user,
-                "GIT_COMMITTER_EMAIL": self._commit.email,
-            }
+            msgfile = write_message(Path(home), _commit_message(self._commit, members))
+            c = self._commit
             await run_git(["add", "--", *paths], cwd=toplevel, env=env, timeout=GIT_TIMEOUT)
-            commit = [*args, "commit", "-q", "--no-verify", "-F", str(msgfile), *tail]
+            commit = commit_command(msgfile, c.signing_key, c.signing_method, c.sign_off)
             await run_git(
                 [*commit, "--only", "--", *paths],
                 cwd=toplevel,
-                env={**env, **identity},
+                env={**env, **identity_env(c.user, c.email)},
                 timeout=GIT_TIMEOUT,
             )
             head = await run_git(["rev-parse", "HEAD"], cwd=toplevel, env=env, timeout=GIT_TIMEOUT)

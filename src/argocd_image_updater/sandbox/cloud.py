@@ -31,6 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
+from argocd_image_updater.sandbox.serving import serve_in_thread, shut_down
+
 ACR_NULL_USER = "00000000-0000-0000-0000-000000000000"
 
 
@@ -121,23 +123,13 @@ class FakeServer:
             if self._tls is not None:
                 server.socket = self._tls.wrap_socket(server.socket, server_side=True)
             self._server = server
-            self._thread = threading.Thread(
-                target=server.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name=type(self).__name__,
-                daemon=True,
-            )
-            self._thread.start()
+            self._thread = serve_in_thread(server, type(self).__name__)
         return self
 
     def stop(self) -> None:
         server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        thread, self._thread = self._thread, None
+        shut_down(server, thread)
 
     def __enter__(self) -> Self:
         return self.start()

@@ -36,6 +36,7 @@ from urllib.parse import unquote, urlsplit
 
 from argocd_image_updater.sandbox.process import ManagedProcess
 from argocd_image_updater.sandbox.registry import TlsFiles
+from argocd_image_updater.sandbox.serving import serve_in_thread, shut_down
 
 GIT: Final = "git"
 SSHD: Final = "/usr/sbin/sshd"
@@ -297,20 +298,13 @@ class GitHttpServer:
                 httpd.socket, server_side=True, do_handshake_on_connect=False
             )
         self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(httpd, "git-http")
         return self
 
     def stop(self) -> None:
         httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        thread, self._thread = self._thread, None
+        shut_down(httpd, thread)
         if self._home is not None:
             self._home.cleanup()
             self._home = None

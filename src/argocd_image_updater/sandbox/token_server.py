@@ -30,6 +30,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from argocd_image_updater.sandbox.serving import serve_in_thread, shut_down
+
 
 def _signing_identity(issuer: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     key = ec.generate_private_key(ec.SECP256R1())
@@ -106,20 +108,13 @@ class TokenServer:
         if self._server is None:
             self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
             self._server.daemon_threads = True
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, name="token-server", daemon=True
-            )
-            self._thread.start()
+            self._thread = serve_in_thread(self._server, "token-server")
         return self
 
     def stop(self) -> None:
         server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        thread, self._thread = self._thread, None
+        shut_down(server, thread)
 
     def __enter__(self) -> TokenServer:
         return self.start()

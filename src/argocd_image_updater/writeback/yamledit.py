@@ -603,26 +603,30 @@ def _newline(text: str) -> str:
     return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
 
 
-def _indent_step(text: str, docs: list[_Doc]) -> int:
-    counts: Counter[int] = Counter()
+def _map_entries(docs: Sequence[_Doc]) -> Iterator[tuple[_Node, _Node]]:
+    """Every ``(key, value)`` of every mapping in ``docs``, depth first."""
 
-    def visit(node: _Node) -> None:
+    def visit(node: _Node) -> Iterator[tuple[_Node, _Node]]:
         if node.kind == "map":
             for key, value in node.items:
-                if value.kind == "map" and not value.flow and value.items:
-                    step = (
-                        _line_col(text, value.items[0][0].start)[1] - _line_col(text, key.start)[1]
-                    )
-                    if step > 0:
-                        counts[step] += 1
-                visit(value)
+                yield key, value
+                yield from visit(value)
         elif node.kind == "seq":
             for child in node.children:
-                visit(child)
+                yield from visit(child)
 
     for doc in docs:
         if doc.root is not None:
-            visit(doc.root)
+            yield from visit(doc.root)
+
+
+def _indent_step(text: str, docs: list[_Doc]) -> int:
+    counts: Counter[int] = Counter()
+    for key, value in _map_entries(docs):
+        if value.kind == "map" and not value.flow and value.items:
+            step = _line_col(text, value.items[0][0].start)[1] - _line_col(text, key.start)[1]
+            if step > 0:
+                counts[step] += 1
     return counts.most_common(1)[0][0] if counts else 2
 
 

@@ -64,6 +64,7 @@ from argocd_image_updater.writeback.yamledit import (
     _line_col,
     _line_end,
     _lookup,
+    _map_entries,
     _Node,
     _parse,
     _render,
@@ -219,22 +220,11 @@ def _col(text: str, pos: int) -> int:
 
 def _seq_offset(text: str, docs: list[_Doc], step: int) -> int:
     counts: Counter[int] = Counter()
-
-    def visit(node: _Node) -> None:
-        if node.kind == "map":
-            for key, value in node.items:
-                if value.kind == "seq" and not value.flow and value.children:
-                    dash = _dash_before(text, value.children[0])
-                    if dash is not None and _col(text, dash) >= _col(text, key.start):
-                        counts[_col(text, dash) - _col(text, key.start)] += 1
-                visit(value)
-        elif node.kind == "seq":
-            for child in node.children:
-                visit(child)
-
-    for doc in docs:
-        if doc.root is not None:
-            visit(doc.root)
+    for key, value in _map_entries(docs):
+        if value.kind == "seq" and not value.flow and value.children:
+            dash = _dash_before(text, value.children[0])
+            if dash is not None and _col(text, dash) >= _col(text, key.start):
+                counts[_col(text, dash) - _col(text, key.start)] += 1
     return counts.most_common(1)[0][0] if counts else step
 
 

@@ -61,6 +61,61 @@ _BAD_BRANCH_CHARS: Final = frozenset(" ~^:?*[\\\x7f")
 SIGNING_METHODS: Final = frozenset({"openpgp", "ssh", "x509"})
 
 
+def atomic_write(target: Path, text: str) -> None:
+    """Replace ``target`` with ``text`` (temp file + rename, mode kept): readers see the old or
+    the new content, never a half-written file."""
+    try:
+        mode = target.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_message(directory: Path, message: str) -> Path:
+    """The commit message in a private file (never in argv)."""
+    path = directory / f"commit-msg-{secrets.token_hex(4)}"
+    path.write_text(message if message.strip() else "Update parameters", encoding="utf-8")
+    return path
+
+
+def commit_command(
+    message_file: Path,
+    signing_key: str = "",
+    signing_method: str = "openpgp",
+    sign_off: bool = False,
+) -> list[str]:
+    """``git commit`` with the message from ``message_file``, hooks off, signed when
+    ``signing_key`` is set (a GPG key id, or the path of an SSH key for ``ssh``)."""
+    args = ["-c", "commit.gpgSign=false"]
+    tail: list[str] = []
+    if signing_key:
+        if signing_method not in SIGNING_METHODS:
+            raise ValueError(f"unknown signing method {signing_method!r}")
+        args = ["-c", f"gpg.format={signing_method}"]
+        tail.append(f"-S{signing_key}")
+    if sign_off:
+        tail.append("--signoff")
+    return [*args, "commit", "-q", "--no-verify", "--cleanup=strip", "-F", str(message_file), *tail]
+
+
+def identity_env(name: str, email: str) -> dict[str, str]:
+    """The author and committer of a commit."""
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+
+
 class PushRejected(GitError):
     """The remote branch moved since our fetch (non-fast-forward or a stale lease)."""
 
@@ -326,19 +381,7 @@ class WorkTree:
         """Write ``path`` atomically (temp file + rename), creating parent directories."""
         target = self._file(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            mode = target.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o644
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(target, text)
         self._fresh = False
 
     # --- commit and push -------------------------------------------------------------------------
@@ -368,37 +411,12 @@ class WorkTree:
             return None
         if diff.code != 1:
             raise error_for("diff", diff.code, diff.stderr)
-        msgfile = self._tmp / f"commit-msg-{secrets.token_hex(4)}"
-        msgfile.write_text(message if message.strip() else "Update parameters", encoding="utf-8")
-        args = ["-c", "commit.gpgSign=false"]
-        tail: list[str] = []
-        if signing_key:
-            if signing_method not in SIGNING_METHODS:
-                raise ValueError(f"unknown signing method {signing_method!r}")
-            args = ["-c", f"gpg.format={signing_method}"]
-            tail.append(f"-S{signing_key}")
-        if sign_off:
-            tail.append("--signoff")
-        identity = {
-            "GIT_AUTHOR_NAME": author_name,
-            "GIT_AUTHOR_EMAIL": author_email,
-            "GIT_COMMITTER_NAME": author_name,
-            "GIT_COMMITTER_EMAIL": author_email,
-        }
+        msgfile = write_message(self._tmp, message)
         try:
             await run_git(
-                [
-                    *args,
-                    "commit",
-                    "-q",
-                    "--no-verify",
-                    "--cleanup=strip",
-                    "-F",
-                    str(msgfile),
-                    *tail,
-                ],
+                commit_command(msgfile, signing_key, signing_method, sign_off),
                 cwd=self.path,
-                env={**self._local_env, **identity},
+                env={**self._local_env, **identity_env(author_name, author_email)},
                 timeout=self._timeouts.local,
             )
         finally:

@@ -15,7 +15,7 @@ import time
 from typing import Final
 
 from argocd_image_updater.config.update_config import AppUpdateConfig
-from argocd_image_updater.controller.cycle import CycleResult, run_cycle
+from argocd_image_updater.controller.cycle import CycleResult
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.sources import Collected, CRState, collect
 from argocd_image_updater.model.application import Application, ApplicationError
@@ -110,19 +110,7 @@ async def handle_event(controller: Controller, event: RegistryEvent) -> CycleRes
         log.info("no application uses the repository of this event", **fields)
         return None
     log.info("processing registry event for %d application(s)", len(narrowed.configs), **fields)
-    if controller.prepare is not None:
-        narrowed = await controller.prepare(narrowed)
-    result = await run_cycle(
-        narrowed,
-        controller.registries,
-        controller.scanner,
-        controller.credentials,
-        controller.writer_for,
-        dry_run=controller.dry_run,
-        max_concurrent_apps=controller.max_concurrent_apps,
-        batch_writer=controller.batch_writer,
-        may_write=controller.is_leader,
-    )
+    result = await controller.update(narrowed)
     if controller.reporter is not None:
         await controller.reporter.report(narrowed, result, dry_run=controller.dry_run, partial=True)
     log.info("registry event processed in %.3fs", time.monotonic() - started, **fields)

@@ -80,7 +80,18 @@ class Controller:
         self.last_collected, self.last_collected_at = collected, time.monotonic()
         if self.reporter is not None:
             await self.reporter.reconciling(collected)
-        result = await run_cycle(
+        result = await self.update(collected)
+        if self.reporter is not None:
+            await self.reporter.report(collected, result, dry_run=self.dry_run)
+        self.cycles += 1
+        metrics.LAST_SUCCESSFUL_CYCLE.set(time.time())
+        if self.health is not None:
+            self.health.cycle_finished()
+        return result
+
+    async def update(self, collected: Collected) -> CycleResult:
+        """Scan, plan and write the selected Applications (a full cycle or a webhook event's)."""
+        return await run_cycle(
             await self.prepare(collected) if self.prepare is not None else collected,
             self.registries,
             self.scanner,
@@ -91,13 +102,6 @@ class Controller:
             batch_writer=self.batch_writer,
             may_write=self.is_leader,
         )
-        if self.reporter is not None:
-            await self.reporter.report(collected, result, dry_run=self.dry_run)
-        self.cycles += 1
-        metrics.LAST_SUCCESSFUL_CYCLE.set(time.time())
-        if self.health is not None:
-            self.health.cycle_finished()
-        return result
 
     async def run(self, once: bool = False, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()

@@ -376,14 +376,46 @@ def parse_time(value: str) -> float:
 
 
 class HttpApiClient:
-    """What both providers' clients share: the token, and an HTTP client that is closed by
-    :meth:`aclose` when this object made it (a caller-owned ``http`` is left open)."""
+    """What both providers' clients share: the token, authenticated requests with the
+    provider's error messages, and an HTTP client that is closed by :meth:`aclose` when this
+    object made it (a caller-owned ``http`` is left open)."""
+
+    provider: str = ""
 
     def __init__(self, token: TokenSource, http: httpx.AsyncClient | None, timeout: float) -> None:
         check_token_source(token)
         self._token = token
         self._own_http = http is None
         self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+
+    def _auth_headers(self, token: str) -> dict[str, str]:
+        """The headers that authenticate a request with ``token``."""
+        raise NotImplementedError
+
+    async def _request(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        json: Any = None,
+        passthrough: frozenset[int] = frozenset(),
+    ) -> httpx.Response:
+        """Send with the token; an error status (other than ``passthrough``) raises ScmError."""
+        headers = self._auth_headers(await resolve_token(self._token))
+        response = await send(
+            self._http, self.provider, method, url, headers=headers, params=params, json=json
+        )
+        if response.status_code not in passthrough:
+            raise_for_status(self.provider, response, describe(method, response.request.url))
+        return response
+
+    def _json(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            what = describe(response.request.method, response.request.url)
+            raise ScmError(f"{self.provider} API {what}: the answer is not JSON") from None
 
     async def aclose(self) -> None:
         if self._own_http:

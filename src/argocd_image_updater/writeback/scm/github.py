@@ -33,7 +33,6 @@ from argocd_image_updater.writeback.scm.base import (
     describe,
     parse_time,
     raise_for_status,
-    resolve_token,
     response_text,
     same_origin,
     send,
@@ -103,7 +102,7 @@ class GitHubClient(HttpApiClient):
     :meth:`aclose`).
     """
 
-    provider: Final = "GitHub"
+    provider = "GitHub"
 
     def __init__(
         self,
@@ -127,29 +126,8 @@ class GitHubClient(HttpApiClient):
             )
         return f"{self._api_url or github_api_url(repo)}/repos/{repo.owner_path}/{repo.name}"
 
-    async def _request(
-        self,
-        method: str,
-        url: str | httpx.URL,
-        *,
-        params: Mapping[str, str | int] | None = None,
-        json: Any = None,
-        passthrough: frozenset[int] = frozenset(),
-    ) -> httpx.Response:
-        headers = _headers(await resolve_token(self._token))
-        response = await send(
-            self._http, self.provider, method, url, headers=headers, params=params, json=json
-        )
-        if response.status_code not in passthrough:
-            raise_for_status(self.provider, response, describe(method, response.request.url))
-        return response
-
-    def _json(self, response: httpx.Response) -> Any:
-        try:
-            return response.json()
-        except ValueError:
-            what = describe(response.request.method, response.request.url)
-            raise ScmError(f"GitHub API {what}: the answer is not JSON") from None
+    def _auth_headers(self, token: str) -> dict[str, str]:
+        return _headers(token)
 
     async def _pages(self, url: str, params: Mapping[str, str | int]) -> AsyncIterator[list[Any]]:
         response = await self._request("GET", url, params={**params, "per_page": PER_PAGE})

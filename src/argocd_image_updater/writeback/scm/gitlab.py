@@ -25,9 +25,7 @@ from argocd_image_updater.writeback.scm.base import (
     TokenSource,
     describe,
     raise_for_status,
-    resolve_token,
     response_text,
-    send,
 )
 from argocd_image_updater.writeback.scm.repo_url import RepoLocation
 
@@ -80,7 +78,7 @@ class GitLabClient(HttpApiClient):
     ``http`` is a caller-owned client (else one is made and closed by :meth:`aclose`).
     """
 
-    provider: Final = "GitLab"
+    provider = "GitLab"
 
     def __init__(
         self,
@@ -104,31 +102,10 @@ class GitLabClient(HttpApiClient):
         url = f"{self._api}/projects/{project_id(repo)}/merge_requests"
         return url if iid is None else f"{url}/{iid}"
 
-    async def _request(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: Mapping[str, str | int] | None = None,
-        json: Any = None,
-        passthrough: frozenset[int] = frozenset(),
-    ) -> httpx.Response:
-        token = await resolve_token(self._token)
+    def _auth_headers(self, token: str) -> dict[str, str]:
         headers = {"Authorization": f"Bearer {token}"} if self._oauth else {"PRIVATE-TOKEN": token}
         headers["Accept"] = "application/json"
-        response = await send(
-            self._http, self.provider, method, url, headers=headers, params=params, json=json
-        )
-        if response.status_code not in passthrough:
-            raise_for_status(self.provider, response, describe(method, response.request.url))
-        return response
-
-    def _json(self, response: httpx.Response) -> Any:
-        try:
-            return response.json()
-        except ValueError:
-            what = describe(response.request.method, response.request.url)
-            raise ScmError(f"GitLab API {what}: the answer is not JSON") from None
+        return headers
 
     async def _pages(self, url: str, params: Mapping[str, str | int]) -> AsyncIterator[list[Any]]:
         page = "1"

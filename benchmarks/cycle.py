@@ -32,22 +32,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import io
 import json
-import os
-import pstats
 import random
 import resource
 import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
+
+from common import emit, profile_text, scratch_dir, write_fleet_storage
 
 NS = "argocd"
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -110,17 +108,6 @@ def check_scenario(s: Scenario) -> None:
         raise SystemExit("--new-fraction must be between 0 and 1")
 
 
-def write_storage(root: Path, s: Scenario) -> None:
-    from argocd_image_updater.sandbox.push import write_registry_storage
-
-    # Distinct build times everywhere, so every tag is its own image (digest).
-    layout = {
-        s.repo(r): [(s.tag(t), START + timedelta(days=r, minutes=t)) for t in range(s.tags)]
-        for r in range(s.repos)
-    }
-    write_registry_storage(root, layout)
-
-
 def seed_kube(store: Any, s: Scenario, registry_host: str) -> None:
     from argocd_image_updater.sandbox import objects
 
@@ -164,11 +151,6 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def emit(event: Mapping[str, Any]) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
-
-
 async def child_main(
     kubeconfig: str, conf: str, log_stream: TextIO, host: str, repos: list[str], profile: int
 ) -> None:
@@ -210,20 +192,12 @@ async def child_main(
                     "errors": result.errors,
                     "scans": result.scans,
                     "rss_mb": peak_rss_mb(),
-                    "profile": _profile_text(profiler, profile) if profiler else "",
+                    "profile": profile_text(profiler, profile) if profiler else "",
                 }
             )
     finally:
         for closer in reversed(closers):
             await (closer.aclose() if hasattr(closer, "aclose") else closer.close())
-
-
-def _profile_text(profiler: cProfile.Profile, top: int) -> str:
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out).strip_dirs()
-    stats.sort_stats("cumulative").print_stats(top)
-    stats.sort_stats("tottime").print_stats(top)
-    return out.getvalue()
 
 
 # --- the fakes and the measurement (parent process) ---------------------------------------------
@@ -356,7 +330,7 @@ async def drive_child(s: Scenario, kube: Any, proxy: Any, argv: list[str]) -> li
             await child.stdin.drain()
             event = await receive()
             kube_counts = kube_delta(Counter(kube.requests), kube_before)
-            patches = sum(n for (verb, _), n in kube_counts.items() if verb == "patch")
+            patches = kube_counts[("patch", "applications")]
             row = Measured(
                 label,
                 event["wall"],
@@ -407,10 +381,8 @@ def render(rows: list[Measured], s: Scenario, setup: Mapping[str, float]) -> str
         registry = f"{sum(c.values())} ({c['tags']} / {c['manifest']} / {c['blob']}"
         registry += f", {other} other)" if other else ")"
         kube_total = sum(row.kube.values())
-        by_verb: Counter[str] = Counter()
-        for (verb, _), n in row.kube.items():
-            by_verb[verb] += n
-        kube = f"{kube_total} ({', '.join(f'{v} {n}' for v, n in sorted(by_verb.items()))})"
+        parts = ", ".join(f"{v} {r} {n}" for (v, r), n in sorted(row.kube.items()))
+        kube = f"{kube_total} ({parts})"
         expected_min = minimum if row.cycle != "warm" else 0
         lines.append(
             f"| {row.cycle} | {row.wall:.2f} | {registry} | {expected_min} | {kube} | "
@@ -420,8 +392,10 @@ def render(rows: list[Measured], s: Scenario, setup: Mapping[str, float]) -> str
         "",
         f"minimum = one tag list per repository in use ({minimum}; semver needs tag names only); "
         "the warm cycle runs within the scanner's 30 s tag-list cache, so 0. "
-        f"Kubernetes minimum: one list of Applications, one of ImageUpdaters, {stale} patches "
-        "on the cold cycle. Peak RSS is the controller process's ru_maxrss so far.",
+        f"Kubernetes minimum: one list of Applications, one of ImageUpdaters, {stale} "
+        "Application patches on the cold cycle; besides, each ImageUpdater's status is written "
+        "once per cycle (and Reconciling once more on its first cycle) and each write-back "
+        "creates an event. Peak RSS is the controller process's ru_maxrss so far.",
     ]
     return "\n".join(lines)
 
@@ -431,13 +405,13 @@ def parent_main(args: argparse.Namespace) -> int:
 
     s = Scenario(args.apps, args.repos, args.tags, args.new_fraction, args.config)
     check_scenario(s)
-    shm = Path("/dev/shm")
-    base = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-    root = Path(tempfile.mkdtemp(prefix="cycle-bench-", dir=base))
+    root = scratch_dir("cycle-bench-")
     setup: dict[str, float] = {}
     try:
         began = time.perf_counter()
-        write_storage(root / "storage", s)
+        write_fleet_storage(
+            root / "storage", [s.repo(r) for r in range(s.repos)], s.tags, s.tag, START
+        )
         setup["storage"] = time.perf_counter() - began
         with RegistryServer(storage=root / "storage") as registry:
             rows = asyncio.run(run_fakes(s, root, registry.url, args.profile, setup))

@@ -66,14 +66,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import io
 import os
-import platform
-import pstats
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -81,6 +77,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
+
+from common import machine, profile_text, scratch_dir
 
 NS = "argocd"
 USER = "image-updater"
@@ -382,14 +380,6 @@ def seed_fleet(kube: Any, env: Env, url: str, image: str, tag_prefix: str) -> li
     return made
 
 
-def profile_text(profiler: cProfile.Profile, top: int) -> str:
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out).strip_dirs()
-    stats.sort_stats("cumulative").print_stats(top)
-    stats.sort_stats("tottime").print_stats(top)
-    return out.getvalue()
-
-
 async def timed_cycle(controller: Any) -> tuple[float, Any]:
     began = time.perf_counter()
     result = await controller.cycle()
@@ -516,22 +506,6 @@ async def run_all(env: Env, registry_url: str, args: argparse.Namespace) -> dict
 # --- report -------------------------------------------------------------------------------------
 
 
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    date = datetime.now(UTC).strftime("%Y-%m-%d")
-    return (
-        f"nproc {os.cpu_count()}, {model}, Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}, {date}"
-    )
-
-
 def git_version() -> str:
     import subprocess
 
@@ -654,9 +628,7 @@ def run(args: argparse.Namespace) -> int:
     from argocd_image_updater.sandbox.git_servers import GitHttpServer
     from argocd_image_updater.sandbox.registry import RegistryServer
 
-    shm = Path("/dev/shm")
-    base = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-    root = Path(tempfile.mkdtemp(prefix="git-writeback-bench-", dir=base))
+    root = scratch_dir("git-writeback-bench-")
     log_stream: TextIO = open(args.log or os.devnull, "w")  # noqa: SIM115
     try:
         logging_setup.setup("info", "text", stream=log_stream)  # as ``run`` logs, to a file

@@ -26,20 +26,20 @@ import argparse
 import asyncio
 import logging
 import random
+import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.sandbox.git_servers import git
-from argocd_image_updater.sandbox.push import write_registry_storage
 from argocd_image_updater.sandbox.registry import RegistryServer
+from common import scratch_dir, write_fleet_storage
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -167,29 +167,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     logging.disable(logging.WARNING)
-    shm = Path("/dev/shm")
-    base = str(shm) if shm.is_dir() and shm.stat().st_mode & 0o002 else None
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-local-", dir=base) as tmp_text:
-        tmp = Path(tmp_text)
+    tmp = scratch_dir("bench-local-")
+    try:
         storage = tmp / "storage"
-        layout = {
-            f"bench/svc{r:0{len(str(max(args.repos - 1, 0)))}d}": [
-                (f"1.{t}.0", START + timedelta(days=r, minutes=t)) for t in range(args.tags)
-            ]
-            for r in range(args.repos)
-        }
-        write_registry_storage(storage, layout)
+        fleet = Fleet(args, "")  # the registry's address is known once it runs
+        repos = [f"bench/{service}" for service in fleet.services]
+        write_fleet_storage(storage, repos, args.tags, fleet.tag, START)
         with RegistryServer(storage=storage) as registry:
             conf = tmp / "registries.conf"
             conf.write_text(
                 f"registries:\n- name: b\n  prefix: {registry.host}\n  api_url: {registry.url}\n"
             )
-            fleet = Fleet(args, registry.host)
+            fleet.host = registry.host
             for n in range(args.rounds):
                 round_dir = tmp / f"round{n}"
                 round_dir.mkdir()
                 rows.append(run_round(fleet, conf, round_dir))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(r[k] for r in rows) for k in ("dry", "cold", "warm")}
     print(
         f"{args.apps} Applications, {args.repos} repositories × {args.tags} tags, "

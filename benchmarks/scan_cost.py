@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
 from argocd_image_updater.sandbox.push import ImagePusher, write_registry_storage
 from argocd_image_updater.sandbox.registry import RegistryServer
+from common import scratch_dir
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -99,9 +98,7 @@ def main() -> None:
     parser.add_argument("--repos", type=int, default=50)
     parser.add_argument("--tags", type=int, default=200)
     args = parser.parse_args()
-    shm = Path("/dev/shm")
-    base = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-    root = Path(tempfile.mkdtemp(prefix="scan-cost-", dir=base))
+    root = scratch_dir("scan-cost-")
     try:
         repos = [f"bench/app{i:03d}" for i in range(args.repos)]
         # Distinct build times everywhere, so every tag is its own image (digest).

@@ -43,16 +43,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import io
 import json
 import math
-import os
-import platform
-import pstats
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -61,11 +56,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from common import emit, machine, profile_text, scratch_dir, write_fleet_storage
+
 NS = "argocd"
 START = datetime(2024, 1, 1, tzinfo=UTC)
 IMAGE_LIST = "argocd-image-updater.argoproj.io/image-list"
 SECRET = "benchmark-generic-webhook-secret"
-COALESCE_WINDOW = 0.2  # the dispatcher's default window, as ``start_webhook`` builds it
 
 # The product is imported inside functions: the controller process loads only what the
 # controller loads (no fakes).
@@ -112,16 +108,6 @@ def check_scenario(s: Scenario) -> None:
         raise SystemExit("--tags must be at least 1")
 
 
-def write_storage(root: Path, s: Scenario) -> None:
-    from argocd_image_updater.sandbox.push import write_registry_storage
-
-    layout = {
-        s.repo(r): [(tag(t), START + timedelta(days=r, minutes=t)) for t in range(s.tags)]
-        for r in range(s.repos)
-    }
-    write_registry_storage(root, layout)
-
-
 def seed_kube(store: Any, s: Scenario, host: str) -> None:
     from argocd_image_updater.sandbox import objects
 
@@ -153,11 +139,6 @@ def kustomize_images(store: Any, name: str) -> list[str]:
 
 
 # --- the controller (child process) -------------------------------------------------------------
-
-
-def emit(event: Mapping[str, Any]) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
 
 
 def webhook_stats() -> dict[str, float]:
@@ -232,14 +213,6 @@ async def child_main(kubeconfig: str, conf: str, log_stream: TextIO, top: int) -
     finally:
         for closer in reversed(closers):
             await close_resource(closer)
-
-
-def profile_text(profiler: cProfile.Profile, top: int) -> str:
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out).strip_dirs()
-    stats.sort_stats("cumulative").print_stats(top)
-    stats.sort_stats("tottime").print_stats(top)
-    return out.getvalue()
 
 
 class Child:
@@ -512,21 +485,9 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    date = datetime.now(UTC).strftime("%Y-%m-%d")
-    return f"{cpus} CPUs ({model}), Python {platform.python_version()}, {date}"
-
-
 def render(runs: list[Run], s: Scenario, setup: Mapping[str, Any], poll: float) -> str:
+    from argocd_image_updater.cli.run_cmd import WEBHOOK_COALESCE_WINDOW
+
     ready = setup["ready"]
     per_repo = s.apps // s.repos if s.apps >= s.repos else 1
     lines = [
@@ -574,7 +535,7 @@ def render(runs: list[Run], s: Scenario, setup: Mapping[str, Any], poll: float) 
         f"{check_ms:.2f} ms on average), so each figure is late by at most about "
         f"{poll * 1000 + check_ms:.1f} ms. Handler mean: the dispatcher's "
         "`webhook_event_handling_seconds` (receipt of the event to the end of its handler "
-        f"call), which includes the {COALESCE_WINDOW * 1000:.0f} ms coalescing window. "
+        f"call), which includes the {WEBHOOK_COALESCE_WINDOW * 1000:.0f} ms coalescing window. "
         "Requests per event: what the proxy and the Kubernetes fake counted between one POST and "
         "the next (the push goes to the registry directly and is not counted). Minimum: one "
         "tags/list per event.",
@@ -587,13 +548,13 @@ def parent_main(args: argparse.Namespace) -> int:
 
     s = Scenario(args.apps, args.repos, args.tags, args.events, args.config)
     check_scenario(s)
-    shm = Path("/dev/shm")
-    base = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-    root = Path(tempfile.mkdtemp(prefix="webhook-bench-", dir=base))
+    root = scratch_dir("webhook-bench-")
     setup: dict[str, Any] = {}
     try:
         began = time.perf_counter()
-        write_storage(root / "storage", s)
+        write_fleet_storage(
+            root / "storage", [s.repo(r) for r in range(s.repos)], s.tags, tag, START
+        )
         setup["storage"] = time.perf_counter() - began
         with RegistryServer(storage=root / "storage") as registry:
             runs = asyncio.run(run_all(s, root, registry.url, args, setup))

@@ -66,6 +66,10 @@ log = get_logger("run")
 
 IMAGE_UPDATER_SECRET = "argocd-image-updater-secret"
 WEBHOOK_TLS_DIR = Path("/app/config/tls")
+WEBHOOK_COALESCE_WINDOW = 0.05
+"""Seconds events for one repository are gathered: bursts (one event per platform of a
+multi-arch push) still coalesce, and a lone event is not held back for long; events during a
+running update coalesce anyway."""
 
 
 class StartupError(Exception):
@@ -376,11 +380,9 @@ async def start_webhook(
     async def handle(event: RegistryEvent) -> None:
         await handle_event(controller, event)
 
-    # A short window: bursts (one event per platform of a multi-arch push) still coalesce, and a
-    # lone event is not held back for long; events during a running update coalesce anyway.
     dispatcher = EventDispatcher(
         handle,
-        coalesce_window=0.05,
+        coalesce_window=WEBHOOK_COALESCE_WINDOW,
         max_concurrency=int(settings.values.get("max_concurrent_updaters", 1)),
     )
     try:

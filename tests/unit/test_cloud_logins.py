@@ -123,6 +123,11 @@ def test_registry_host_prefers_the_prefix() -> None:
         ("gcr.io=gcp:", "gcp:"),
         ("azure:", "azure:"),
         ("azure:0A1B2C3D-0000-0000-0000-000000000000", "azure:0a1b2c3d-0000-0000-0000-000000000000"),
+        # The bare words: `credentials: ecr:` is not valid YAML, `credentials: ecr` is.
+        ("ecr", "ecr:"),
+        (" GCP ", "gcp:"),
+        ("azure", "azure:"),
+        ("gcr.io=gcp", "gcp:"),
     ],
 )  # fmt: skip
 def test_cloud_references(text: str, key: str) -> None:
@@ -143,7 +148,13 @@ def test_invalid_cloud_references(text: str, fragment: str) -> None:
     with pytest.raises(CredentialRefError, match="invalid credential reference") as info:
         parse_credential_ref(text)
     assert fragment in str(info.value)
-    assert "ecr:[<region>]" in str(info.value)
+    assert "ecr[:<region>]" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["env", "secret", "pullsecret", "ext", "ecrx", "gcp-"])
+def test_only_the_cloud_words_stand_alone(text: str) -> None:
+    with pytest.raises(CredentialRefError, match="no '<type>:' found"):
+        parse_credential_ref(text)
 
 
 def test_ecr_region_resolution() -> None:

@@ -202,6 +202,18 @@ def test_bad_yaml_is_reported_and_the_other_files_are_used(tmp_path: Path) -> No
     )
 
 
+def test_an_unclosed_quote_is_reported_where_it_starts(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n"
+        'spec: {project: "default}\n# more\n# lines\n'
+    )
+    found = load_manifests(tmp_path, "argocd")
+    assert found.problems == [
+        "app.yaml: not valid YAML, skipped: line 5, column 17: a quoted scalar that is never "
+        "closed (the file ends first)"
+    ]
+
+
 def test_duplicate_application_keeps_the_first(tmp_path: Path) -> None:
     doc = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n"
     (tmp_path / "a.yaml").write_text(doc)

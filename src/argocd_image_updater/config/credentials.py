@@ -60,7 +60,7 @@ _DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:
 _ENV_NAME_RE: Final = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 ACCEPTED_FORMS: Final = (
     "use env:<VARIABLE>, ext:</absolute/path/to/script>, secret:<namespace>/<name>#<field>, "
-    "pullsecret:<namespace>/<name>, ecr:[<region>][,<role-arn>], gcp: or azure:[<client-id>], "
+    "pullsecret:<namespace>/<name>, ecr[:<region>][,<role-arn>], gcp or azure[:<client-id>], "
     "optionally prefixed with <registry>="
 )
 
@@ -148,6 +148,9 @@ def _parse_secret_location(kind: str, location: str) -> tuple[str, str]:
 def parse_credential_ref(text: str, require_registry_prefix: bool = False) -> CredentialRef:
     """Parse ``[<registry>=]<type>:<source>``; the type keyword is case-insensitive.
 
+    The cloud logins may be written without the colon when nothing follows (``ecr``, ``gcp``,
+    ``azure``): ``credentials: ecr:`` is not valid YAML, ``credentials: ecr`` is.
+
     Raises :class:`CredentialRefError` naming the wrong part. The text of an unrecognised
     reference is not repeated in the message, as it may be a mistyped secret.
     """
@@ -163,6 +166,8 @@ def parse_credential_ref(text: str, require_registry_prefix: bool = False) -> Cr
             "a '<registry>=' prefix is required here, e.g. 'gcr.io=pullsecret:ns/name'"
         )
     kind_text, sep, source = spec.partition(":")
+    if not sep and kind_text.strip().lower() in CLOUD_KINDS:
+        sep = ":"  # the bare cloud words `ecr`, `gcp`, `azure` mean `ecr:`, `gcp:`, `azure:`
     if not sep:
         raise _ref_error("no '<type>:' found")
     try:

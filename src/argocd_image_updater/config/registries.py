@@ -27,6 +27,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
 from argocd_image_updater.config.dockerconfig import DOCKER_HUB_HOSTS
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
+from argocd_image_updater.config.yaml_errors import yaml_error_position
 from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
 from argocd_image_updater.report.log import get_logger
 
@@ -449,11 +450,11 @@ def _build_endpoints(
 
 def _yaml_problem(exc: YAMLError) -> str:
     if isinstance(exc, MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}"
         if isinstance(exc, DuplicateKeyError):
+            mark = exc.problem_mark
+            where = f"line {mark.line + 1}, column {mark.column + 1}"
             return f"invalid YAML at {where}: duplicate key; each key may appear only once"
-        return f"invalid YAML at {where}: {exc.problem}"
+        return f"invalid YAML at {yaml_error_position(exc)}"
     return f"invalid YAML: {exc}"
 
 

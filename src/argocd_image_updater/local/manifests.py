@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.error import YAMLError
+
+from argocd_image_updater.config.yaml_errors import yaml_error_position
 
 APPLICATION_GROUP: Final = "argoproj.io/"
 IMAGE_UPDATER_GROUP: Final = "argocd-image-updater.argoproj.io/"
@@ -66,13 +68,6 @@ def manifest_files(root: Path) -> list[Path]:
         )
         found.extend(here / f for f in sorted(files) if f.endswith(SUFFIXES))
     return found
-
-
-def _where(err: YAMLError) -> str:
-    if isinstance(err, MarkedYAMLError) and err.problem_mark is not None:
-        mark = err.problem_mark
-        return f"line {mark.line + 1}, column {mark.column + 1}: {err.problem}"
-    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def _kind_of(obj: Any) -> str | None:
@@ -134,7 +129,7 @@ def load_manifests(
             try:
                 cached = list(loader.load_all(text))
             except YAMLError as err:
-                out.problems.append(f"{rel}: not valid YAML, skipped: {_where(err)}")
+                out.problems.append(f"{rel}: not valid YAML, skipped: {yaml_error_position(err)}")
                 continue
             if cache is not None:
                 cache[digest] = cached

@@ -6,7 +6,10 @@ Secrets never appear in argv, remote URLs or git config:
   the username or the password from environment variables of the git process that asks.
 * SSH: ``GIT_SSH_COMMAND`` runs ``ssh`` with the key in a 0600 file, ``IdentitiesOnly`` and strict
   host key checking against a known_hosts file. Host key checking is off only when
-  ``insecure_ignore_host_key`` is set explicitly.
+  ``insecure_ignore_host_key`` is set explicitly. The operator's ssh client config
+  (``$HOME/.ssh/config``, the ``argocd-image-updater-ssh-config`` ConfigMap in a cluster) is read
+  when it exists (``ssh -F``), as the original does; the options given here on the command line
+  (key, host key checking, batch mode) take precedence over it, since ssh keeps the first value.
 * TLS: ``GIT_SSL_CAINFO`` for a custom CA; ``GIT_SSL_NO_VERIFY`` only when ``insecure`` is set.
 
 :func:`prepare_auth` writes these files into a fresh 0700 directory and returns a cleanup that
@@ -102,12 +105,25 @@ def _normalise_key(text: str) -> str:
     return text.replace("\r\n", "\n").strip() + "\n"
 
 
+def ssh_config_file() -> Path | None:
+    """The ssh client config git's ssh reads: ``$HOME/.ssh/config`` when that file exists.
+
+    git runs with a private ``HOME``, and ssh looks for ``~/.ssh/config`` in the passwd entry's
+    home (which a container user may not have), so the file is always passed with ``-F``.
+    """
+    home = os.environ.get("HOME") or str(Path.home())
+    path = Path(home) / ".ssh" / "config"
+    return path if path.is_file() else None
+
+
 def _ssh_command(directory: Path, key: str | None, options: SshOptions) -> str:
-    argv = ["ssh", "-F", os.devnull, "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes"]
+    config = ssh_config_file()
+    argv = ["ssh", "-F", str(config) if config else os.devnull]
+    argv += ["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes"]
     if key is not None:
         argv += ["-i", str(_write_private(directory / "id_key", _normalise_key(key)))]
-    else:
-        argv += ["-o", "IdentityFile=none"]
+    elif config is None:
+        argv += ["-o", "IdentityFile=none"]  # else an IdentityFile of the config may apply
     if options.insecure_ignore_host_key:
         argv += [
             "-o",

@@ -19,7 +19,8 @@ Nothing here logs; warnings are returned to the caller.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Final
 
 from argocd_image_updater.config.update_config import (
@@ -89,6 +90,7 @@ class SettingKeys:
     pull_secret: str
     platforms: str | None
     """Only images have a platforms key; application-wide there is none."""
+    allow_downgrade: str
 
 
 def setting_keys(alias: str = "") -> SettingKeys:
@@ -101,6 +103,7 @@ def setting_keys(alias: str = "") -> SettingKeys:
             update_strategy=app_key("update-strategy"),
             pull_secret=app_key("pull-secret"),
             platforms=None,
+            allow_downgrade=app_key("allow-downgrade"),
         )
     return SettingKeys(
         allow_tags=image_key(alias, "allow-tags"),
@@ -109,19 +112,35 @@ def setting_keys(alias: str = "") -> SettingKeys:
         update_strategy=image_key(alias, "update-strategy"),
         pull_secret=image_key(alias, "pull-secret"),
         platforms=image_key(alias, "platforms"),
+        allow_downgrade=image_key(alias, "allow-downgrade"),
     )
 
 
-def _go_bool(key: str, value: str) -> bool:
+def _go_bool(key: str, value: str, what: str = "force update") -> bool:
     text = value.strip()
     if text in _GO_TRUE:
         return True
     if text in _GO_FALSE:
         return False
     raise AnnotationError(
-        f"error parsing force update settings: annotation {key}: {value!r} is not a boolean; "
+        f"error parsing {what} settings: annotation {key}: {value!r} is not a boolean; "
         "use true or false"
     )
+
+
+def annotation_field(app: Application, key: str) -> str:
+    """``Application <namespace>/<name> annotation <key>``: names where a setting is set."""
+    return f"Application {app.namespace}/{app.name} annotation {key}"
+
+
+def _located(app: Application, settings: UpdateSettings, keys: dict[str, str]) -> UpdateSettings:
+    """``settings`` with each set field located at the annotation it was read from."""
+    origins = {
+        name: annotation_field(app, key)
+        for name, key in keys.items()
+        if getattr(settings, name) is not None
+    }
+    return replace(settings, origins=MappingProxyType(origins))
 
 
 def _trimmed(annotations: Mapping[str, str], key: str) -> str | None:
@@ -150,6 +169,9 @@ def read_update_settings(app: Application, alias: str = "") -> UpdateSettings | 
     if keys.platforms is not None and keys.platforms in ann:
         items = tuple(p.strip() for p in ann[keys.platforms].split(",") if p.strip())
         platforms = items or None
+    allow_downgrade: bool | None = None
+    if keys.allow_downgrade in ann:
+        allow_downgrade = _go_bool(keys.allow_downgrade, ann[keys.allow_downgrade], "downgrade")
     settings = UpdateSettings(
         strategy=_trimmed(ann, keys.update_strategy),
         force_update=force,
@@ -157,8 +179,21 @@ def read_update_settings(app: Application, alias: str = "") -> UpdateSettings | 
         ignore_tags=ignore,
         pull_secret=_trimmed(ann, keys.pull_secret),
         platforms=platforms,
+        allow_downgrade=allow_downgrade,
     )
-    return None if settings.is_empty else settings
+    if settings.is_empty:
+        return None
+    located = {
+        "strategy": keys.update_strategy,
+        "force_update": keys.force_update,
+        "allow_tags": keys.allow_tags,
+        "ignore_tags": keys.ignore_tags,
+        "pull_secret": keys.pull_secret,
+        "allow_downgrade": keys.allow_downgrade,
+    }
+    if keys.platforms is not None:
+        located["platforms"] = keys.platforms
+    return _located(app, settings, located)
 
 
 def read_manifest_target(app: Application, alias: str) -> ManifestTarget | None:
@@ -254,28 +289,41 @@ def _split_image_list_v0(value: str) -> list[tuple[str, str]]:
     return out
 
 
-def _lookup_v0(ann: Mapping[str, str], alias_key: str, setting: str) -> str | None:
-    """The per-image value if its key exists (even blank), else the application-wide one."""
+def _key_v0(ann: Mapping[str, str], alias_key: str, setting: str) -> str:
+    """The per-image key if it exists (even blank), else the application-wide one."""
     key = image_key(alias_key, setting)
-    if key in ann:
-        return ann[key]
-    return ann.get(app_key(setting))
+    return key if key in ann else app_key(setting)
 
 
-def _settings_v0(ann: Mapping[str, str], alias: str, warnings: list[str]) -> UpdateSettings:
+def _settings_v0(app: Application, alias: str, warnings: list[str]) -> UpdateSettings:
+    ann = app.annotations
     key = annotation_alias_key(alias)
-    strategy = _lookup_v0(ann, key, "update-strategy")
-    force = _lookup_v0(ann, key, "force-update")
-    allow = _lookup_v0(ann, key, "allow-tags")
+    keys = {
+        name: _key_v0(ann, key, setting)
+        for name, setting in (
+            ("strategy", "update-strategy"),
+            ("force_update", "force-update"),
+            ("allow_tags", "allow-tags"),
+            ("ignore_tags", "ignore-tags"),
+            ("pull_secret", "pull-secret"),
+            ("allow_downgrade", "allow-downgrade"),
+        )
+    }
+    keys["platforms"] = image_key(key, "platforms")
+    strategy = ann.get(keys["strategy"])
+    force = ann.get(keys["force_update"])
+    allow = ann.get(keys["allow_tags"])
     if not allow:
         tag_match = ann.get(image_key(key, "tag-match"))
         if tag_match is not None:
             warnings.append(TAG_MATCH_DEPRECATED)
             allow = tag_match
-    ignore = _lookup_v0(ann, key, "ignore-tags")
-    pull_secret = _lookup_v0(ann, key, "pull-secret")
-    platforms = ann.get(image_key(key, "platforms"))
-    return UpdateSettings(
+            keys["allow_tags"] = image_key(key, "tag-match")
+    ignore = ann.get(keys["ignore_tags"])
+    pull_secret = ann.get(keys["pull_secret"])
+    platforms = ann.get(keys["platforms"])
+    downgrade = ann.get(keys["allow_downgrade"])
+    settings = UpdateSettings(
         strategy=strategy or None,
         force_update=(force == "true") if force is not None else None,
         allow_tags=allow or None,
@@ -288,7 +336,9 @@ def _settings_v0(ann: Mapping[str, str], alias: str, warnings: list[str]) -> Upd
             if platforms
             else None
         ),
+        allow_downgrade=(downgrade == "true") if downgrade is not None else None,
     )
+    return _located(app, settings, keys)
 
 
 def _target_v0(ann: Mapping[str, str], alias: str) -> ManifestTarget | None:
@@ -329,7 +379,7 @@ def config_from_annotations_v0(app: Application) -> tuple[AppUpdateConfig, list[
         ImageSpec(
             alias=alias,
             image=image,
-            settings=_settings_v0(ann, alias, warnings),
+            settings=_settings_v0(app, alias, warnings),
             target=_target_v0(ann, alias),
         )
         for alias, image in _split_image_list_v0(value)

@@ -83,20 +83,25 @@ class CommonUpdateSettings(_Model):
     ignore_tags: list[str] | None = None
     pull_secret: str | None = None
     platforms: list[str] | None = None
+    allow_downgrade: bool | None = None
 
-    def to_settings(self) -> uc.UpdateSettings:
-        return uc.UpdateSettings(
+    def to_settings(self, where: str = "") -> uc.UpdateSettings:
+        """The settings; ``where`` (e.g. ``ImageUpdater ns/name field spec.commonUpdateSettings``)
+        locates this block, so that each value can be traced back to its field."""
+        settings = uc.UpdateSettings(
             strategy=self.update_strategy,
             force_update=self.force_update,
             allow_tags=self.allow_tags,
             ignore_tags=tuple(self.ignore_tags) if self.ignore_tags is not None else None,
             pull_secret=self.pull_secret,
             platforms=tuple(self.platforms) if self.platforms is not None else None,
+            allow_downgrade=self.allow_downgrade,
         )
+        return settings.with_origins(where) if where else settings
 
 
-def _settings(cs: CommonUpdateSettings | None) -> uc.UpdateSettings | None:
-    return cs.to_settings() if cs is not None else None
+def _settings(cs: CommonUpdateSettings | None, where: str = "") -> uc.UpdateSettings | None:
+    return cs.to_settings(where) if cs is not None else None
 
 
 # --- manifest targets --------------------------------------------------------------------------
@@ -329,12 +334,15 @@ class ImageConfig(_Model):
         self,
         ref_settings: uc.UpdateSettings,
         ref_verification: uc.Verification | None,
+        where: str = "",
     ) -> uc.ImageSpec:
-        """The image with its settings merged over the ref-level ones."""
+        """The image with its settings merged over the ref-level ones; ``where`` locates the
+        image entry (``ImageUpdater ns/name field spec.applicationRefs[0].images[1]``)."""
+        block = f"{where}.commonUpdateSettings" if where else ""
         return uc.ImageSpec(
             alias=self.alias,
             image=self.image_name,
-            settings=ref_settings.merged(_settings(self.common_update_settings)),
+            settings=ref_settings.merged(_settings(self.common_update_settings, block)),
             target=self.manifest_targets.to_target() if self.manifest_targets else None,
             verification=uc.Verification.merge(
                 ref_verification, _verification(self.images_verification)
@@ -437,13 +445,43 @@ class ImageUpdater(_Model):
         """``imageupdater <namespace>/<name>``: where the configuration came from."""
         return f"imageupdater {self.namespace}/{self.name}"
 
+    def field(self, path: str) -> str:
+        """``ImageUpdater <namespace>/<name> field <path>``: names a field of this resource."""
+        return f"ImageUpdater {self.namespace}/{self.name} field {path}"
+
+    def ref_path(self, ref: ApplicationRef) -> str:
+        """``spec.applicationRefs[<i>]`` of ``ref`` (namePatterns are unique)."""
+        for i, candidate in enumerate(self.spec.application_refs):
+            if candidate is ref or candidate.name_pattern == ref.name_pattern:
+                return f"spec.applicationRefs[{i}]"
+        return "spec.applicationRefs[?]"
+
 
 # --- conversions used by selection -------------------------------------------------------------
 
 
 def ref_settings(cr: ImageUpdater, ref: ApplicationRef) -> uc.UpdateSettings:
-    """The spec-level settings merged with the ref's."""
-    return uc.UpdateSettings.merge(cr.spec.settings, _settings(ref.common_update_settings))
+    """The spec-level settings merged with the ref's, each value knowing its field."""
+    return uc.UpdateSettings.merge(
+        _settings(cr.spec.common_update_settings, cr.field("spec.commonUpdateSettings")),
+        _settings(
+            ref.common_update_settings, cr.field(f"{cr.ref_path(ref)}.commonUpdateSettings")
+        ),
+    )
+
+
+def image_specs(
+    cr: ImageUpdater,
+    ref: ApplicationRef,
+    settings: uc.UpdateSettings,
+    verification: uc.Verification | None,
+) -> list[uc.ImageSpec]:
+    """The images of ``ref`` with their settings merged over ``settings``."""
+    base = cr.ref_path(ref)
+    return [
+        image.to_spec(settings, verification, cr.field(f"{base}.images[{i}]"))
+        for i, image in enumerate(ref.images or ())
+    ]
 
 
 def ref_write_back(cr: ImageUpdater, ref: ApplicationRef) -> uc.WriteBack:

@@ -28,6 +28,7 @@ from argocd_image_updater.config import annotations as ann
 from argocd_image_updater.config.imageupdater import (
     ApplicationRef,
     ImageUpdater,
+    image_specs,
     ref_settings,
     ref_verification,
     ref_write_back,
@@ -176,7 +177,7 @@ def _try_ref(
         return _annotation_images(annotated, settings, verification), write_back
     settings = ref_settings(cr, ref)
     verification = ref_verification(cr, ref)
-    return [img.to_spec(settings, verification) for img in ref.images or ()], write_back
+    return image_specs(cr, ref, settings, verification), write_back
 
 
 def _check_patterns(cr: ImageUpdater) -> str | None:

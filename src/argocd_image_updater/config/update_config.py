@@ -10,14 +10,18 @@ Values here are plain and already merged over their scopes (spec → application
   repository/branch/writeBackTarget field by field, ``pullRequest`` replaced as a whole.
 * :class:`ManifestTarget` — image level only, never merged.
 
-Strategy names, ``allowTags`` match functions and platforms stay raw strings here; the policy
-stage validates them.
+Strategy names, ``allowTags`` match functions, pull secrets and platforms stay raw strings here;
+the planner validates them. Every set field remembers where it was set (``origins``: the
+ImageUpdater and field path, or the Application and annotation), so that a problem with a value
+names the object and the field that hold it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Final, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Final, Literal
 
 from argocd_image_updater.model.application import Application
 
@@ -32,9 +36,30 @@ class WriteBackError(ValueError):
     """A write-back configuration that cannot be used for an application."""
 
 
+SETTING_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "strategy": "updateStrategy",
+        "force_update": "forceUpdate",
+        "allow_tags": "allowTags",
+        "ignore_tags": "ignoreTags",
+        "pull_secret": "pullSecret",
+        "platforms": "platforms",
+        "allow_downgrade": "allowDowngrade",
+    }
+)
+"""``UpdateSettings`` attribute → ``commonUpdateSettings`` field name."""
+
+_NO_ORIGINS: Mapping[str, str] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class UpdateSettings:
-    """``CommonUpdateSettings`` of one scope, or merged; ``None`` means "inherit"."""
+    """``CommonUpdateSettings`` of one scope, or merged; ``None`` means "inherit".
+
+    ``origins`` maps a set attribute to where its value was set, e.g. ``ImageUpdater ns/name
+    field spec.commonUpdateSettings.pullSecret`` (see :meth:`where`); it takes no part in
+    comparisons.
+    """
 
     strategy: str | None = None
     force_update: bool | None = None
@@ -42,19 +67,38 @@ class UpdateSettings:
     ignore_tags: tuple[str, ...] | None = None
     pull_secret: str | None = None
     platforms: tuple[str, ...] | None = None
+    allow_downgrade: bool | None = None
+    origins: Mapping[str, str] = field(default_factory=lambda: _NO_ORIGINS, compare=False, hash=False)
 
     def merged(self, over: UpdateSettings | None) -> UpdateSettings:
         """``self`` with every field that ``over`` sets replaced by ``over``'s value."""
         if over is None:
             return self
-        return UpdateSettings(
-            strategy=over.strategy if over.strategy is not None else self.strategy,
-            force_update=over.force_update if over.force_update is not None else self.force_update,
-            allow_tags=over.allow_tags if over.allow_tags is not None else self.allow_tags,
-            ignore_tags=over.ignore_tags if over.ignore_tags is not None else self.ignore_tags,
-            pull_secret=over.pull_secret if over.pull_secret is not None else self.pull_secret,
-            platforms=over.platforms if over.platforms is not None else self.platforms,
-        )
+        values: dict[str, Any] = {}
+        origins = dict(self.origins)
+        for name in SETTING_FIELDS:
+            value = getattr(over, name)
+            if value is None:
+                continue
+            values[name] = value
+            origins.pop(name, None)
+            if name in over.origins:
+                origins[name] = over.origins[name]
+        return replace(self, **values, origins=MappingProxyType(origins))
+
+    def with_origins(self, prefix: str) -> UpdateSettings:
+        """The same settings, each set field located at ``<prefix>.<fieldName>``."""
+        origins = {
+            name: f"{prefix}.{camel}"
+            for name, camel in SETTING_FIELDS.items()
+            if getattr(self, name) is not None
+        }
+        return replace(self, origins=MappingProxyType(origins))
+
+    def where(self, name: str) -> str:
+        """Where the value of attribute ``name`` was set; ``commonUpdateSettings.<field>`` when
+        unknown."""
+        return self.origins.get(name) or f"commonUpdateSettings.{SETTING_FIELDS[name]}"
 
     @classmethod
     def merge(cls, *scopes: UpdateSettings | None) -> UpdateSettings:
@@ -95,6 +139,12 @@ class UpdateSettings:
     def effective_platforms(self) -> tuple[str, ...]:
         """Platform constraints; ``()`` means the updater's own runtime platform."""
         return self.platforms or ()
+
+    @property
+    def effective_allow_downgrade(self) -> bool:
+        """Whether a tag ordered below the running one may be written (default: never)."""
+        return bool(self.allow_downgrade)
+
 
 
 @dataclass(frozen=True, slots=True)

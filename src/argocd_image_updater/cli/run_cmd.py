@@ -17,11 +17,8 @@ from argocd_image_updater import __version__
 from argocd_image_updater.argocd.client import ArgoCDClient
 from argocd_image_updater.cli.options import load_settings, settings_options
 from argocd_image_updater.config.durations import format_go_duration
-from argocd_image_updater.config.registries import (
-    RegistriesConfError,
-    RegistryConfig,
-    load_registries_conf,
-)
+from argocd_image_updater.config.registries import RegistriesConfError, RegistryConfig
+from argocd_image_updater.config.reloading import ReloadingRegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.config.update_config import AppUpdateConfig
@@ -51,6 +48,7 @@ from argocd_image_updater.webhook.server import WebhookServer
 from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
 from argocd_image_updater.writeback.base import AppWriter
+from argocd_image_updater.writeback.commit_template import CommitTemplateFile
 from argocd_image_updater.writeback.git.credentials import ClusterObjects, GitCredentialsResolver
 from argocd_image_updater.writeback.git.repo import RepoCache
 from argocd_image_updater.writeback.git.writer import (
@@ -59,7 +57,7 @@ from argocd_image_updater.writeback.git.writer import (
     default_cache_root,
 )
 from argocd_image_updater.writeback.gotemplate import Template
-from argocd_image_updater.writeback.messages import MessageError, commit_message_template
+from argocd_image_updater.writeback.messages import MessageError
 from argocd_image_updater.writeback.scm import github_app_token
 
 log = get_logger("run")
@@ -92,22 +90,20 @@ def watch_scope(settings: Settings, own_namespace: str) -> list[str] | None:
 
 
 def load_registries(path: str) -> RegistryConfig:
+    """registries.conf, re-read when the file changes; a bad one at start stops the start."""
     try:
-        result = load_registries_conf(Path(path), missing_ok=True)
+        return ReloadingRegistryConfig(Path(path))
     except (RegistriesConfError, OSError) as err:
         raise StartupError(f"could not load registries configuration from {path}: {err}") from None
-    return result.config
 
 
-def load_commit_template(path: str) -> Template | None:
-    """The commit message template; a missing file means the default, a bad one stops the start."""
-    file = Path(path)
-    if not file.is_file():
-        return None
+def load_commit_template(path: str) -> Template:
+    """The commit message template, re-read when the file changes; a missing file means the
+    default, a bad one at start stops the start."""
     try:
-        return commit_message_template(file.read_text(encoding="utf-8"), str(file))
-    except (MessageError, OSError) as err:
-        raise StartupError(f"commit message template {file}: {err}") from None
+        return CommitTemplateFile(path)
+    except (MessageError, OSError, UnicodeDecodeError) as err:
+        raise StartupError(f"commit message template {path}: {err}") from None
 
 
 class ClosableGitWriter(GitBatchWriter):

@@ -19,6 +19,7 @@ from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.sources import collect
 from argocd_image_updater.sandbox import objects
 from argocd_image_updater.sandbox.argocd import ArgoCDApiServer
+from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
 from argocd_image_updater.sandbox.kube import KubeApiServer
 from argocd_image_updater.sandbox.push import ImagePusher
 from argocd_image_updater.sandbox.registry import RegistryServer
@@ -115,6 +116,62 @@ async def test_cr_updates_kustomize_and_helm_apps_touching_only_their_parameters
     assert app_obj(kube, "unrelated") == before_unrelated
     # One registry scan for the repository although two Applications use it.
     assert result.scans == 1
+
+
+async def test_tag_pushed_between_cycles_is_written_by_the_next_cycle(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    """Each cycle lists the tags once (shared by every scan of the cycle, here a semver and a
+    newest-build image of the same repository) and never reuses an earlier cycle's list."""
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    proxy = await FaultyProxy(registry.url).start()
+    try:
+        host = proxy.url.split("://", 1)[1]
+        image = f"{host}/{repo}"
+        for name, strategy in (("by-version", "semver"), ("by-build", "newest-build")):
+            kube.store.put(
+                objects.application(
+                    name, NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
+                )
+            )
+            kube.store.put(
+                objects.image_updater(
+                    name,
+                    NS,
+                    {
+                        "applicationRefs": [
+                            {
+                                "namePattern": name,
+                                "images": [
+                                    {
+                                        "alias": "a",
+                                        "imageName": image,
+                                        "commonUpdateSettings": {"updateStrategy": strategy},
+                                    }
+                                ],
+                            }
+                        ]
+                    },
+                )
+            )
+        conf = tmp_path / "registries.conf"
+        conf.write_text(f"registries:\n- name: t\n  prefix: {host}\n  api_url: {proxy.url}\n")
+        controller, closers = await make_controller(kube, tmp_path, conf, interval="5s")
+        try:
+            first = await controller.cycle()
+            assert first.images_updated == 2 and first.scans == 2
+            assert proxy.counts["tags"] == 1
+            await push_tags(registry, repo, ["1.0.0", "1.0.1", "1.0.2"])
+            second = await controller.cycle()
+        finally:
+            await close_all(closers)
+    finally:
+        await proxy.stop()
+    assert second.images_updated == 2 and second.errors == 0
+    for name in ("by-version", "by-build"):
+        images = app_obj(kube, name)["spec"]["source"]["kustomize"]["images"]
+        assert images == [f"{image}:1.0.2"], name
+    assert proxy.counts["tags"] == 2  # one tag list per repository per cycle
 
 
 async def test_malformed_cr_and_unreachable_registry_do_not_stop_the_others(

@@ -305,9 +305,6 @@ async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
                 # A newer tag: a new PR branch; the old PR is closed as superseded.
                 async with ImagePusher(registry.url) as pusher:
                     await pusher.push_image(repo, "1.0.2", created=START + timedelta(days=9))
-                controller.scanner.invalidate_tags(
-                    controller.registries.endpoint_for(registry.host, repo), repo
-                )
                 second = await controller.cycle()
                 assert second.errors == 0, [a.error for a in second.apps]
             finally:

@@ -312,9 +312,8 @@ async def test_single_flight_survives_a_cancelled_caller():
     assert first.cancelled()
 
 
-async def test_tag_list_cache_freshness_and_failures():
-    clock = Clock()
-    cache = TagListCache(ttl=30, clock=clock)
+async def test_tag_list_cache_serves_one_round_only_and_forgets_failures():
+    cache = TagListCache()
     key = TagListKey("https://r", "a/b", "")
     calls = 0
 
@@ -326,17 +325,44 @@ async def test_tag_list_cache_freshness_and_failures():
     async def broken() -> list[str]:
         raise RuntimeError("registry down")
 
-    assert await cache.get(key, fetch) == ("1.0", "call1")
-    clock.now += 29
-    assert await cache.get(key, fetch) == ("1.0", "call1")
-    clock.now += 2
+    first = cache.new_round()
+    assert await cache.get(key, fetch, first) == ("1.0", "call1")
+    assert await cache.get(key, fetch, first) == ("1.0", "call1")  # the same round shares
+    second = cache.new_round()
+    assert await cache.get(key, fetch, second) == ("1.0", "call2")  # a later round lists again
+    assert await cache.get(key, fetch, first) == ("1.0", "call2")  # newer than the first round
+    third = cache.new_round()
     with pytest.raises(RuntimeError):
-        await cache.get(key, broken)
-    assert await cache.get(key, fetch) == ("1.0", "call2")
-    cache.invalidate("https://r", "a/b")
-    assert await cache.get(key, fetch) == ("1.0", "call3")
-    with pytest.raises(ValueError, match="must not be negative"):
-        TagListCache(ttl=-1)
+        await cache.get(key, broken, third)
+    assert await cache.get(key, fetch, third) == ("1.0", "call3")  # a failure is not kept
+    assert await cache.get(key, fetch) == ("1.0", "call4")  # no round: nothing finished is reused
+
+
+async def test_tag_list_cache_round_never_joins_a_listing_started_before_it():
+    cache = TagListCache()
+    key = TagListKey("https://r", "a/b", "")
+    gate = asyncio.Event()
+    calls = 0
+
+    async def slow() -> list[str]:
+        nonlocal calls
+        calls += 1
+        number = calls
+        await gate.wait()
+        return [f"call{number}"]
+
+    early = cache.new_round()
+    in_flight = asyncio.ensure_future(cache.get(key, slow, early))
+    joined = asyncio.ensure_future(cache.get(key, slow))  # no round: joins the one in flight
+    await asyncio.sleep(0)
+    late = cache.new_round()  # e.g. a webhook event received while the listing runs
+    fresh = asyncio.ensure_future(cache.get(key, slow, late))
+    await asyncio.sleep(0)
+    gate.set()
+    assert await in_flight == ("call1",)
+    assert await joined == ("call1",)
+    assert await fresh == ("call2",)
+    assert calls == 2
 
 
 async def test_metadata_cache_is_bounded_lru():

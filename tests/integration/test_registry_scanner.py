@@ -63,7 +63,7 @@ async def test_newest_build_second_scan_fetches_no_manifest_or_config(
 ):
     p = await proxy(registry)
     request = ScanRequest(endpoint_for(p), repo, metadata=True)
-    async with Scanner(tags_ttl=0) as scanner:
+    async with Scanner() as scanner:
         first = await scanner.scan(request)
         assert dict(p.counts) == {"tags": 1, "manifest": 5, "blob": 5}  # the minimum
         p.reset()
@@ -86,7 +86,7 @@ async def test_moved_tag_is_refetched_by_its_new_digest(
 ):
     p = await proxy(registry)
     request = ScanRequest(endpoint_for(p), repo, metadata=True)
-    async with Scanner(tags_ttl=0) as scanner:
+    async with Scanner() as scanner:
         await scanner.scan(request)
         async with ImagePusher(registry.url) as pusher:
             moved = await pusher.push_image(repo, "1.1", created=START + 100 * HOUR)
@@ -129,7 +129,7 @@ async def test_digest_strategy_always_asks_the_registry(registry, repo, proxy, e
     request = ScanRequest(
         endpoint_for(p), repo, metadata=True, only_tags=frozenset({"latest", "gone"})
     )
-    async with Scanner(tags_ttl=3600) as scanner:
+    async with Scanner() as scanner:
         first = await scanner.scan(request)
         async with ImagePusher(registry.url) as pusher:
             new = await pusher.push_image(repo, "latest", created=START + HOUR)
@@ -145,7 +145,7 @@ async def test_concurrent_scans_share_one_tag_listing(
     p = await proxy(registry)
     p.latency = 0.05  # keep the listing in flight while the other scans arrive
     endpoint = endpoint_for(p)
-    async with Scanner(tags_ttl=0) as scanner:
+    async with Scanner() as scanner:
         results = await asyncio.gather(
             *(scanner.scan(ScanRequest(endpoint, repo)) for _ in range(10))
         )
@@ -159,18 +159,22 @@ async def test_concurrent_scans_share_one_tag_listing(
     assert len({r.tags for r in results}) == 1
 
 
-async def test_tag_list_reused_within_freshness_window(
+async def test_tag_list_shared_within_a_round_and_listed_again_by_the_next(
     registry, repo, five_tags, proxy, endpoint_for
 ):
     p = await proxy(registry)
     endpoint = endpoint_for(p)
-    async with Scanner(tags_ttl=3600) as scanner:
-        await scanner.scan(ScanRequest(endpoint, repo))
-        await scanner.scan(ScanRequest(endpoint, repo))
+    async with Scanner() as scanner:
+        cycle = scanner.new_round()
+        await scanner.scan(ScanRequest(endpoint, repo), cycle)
+        # Another scan of the same repository in the same cycle (other metadata needs).
+        await scanner.scan(ScanRequest(endpoint, repo, metadata=True), cycle)
         assert p.counts["tags"] == 1
-        scanner.invalidate_tags(endpoint, repo)
-        await scanner.scan(ScanRequest(endpoint, repo))
+        async with ImagePusher(registry.url) as pusher:
+            await pusher.push_image(repo, "2.0", created=START + 10 * HOUR)
+        result = await scanner.scan(ScanRequest(endpoint, repo), scanner.new_round())
         assert p.counts["tags"] == 2
+    assert "2.0" in {t.name for t in result.tags}
 
 
 @pytest.mark.parametrize("mode", [TagSortMode.LATEST_FIRST, TagSortMode.LATEST_LAST])

@@ -125,3 +125,93 @@ async def test_webhook_updates_only_apps_of_the_pushed_repository(
         assert untouched["spec"]["source"]["kustomize"]["images"] == [f"{host}/{other}:1.0.0"]
     finally:
         await proxy.stop()
+
+
+async def test_harbor_event_reaches_an_image_written_without_a_registry_host(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    """``acc/app`` has no host: polling scans it through the ``default: true`` registry, so an
+    event from that registry must update it too (and an unrelated repository's event not)."""
+    start = datetime(2026, 5, 1, tzinfo=UTC)
+    async with ImagePusher(registry.url) as pusher:
+        await pusher.push_image(repo, "1.0.0", created=start)
+    harbor_host = "harbor.example.test"
+    conf = tmp_path / "registries.conf"
+    conf.write_text(
+        "registries:\n"
+        f"- name: harbor\n  prefix: {harbor_host}\n  api_url: {registry.url}\n  default: true\n"
+    )
+    kube.store.put(
+        objects.application(
+            "hostless", NS, images=[f"{repo}:1.0.0"], kustomize_images=[f"{repo}:1.0.0"]
+        )
+    )
+    kube.store.put(
+        objects.image_updater(
+            "hostless",
+            NS,
+            {
+                "applicationRefs": [
+                    {
+                        "namePattern": "hostless",
+                        "images": [{"alias": "a", "imageName": f"{repo}:^1.0"}],
+                    }
+                ]
+            },
+        )
+    )
+    secret = "harbor-s3cret"
+    settings = resolve(
+        "run",
+        {
+            "kubeconfig": str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)),
+            "registries_conf_path": str(conf),
+            "enable_webhook": True,
+            "disable_tls": True,
+        },
+        env={"HARBOR_WEBHOOK_SECRET": secret},
+    )
+
+    def harbor_event(repository: str, tag: str) -> bytes:
+        return json.dumps(
+            {
+                "type": "PUSH_ARTIFACT",
+                "event_data": {
+                    "resources": [
+                        {
+                            "tag": tag,
+                            "digest": "sha256:" + "0" * 64,
+                            "resource_url": f"{harbor_host}/{repository}:{tag}",
+                        }
+                    ],
+                    "repository": {"repo_full_name": repository},
+                },
+            }
+        ).encode()
+
+    def images() -> Any:
+        return kube.store.get("applications", NS, "hostless")["spec"]["source"]["kustomize"][
+            "images"
+        ]
+
+    controller, closers = await build_controller(settings)
+    try:
+        _, port = await start_webhook(settings, controller, 0, closers)
+        async with ImagePusher(registry.url) as pusher:
+            await pusher.push_image(repo, "1.1.0", created=start + timedelta(days=1))
+        async with httpx.AsyncClient() as client:
+            for repository in (repo + "-unrelated", repo):
+                response = await client.post(
+                    f"http://127.0.0.1:{port}/webhook?type=harbor",
+                    content=harbor_event(repository, "1.1.0"),
+                    headers={"Content-Type": "application/json", "Authorization": secret},
+                )
+                assert response.status_code == 200, response.text
+        deadline = time.monotonic() + 20
+        while images() != [f"{repo}:1.1.0"]:
+            assert time.monotonic() < deadline, "the Harbor event did not update the image"
+            await asyncio.sleep(0.02)
+        assert controller.cycles == 0  # the event did it, not a polling cycle
+    finally:
+        for closer in reversed(closers):
+            await close_resource(closer)

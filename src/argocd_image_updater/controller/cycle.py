@@ -56,6 +56,8 @@ class CycleResult:
     apps: list[AppOutcome] = field(default_factory=list)
     scans: int = 0
     duration: float = 0.0
+    config_errors: int = 0
+    """Files and objects that were skipped, and unusable ImageUpdaters (see Collected.errors)."""
 
     @property
     def images_considered(self) -> int:
@@ -71,7 +73,8 @@ class CycleResult:
 
     @property
     def errors(self) -> int:
-        return sum((a.plan.errors if a.plan else 0) + (1 if a.error else 0) for a in self.apps)
+        apps = sum((a.plan.errors if a.plan else 0) + (1 if a.error else 0) for a in self.apps)
+        return apps + self.config_errors
 
 
 class CredentialsCache:
@@ -117,8 +120,12 @@ async def run_scans(
     scanner: Scanner,
     credentials: CredentialsCache,
     concurrency: int = 16,
+    scan_round: int | None = None,
 ) -> dict[ScanKey, Any]:
-    """Run every distinct scan once; the value is a ScanResult or the exception it raised."""
+    """Run every distinct scan once; the value is a ScanResult or the exception it raised.
+
+    Scans of one ``scan_round`` (see :meth:`Scanner.new_round`) share one tag listing per
+    repository; a new round (each cycle) lists again."""
     requests: dict[ScanKey, ScanRequest] = {}
     for app_jobs, namespace in jobs:
         for job in app_jobs.jobs:
@@ -131,7 +138,7 @@ async def run_scans(
     async def one(key: ScanKey, request: ScanRequest) -> None:
         async with limit:
             try:
-                results[key] = await scanner.scan(request)
+                results[key] = await scanner.scan(request, scan_round)
             except Exception as err:  # every failure is reported per image, never fatal
                 log.error(
                     "could not scan %s/%s: %s",
@@ -292,12 +299,16 @@ async def run_cycle(
     may_write: Callable[[], bool] | None = None,
 ) -> CycleResult:
     started = time.monotonic()
-    result = CycleResult()
+    scan_round = scanner.new_round()  # tag lists are fresh: listed after this cycle began
+    result = CycleResult(config_errors=collected.errors)
     planned: list[tuple[AppUpdateConfig, CRState | None, AppJobs]] = []
     for config, cr in collected.configs:
         planned.append((config, cr, plan_scans(config, registries.endpoint_for)))
     scans = await run_scans(
-        [(jobs, config.app.namespace) for config, _, jobs in planned], scanner, credentials
+        [(jobs, config.app.namespace) for config, _, jobs in planned],
+        scanner,
+        credentials,
+        scan_round=scan_round,
     )
     result.scans = len(scans)
 

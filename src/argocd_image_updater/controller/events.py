@@ -2,8 +2,11 @@
 Applications that use it.
 
 An event is a hint, not the truth: the tag written still comes from the registry and the policy.
-The event's repository tag list is dropped from the cache so that the pushed tag is seen. Which
-Applications use the repository comes from the last full cycle while it is recent; those
+An image matches an event when the event names its repository as polling resolves it (through
+``registries.conf``: the default registry for images written without a host, ``defaultns``), and,
+as in the original, an image written without a registry host matches an event of any registry
+naming the same repository. The update lists the repository's tags afresh (its own scan round).
+Which Applications use the repository comes from the last full cycle while it is recent; those
 Applications are read again before planning.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Final
 
 from argocd_image_updater.config.update_config import AppUpdateConfig
@@ -20,6 +24,7 @@ from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.sources import Collected, CRState, collect
 from argocd_image_updater.model.application import Application, ApplicationError
 from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.webhook.events import RegistryEvent, repository_key
 
@@ -29,23 +34,36 @@ SELECTION_MAX_AGE: Final = 60.0
 """Seconds a full cycle's selection is reused by webhook events (at least the interval)."""
 
 
+def matches_event(ref: ImageRef, endpoint: RegistryEndpoint, event: RegistryEvent) -> bool:
+    """Whether ``event`` names the repository of image ``ref``, which polling scans through
+    ``endpoint`` (``registries.conf``'s choice for it)."""
+    wanted = repository_key(event.registry, event.repository)
+    names = {ref.name, endpoint.repository_path(ref.name)}
+    if not ref.registry and event.repository.strip().strip("/") in names:
+        return True  # no host: any registry (spec: images without a host match any registry)
+    hosts = {endpoint.prefix.split("/", 1)[0], endpoint.host}
+    if ref.registry:
+        hosts.add(ref.registry)
+    return any(repository_key(host, name) == wanted for host in hosts if host for name in names)
+
+
 def images_for_repository(
-    config: AppUpdateConfig, key: tuple[str, str]
-) -> tuple[AppUpdateConfig | None, list[ImageRef]]:
-    """``config`` narrowed to its images of repository ``key`` (None when it has none)."""
+    config: AppUpdateConfig,
+    event: RegistryEvent,
+    endpoint_for: Callable[[str, str], RegistryEndpoint],
+) -> AppUpdateConfig | None:
+    """``config`` narrowed to its images of the event's repository (None when it has none)."""
     keep = []
-    refs = []
     for spec in config.images:
         try:
             ref = ImageRef.parse(spec.image)
         except ImageRefError:
             continue
-        if repository_key(ref.registry, ref.name) == key:
+        if matches_event(ref, endpoint_for(ref.registry, ref.name), event):
             keep.append(spec)
-            refs.append(ref)
     if not keep:
-        return None, []
-    return dataclasses.replace(config, images=tuple(keep)), refs
+        return None
+    return dataclasses.replace(config, images=tuple(keep))
 
 
 async def _selection(controller: Controller) -> tuple[Collected, bool]:
@@ -88,7 +106,6 @@ async def _refreshed(
 async def handle_event(controller: Controller, event: RegistryEvent) -> CycleResult | None:
     """Update every Application using the event's repository; scan nothing else."""
     started = time.monotonic()
-    key = repository_key(event.registry, event.repository)
     fields = {
         "webhook_registry": event.registry,
         "webhook_repository": event.repository,
@@ -97,13 +114,9 @@ async def handle_event(controller: Controller, event: RegistryEvent) -> CycleRes
     collected, cached = await _selection(controller)
     narrowed = Collected(crs=collected.crs)
     for config, cr in collected.configs:
-        only, refs = images_for_repository(config, key)
-        if only is None:
-            continue
-        narrowed.configs.append((only, cr))
-        for ref in refs:
-            endpoint = controller.registries.endpoint_for(ref.registry, ref.name)
-            controller.scanner.invalidate_tags(endpoint, ref.name)
+        only = images_for_repository(config, event, controller.registries.endpoint_for)
+        if only is not None:
+            narrowed.configs.append((only, cr))
     if cached:
         narrowed.configs = await _refreshed(controller, narrowed.configs)
     if not narrowed.configs:

@@ -2,17 +2,21 @@
 
 * :class:`MetadataCache` — parsed metadata by manifest digest. Content behind a digest never
   changes, so entries never go stale; the cache is only bounded (least recently used out).
-* :class:`TagListCache` — tag lists for a short freshness window, so that many applications using
-  the same image in one cycle list its tags once. Keyed by credential source too: a list fetched
-  with one set of credentials is never handed to a caller using another.
+* :class:`TagListCache` — tag lists shared within one *round* (an update cycle, a webhook event's
+  update): every scan of a round that needs a repository's tags uses the one listing that started
+  after the round began, however many applications and scans ask for it. A listing never serves
+  a later round, so a tag pushed between two cycles is seen by the next one. Keyed by credential
+  source too: a list fetched with one set of credentials is never handed to a caller using
+  another.
 
-Both merge concurrent misses for one key into one registry call (single-flight); a failure is
+Both merge concurrent requests for one key into one registry call (single-flight); a failure is
 handed to everyone waiting and not kept.
 """
 
 from __future__ import annotations
 
-import time
+import asyncio
+import itertools
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
@@ -44,6 +48,9 @@ class LruDict(Generic[K, V]):
         if value is not None:
             self._data.move_to_end(key)
         return value
+
+    def pop(self, key: K) -> V | None:
+        return self._data.pop(key, None)
 
     def put(self, key: K, value: V) -> None:
         self._data[key] = value
@@ -105,42 +112,60 @@ class TagListKey:
     credentials_key: str
 
 
-class TagListCache:
-    """Tag lists kept for ``ttl`` seconds (0 = only merge concurrent requests)."""
+def _consume(task: asyncio.Future[tuple[str, ...]]) -> None:
+    # Mark the outcome as retrieved even when every caller was cancelled meanwhile.
+    if not task.cancelled():
+        task.exception()
 
-    def __init__(self, ttl: float = 30.0, *, clock: Callable[[], float] = time.monotonic) -> None:
-        if ttl < 0:
-            raise ValueError(f"tag list cache time must not be negative, got {ttl}")
-        self.ttl = ttl
-        self._clock = clock
-        self._lists: dict[TagListKey, tuple[tuple[str, ...], float]] = {}
-        self._flight: SingleFlight[TagListKey, tuple[str, ...]] = SingleFlight()
+
+class TagListCache:
+    """Tag lists shared by the scans of one round, never by a later one.
+
+    :meth:`new_round` returns a round number; :meth:`get` with that number reuses a listing of
+    the same key that *started* after the round began (finished or still in flight) and starts
+    one otherwise. Listings started before the round — by an earlier cycle, or by concurrent
+    work that began earlier — are never used, so everything a round sees is at least as new as
+    the round. ``since=None`` only joins a listing that is still in flight.
+    """
+
+    def __init__(self, max_entries: int = 10_000) -> None:
+        self._sequence = itertools.count(1)
+        self._lists: LruDict[TagListKey, tuple[int, asyncio.Future[tuple[str, ...]]]] = LruDict(
+            max_entries
+        )
+
+    def new_round(self) -> int:
+        """A round number: listings started from now on belong to it."""
+        return next(self._sequence)
 
     async def get(
-        self, key: TagListKey, fetch: Callable[[], Awaitable[list[str]]]
+        self,
+        key: TagListKey,
+        fetch: Callable[[], Awaitable[list[str]]],
+        since: int | None = None,
     ) -> tuple[str, ...]:
-        now = self._clock()
-        cached = self._lists.get(key)
-        if cached is not None and cached[1] > now:
-            CACHE_HITS.labels("tags").inc()
-            return cached[0]
+        entry = self._lists.get(key)
+        if entry is not None:
+            started, task = entry
+            usable = (since is None and not task.done()) or (
+                since is not None and started > since
+            )
+            if usable and not (task.done() and (task.cancelled() or task.exception())):
+                CACHE_HITS.labels("tags").inc()
+                return await asyncio.shield(task)
+        CACHE_MISSES.labels("tags").inc()
 
         async def load() -> tuple[str, ...]:
             return tuple(await fetch())
 
-        tags, shared = await self._flight.do(key, load)
-        (CACHE_HITS if shared else CACHE_MISSES).labels("tags").inc()
-        if not shared and self.ttl > 0:
-            self._lists[key] = (tags, self._clock() + self.ttl)
-            self._expire(now)
-        return tags
+        started = next(self._sequence)
+        task = asyncio.ensure_future(load())
+        task.add_done_callback(_consume)
+        task.add_done_callback(lambda t: self._forget_failure(key, t))
+        self._lists.put(key, (started, task))
+        return await asyncio.shield(task)
 
-    def invalidate(self, api_url: str, repository: str) -> None:
-        """Forget the lists of one repository (e.g. after a registry webhook said it changed)."""
-        for key in [k for k in self._lists if (k.api_url, k.repository) == (api_url, repository)]:
-            del self._lists[key]
-
-    def _expire(self, now: float) -> None:
-        if len(self._lists) > 1024:
-            for key in [k for k, (_, until) in self._lists.items() if until <= now]:
-                del self._lists[key]
+    def _forget_failure(self, key: TagListKey, task: asyncio.Future[tuple[str, ...]]) -> None:
+        entry = self._lists.get(key)
+        if entry is not None and entry[1] is task and (task.cancelled() or task.exception()):
+            self._lists.pop(key)

@@ -2,8 +2,9 @@
 
 Requests made for one scan, which are also the minimum needed:
 
-* one tag list (all pages) per repository, shared by concurrent and recent scans through the
-  :class:`TagListCache` (same API, repository and credential source);
+* one tag list (all pages) per repository and round (an update cycle, a webhook event's
+  update), shared by every scan of the round through the :class:`TagListCache` (same API,
+  repository and credential source); a later round lists the tags again;
 * without metadata (``semver``, ``alphabetical``) or on a time-sorted registry: nothing else;
 * with metadata, per tag (``only_tags`` applied first):
 
@@ -122,7 +123,6 @@ class Scanner:
     def __init__(
         self,
         *,
-        tags_ttl: float = 30.0,
         metadata_entries: int = 100_000,
         retry: RetryPolicy | None = None,
         metadata_concurrency: int = MAX_METADATA_CONCURRENCY,
@@ -132,7 +132,7 @@ class Scanner:
         self._retry = retry or RetryPolicy()
         self._metadata_concurrency = metadata_concurrency
         self._registry_concurrency = registry_concurrency
-        self._tag_lists = TagListCache(tags_ttl, clock=clock)
+        self._tag_lists = TagListCache()
         self._metadata = MetadataCache(metadata_entries)
         self._tag_digests: LruDict[tuple[str, str, str], str] = LruDict(metadata_entries)
         self._tokens = TokenCache(clock)
@@ -186,12 +186,14 @@ class Scanner:
             self._clients[endpoint] = client
         return client
 
-    def invalidate_tags(self, endpoint: RegistryEndpoint, repository: str) -> None:
-        """Make the next scan of ``repository`` list its tags again."""
-        api = endpoint.api_url.rstrip("/")
-        self._tag_lists.invalidate(api, endpoint.repository_path(repository))
+    def new_round(self) -> int:
+        """Start a round (an update cycle): scans passing its number share one tag listing per
+        repository, started after this call; no later round sees it."""
+        return self._tag_lists.new_round()
 
-    async def scan(self, req: ScanRequest) -> ScanResult:
+    async def scan(self, req: ScanRequest, scan_round: int | None = None) -> ScanResult:
+        """Scan one repository. With ``scan_round`` (from :meth:`new_round`) the tag list is the
+        round's; without, a listing still in flight is joined, else the tags are listed."""
         client = self.client(req.endpoint)
         repository = req.endpoint.repository_path(req.repository)
         key = TagListKey(
@@ -200,7 +202,7 @@ class Scanner:
             req.credentials.key if req.credentials is not None else "",
         )
         names = await self._tag_lists.get(
-            key, lambda: client.list_tags(repository, req.credentials)
+            key, lambda: client.list_tags(repository, req.credentials), scan_round
         )
         listed = len(names)
         if req.only_tags is not None:

@@ -132,7 +132,7 @@ def test_secret_holds_the_token_and_every_webhook_secret() -> None:
     assert not one(render(None), "Secret", "argocd-image-updater-secret").get("data")
 
 
-def test_crd_is_the_original_projects_and_can_be_left_out() -> None:
+def test_crd_is_the_reference_copy_and_can_be_left_out() -> None:
     reference = YAML(typ="safe").load(REFERENCE_CRD.read_text())
     crd = one(render(None), "CustomResourceDefinition", reference["metadata"]["name"])
     assert crd["spec"] == reference["spec"]

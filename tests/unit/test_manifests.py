@@ -155,7 +155,7 @@ def test_role_allows_what_the_controller_does() -> None:
     assert not [o for o in objs if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
 
 
-def test_crd_is_the_original_projects() -> None:
+def test_shipped_crd_is_the_reference_copy() -> None:
     reference = YAML(typ="safe").load(REFERENCE_CRD.read_text())
     shipped = CONFIG / "crd" / "bases" / "argocd-image-updater.argoproj.io_imageupdaters.yaml"
     assert shipped.read_bytes() == REFERENCE_CRD.read_bytes()

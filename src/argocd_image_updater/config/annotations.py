@@ -381,6 +381,7 @@ def config_from_annotations_v0(app: Application) -> tuple[AppUpdateConfig, list[
             image=image,
             settings=_settings_v0(app, alias, warnings),
             target=_target_v0(ann, alias),
+            origin=annotation_field(app, IMAGE_LIST_KEY),
         )
         for alias, image in _split_image_list_v0(value)
     )

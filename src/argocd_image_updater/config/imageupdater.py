@@ -347,6 +347,7 @@ class ImageConfig(_Model):
             verification=uc.Verification.merge(
                 ref_verification, _verification(self.images_verification)
             ),
+            origin=where,
         )
 
 

@@ -128,10 +128,12 @@ def _images(
 
 
 def _annotation_images(
+    app: Application,
     annotated: Sequence[ann.AnnotatedImage],
     settings: UpdateSettings,
     verification: Verification | None,
 ) -> list[ImageSpec]:
+    origin = ann.annotation_field(app, ann.IMAGE_LIST_KEY)
     return [
         ImageSpec(
             alias=img.alias,
@@ -139,6 +141,7 @@ def _annotation_images(
             settings=settings.merged(img.settings),
             target=img.target,
             verification=verification,
+            origin=origin,
         )
         for img in annotated
     ]
@@ -174,7 +177,7 @@ def _try_ref(
             )
             return None
         verification = ref_verification(cr, ref, include_spec=False)
-        return _annotation_images(annotated, settings, verification), write_back
+        return _annotation_images(app, annotated, settings, verification), write_back
     settings = ref_settings(cr, ref)
     verification = ref_verification(cr, ref)
     return image_specs(cr, ref, settings, verification), write_back

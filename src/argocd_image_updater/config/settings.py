@@ -110,6 +110,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "interval between update cycles, Go duration (2m, 30s); 0 = run once"),
     Option("once", "--once", False, _bool, help="run one cycle and exit (= --interval 0, no health server)", is_flag=True),
     Option("dry_run", "--dry-run", False, _bool, help="compute every update but write nothing", is_flag=True),
+    Option("exit_zero_on_error", "--exit-zero-on-error", False, _bool,
+           help="with --once: exit 0 even when an application, a manifest file or an object had an error (default: exit code 4)", is_flag=True),
     Option("warmup_cache", "--warmup-cache", True, _bool, help="fill the registry caches before the first write (accepted for compatibility; the first cycle warms them)"),
     Option("max_concurrent_apps", "--max-concurrent-apps", 10, _int_range(1, 100), ("MAX_CONCURRENT_APPS",), "max_concurrent_apps",
            "applications processed in parallel", RUN_WEBHOOK, aliases=("--max-concurrency",)),

@@ -384,11 +384,20 @@ class ImageSpec:
     settings: UpdateSettings = field(default_factory=UpdateSettings)
     target: ManifestTarget | None = None
     verification: Verification | None = None
+    origin: str = field(default="", compare=False)
+    """Where the image is configured, e.g. ``ImageUpdater ns/name field
+    spec.applicationRefs[0].images[1]``; ``""`` when unknown."""
 
     @property
     def key(self) -> str:
         """The alias, or the image string when there is none."""
         return self.alias or self.image
+
+    def where(self, subfield: str) -> str:
+        """Names ``subfield`` of this image's configuration, e.g. ``….images[1].imageName``."""
+        if not self.origin:
+            return f"image '{self.key}' {subfield}"
+        return self.origin if " annotation " in self.origin else f"{self.origin}.{subfield}"
 
 
 LEGACY_ORIGIN: Final = "annotations"

@@ -10,9 +10,15 @@ each image sees the edits of the ones before it, as in the original. For each jo
 4. *needs update* (the original's rule): for ``digest``, the live image has no digest or another
    one; otherwise the live tag differs from the chosen one (digests decide when either side has
    one), or a kustomize target renames the image to another registry/repository;
-5. the new value is already in the Application spec → not an update (``already-set``);
-6. otherwise an :class:`~argocd_image_updater.plan.model.ImageChange`. Images that are up to
+5. the chosen tag is ordered below the running one by the image's strategy → nothing is written
+   (``would-downgrade``), unless the image allows downgrades (see
+   :mod:`~argocd_image_updater.policy.downgrade`);
+6. the new value is already in the Application spec → not an update (``already-set``);
+7. otherwise an :class:`~argocd_image_updater.plan.model.ImageChange`. Images that are up to
    date are re-set to their live tag so that every managed parameter is listed.
+
+Every result carries the warnings met reading the image's settings. An unexpected failure while
+deciding one image becomes that image's error (``internal-error``); the others are decided.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from argocd_image_updater.plan.params import (
     plugin_edits,
     thaw,
 )
+from argocd_image_updater.policy.downgrade import downgrade
 from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.select import PolicyError, choose
 from argocd_image_updater.policy.strategy import Strategy
@@ -122,7 +129,17 @@ class _Planner:
     ) -> None:
         current = job.live.full_name_with_tag if job.live is not None else None
         self.results.append(
-            ImageResult(job.alias, job.image, current, chosen, outcome, reason, message, detail)
+            ImageResult(
+                job.alias,
+                job.image,
+                current,
+                chosen,
+                outcome,
+                reason,
+                message,
+                detail,
+                warnings=job.warnings,
+            )
         )
 
     def apply(self, edits: tuple[ParamEdit, ...]) -> None:
@@ -185,7 +202,16 @@ class _Planner:
 
         def result(outcome: Outcome, reason: Reason, message: str) -> None:
             self.results.append(
-                ImageResult(job.alias, job.image, current, new_text, outcome, reason, message)
+                ImageResult(
+                    job.alias,
+                    job.image,
+                    current,
+                    new_text,
+                    outcome,
+                    reason,
+                    message,
+                    warnings=job.warnings,
+                )
             )
 
         kustomize_target = _has_kustomize_target(job)
@@ -200,6 +226,25 @@ class _Planner:
                 f"Image '{live.full_name_with_tag}' already on latest allowed version",
             )
             return
+        if live is not None and not job.allow_downgrade:
+            lower = downgrade(
+                strategy,
+                live.tag,
+                chosen,
+                tags=scan.tags,
+                order_hint=scan.order_hint,
+                platforms=job.policy.platforms,
+            )
+            if lower is not None:
+                result(
+                    Outcome.SKIPPED,
+                    Reason.WOULD_DOWNGRADE,
+                    f"Not updating image '{current}' to '{new_text}': {lower} (update strategy "
+                    f"{strategy}); nothing written. The registry may have listed only part of "
+                    "its tags; set allowDowngrade: true (annotation <alias>.allow-downgrade) "
+                    "to allow it",
+                )
+                return
 
         edits = _edits(self.working, job, new_image)
         if not any(edit.changed for edit in edits):
@@ -258,7 +303,16 @@ def plan_app(
         if isinstance(item, ImageResult):
             planner.results.append(item)
         else:
-            planner.decide(item, results.get(item.scan_key))
+            try:
+                planner.decide(item, results.get(item.scan_key))
+            except Exception as err:  # one image never stops the others
+                planner.result(
+                    item,
+                    Outcome.ERROR,
+                    Reason.INTERNAL_ERROR,
+                    f"could not decide the update of image '{item.key}': "
+                    f"{type(err).__name__}: {err}",
+                )
     app = jobs.config.app
     return AppPlan.build(
         app_name=app.name,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
 from argocd_image_updater.config.update_config import (
     AppUpdateConfig,
     ImageSpec,
@@ -86,6 +87,8 @@ class ImageJob:
     kustomize_name: str = ""
     verification: Verification | None = None
     warnings: tuple[str, ...] = ()
+    """Problems with the image's settings that did not stop it, each naming its field."""
+    allow_downgrade: bool = False
 
     @property
     def forced(self) -> bool:
@@ -166,18 +169,19 @@ def pull_secret_namespace(ref: str) -> str | None:
 
 
 def build_policy(spec: ImageSpec, cfg: ImageRef) -> tuple[Policy, tuple[str, ...]]:
-    """The tag policy of one image and the warnings met reading it; raise PolicyError."""
+    """The tag policy of one image and the warnings met reading it (each naming the field and
+    the bad value); raise PolicyError naming the field."""
     settings = spec.settings
     strategy, warning = parse_strategy(settings.strategy)
-    warnings = [warning] if warning else []
+    warnings = [f"{settings.where('strategy')}: {warning}"] if warning else []
     allow = parse_allow_tags(settings.effective_allow_tags)
     if allow.error:
-        warnings.append(allow.error)
+        warnings.append(f"{settings.where('allow_tags')}: {allow.error}")
     platforms = PlatformFilter(settings.effective_platforms or [runtime_platform()])
     if platforms.invalid:
         raise PolicyError(
-            f"image '{spec.image}': invalid platforms {', '.join(platforms.invalid)}: "
-            "write each as os/arch[/variant], e.g. linux/amd64"
+            f"{settings.where('platforms')}: image '{spec.image}': invalid platforms "
+            f"{', '.join(platforms.invalid)}: write each as os/arch[/variant], e.g. linux/amd64"
         )
     policy = Policy(
         strategy=strategy,
@@ -186,7 +190,10 @@ def build_policy(spec: ImageSpec, cfg: ImageRef) -> tuple[Policy, tuple[str, ...
         ignore=settings.effective_ignore_tags,
         platforms=platforms,
     )
-    policy.validate(spec.image)
+    try:
+        policy.validate(spec.image)
+    except PolicyError as err:
+        raise PolicyError(f"{spec.where('imageName')}: {err}") from None
     return policy, tuple(warnings)
 
 
@@ -236,7 +243,7 @@ def _plan_image(
     try:
         cfg = _parse_cfg(spec)
     except ImageRefError as err:
-        return _error(spec, Reason.INVALID_CONFIG, str(err), None)
+        return _error(spec, Reason.INVALID_CONFIG, f"{spec.where('imageName')}: {err}", None)
 
     target = spec.target
     if target is not None and len(target.kinds) > 1:
@@ -273,12 +280,18 @@ def _plan_image(
         return _error(spec, Reason.INVALID_CONFIG, str(err), current)
 
     pull_secret = spec.settings.effective_pull_secret
+    if pull_secret:
+        try:
+            parse_credential_ref(pull_secret)
+        except CredentialRefError as err:
+            where = spec.settings.where("pull_secret")
+            return _error(spec, Reason.INVALID_CONFIG, f"{where}: {err}", current)
     namespace = pull_secret_namespace(pull_secret)
     if namespace is not None and namespace != app.namespace and not config.is_legacy:
         return _error(
             spec,
             Reason.PULL_SECRET_NAMESPACE,
-            f"commonUpdateSettings.pullSecret namespace '{namespace}' differs from app "
+            f"{spec.settings.where('pull_secret')} namespace '{namespace}' differs from app "
             f"namespace '{app.namespace}'",
             current,
         )
@@ -311,7 +324,28 @@ def _plan_image(
         kustomize_name=kustomize_name,
         verification=spec.verification,
         warnings=warnings,
+        allow_downgrade=spec.settings.effective_allow_downgrade,
     )
+
+
+def _plan_image_contained(
+    config: AppUpdateConfig,
+    spec: ImageSpec,
+    live: tuple[ImageRef, ...],
+    source_type: SourceType,
+    endpoint_for: EndpointFor,
+) -> ImageJob | ImageResult:
+    """:func:`_plan_image`, with any unexpected failure turned into this image's error."""
+    try:
+        return _plan_image(config, spec, live, source_type, endpoint_for)
+    except Exception as err:  # one image's configuration never stops the others
+        where = spec.origin or f"image '{spec.key}'"
+        return _error(
+            spec,
+            Reason.INTERNAL_ERROR,
+            f"{where}: could not plan the image: {type(err).__name__}: {err}",
+            None,
+        )
 
 
 def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
@@ -341,7 +375,8 @@ def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
         return AppJobs(config, None, (), source_type, (), note=str(err))
     live = _parse_live(app.live_images)
     items = tuple(
-        _plan_image(config, spec, live, source_type, endpoint_for) for spec in config.images
+        _plan_image_contained(config, spec, live, source_type, endpoint_for)
+        for spec in config.images
     )
     return AppJobs(
         config=config,

@@ -8,6 +8,7 @@ of the application has exactly one :class:`ImageResult`; images that are updated
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ class Outcome(enum.StrEnum):
     UP_TO_DATE = "up-to-date"
     SKIPPED = "skipped"
     ERROR = "error"
+    WAITING_FOR_SYNC = "waiting-for-sync"
+    """Written earlier: the write-back target already holds the chosen tag, Argo CD has not
+    synced it yet. Nothing is written, nothing counts as updated."""
 
 
 class Reason(enum.StrEnum):
@@ -44,6 +48,9 @@ class Reason(enum.StrEnum):
     POLICY_ERROR = "policy-error"
     VERIFICATION_FAILED = "verification-failed"
     UNSUPPORTED_SOURCE = "unsupported-source-type"
+    WAITING_FOR_SYNC = "waiting-for-sync"
+    WOULD_DOWNGRADE = "would-downgrade"
+    INTERNAL_ERROR = "internal-error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +88,14 @@ class ImageResult:
     message: str
     detail: str = ""
     """Extra machine-readable detail, e.g. the policy's summary for ``no-candidate``."""
+    warnings: tuple[str, ...] = ()
+    """Problems with the image's settings that did not stop it (``<object> field <path>:
+    <problem>``), e.g. an unknown update strategy that fell back to semver."""
+
+    @property
+    def explained(self) -> str:
+        """The message followed by the warnings, as status and ``test --explain`` show them."""
+        return "; ".join([self.message, *(f"warning: {w}" for w in self.warnings)])
 
     @property
     def considered(self) -> bool:
@@ -190,6 +205,31 @@ class AppPlan:
     @property
     def qualified_name(self) -> str:
         return f"{self.app_namespace}/{self.app_name}"
+
+    def waiting_for_sync(self, messages: Mapping[str, str]) -> AppPlan:
+        """This plan with the updates of the aliases in ``messages`` turned into
+        ``waiting-for-sync`` results (with the message given): their target already holds the
+        new value, so they are neither written again nor counted as updated. ``managed`` is
+        kept, so a file written for the other images still lists every managed image."""
+        if not messages:
+            return self
+        results = tuple(
+            dataclasses.replace(
+                r,
+                outcome=Outcome.WAITING_FOR_SYNC,
+                reason=Reason.WAITING_FOR_SYNC,
+                message=messages[r.alias],
+            )
+            if r.outcome is Outcome.UPDATED and r.alias in messages
+            else r
+            for r in self.results
+        )
+        return dataclasses.replace(
+            self,
+            results=results,
+            changes=tuple(c for c in self.changes if c.alias not in messages),
+            updated=sum(1 for r in results if r.outcome is Outcome.UPDATED),
+        )
 
     def result_for(self, alias: str) -> ImageResult | None:
         for result in self.results:

@@ -173,8 +173,7 @@ def choose(
                     name, Reason.PLATFORM_MISMATCH, f"no image for {platforms} (has {offered})"
                 )
             else:
-                dates = [image.created for image in matching if image.created is not None]
-                created = max(map(_aware, dates)) if dates else None
+                created = build_date(tag, platforms)
         if verdict is not None:
             rejected[name] = verdict
             continue
@@ -224,6 +223,12 @@ def choose(
 
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def build_date(tag: TagInfo, platforms: PlatformFilter) -> datetime | None:
+    """A tag's creation date: the newest ``created`` among its images of a wanted platform."""
+    dates = [i.created for i in tag.images if i.created is not None and platforms.wants(i.platform)]
+    return max(map(_aware, dates)) if dates else None
 
 
 def _shown(constraint: str) -> str:

@@ -30,11 +30,12 @@ from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
-from argocd_image_updater.plan.model import AppPlan, Outcome
+from argocd_image_updater.plan.model import AppPlan, Outcome, Reason
+from argocd_image_updater.plan.patch import json_patch_ops
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import metrics
 from argocd_image_updater.report.log import get_logger
-from argocd_image_updater.writeback.base import AppWriter, ConflictError
+from argocd_image_updater.writeback.base import AppWriter, BatchResult, ConflictError
 
 log = get_logger("cycle")
 
@@ -126,31 +127,30 @@ async def run_scans(
 
     Scans of one ``scan_round`` (see :meth:`Scanner.new_round`) share one tag listing per
     repository; a new round (each cycle) lists again."""
-    requests: dict[ScanKey, ScanRequest] = {}
+    firsts: dict[ScanKey, tuple[ImageJob, str]] = {}
     for app_jobs, namespace in jobs:
         for job in app_jobs.jobs:
-            if job.scan_key not in requests:
-                provider = credentials.for_job(job.endpoint, job.pull_secret, namespace)
-                requests[job.scan_key] = _scan_request(job, provider)
+            firsts.setdefault(job.scan_key, (job, namespace))
     results: dict[ScanKey, Any] = {}
     limit = asyncio.Semaphore(concurrency)
 
-    async def one(key: ScanKey, request: ScanRequest) -> None:
+    async def one(key: ScanKey, job: ImageJob, namespace: str) -> None:
         async with limit:
             try:
-                results[key] = await scanner.scan(request, scan_round)
+                provider = credentials.for_job(job.endpoint, job.pull_secret, namespace)
+                results[key] = await scanner.scan(_scan_request(job, provider), scan_round)
             except Exception as err:  # every failure is reported per image, never fatal
                 log.error(
                     "could not scan %s/%s: %s",
-                    request.endpoint.host,
-                    request.repository,
+                    job.endpoint.host,
+                    job.repository,
                     str(err),
-                    image_registry=request.endpoint.prefix,
-                    image_name=request.repository,
+                    image_registry=job.endpoint.prefix,
+                    image_name=job.repository,
                 )
                 results[key] = err
 
-    await asyncio.gather(*(one(k, r) for k, r in requests.items()))
+    await asyncio.gather(*(one(k, job, ns) for k, (job, ns) in firsts.items()))
     return results
 
 
@@ -165,7 +165,36 @@ def _tag_of(reference: str | None) -> str:
     return ref.tag_with_digest if ref.digest else (ref.tag or "")
 
 
-def _log_plan(plan: AppPlan, app_key: str) -> None:
+def _log_plan(
+    plan: AppPlan, app_key: str, origin: Mapping[str, str], *, updates: bool = True
+) -> None:
+    """One line per image; the updates only with ``updates`` (the batch writer's apps log
+    them once it is known whether their target already held them: :func:`_log_updates`)."""
+    for result in plan.results:
+        fields = {
+            "application": app_key,
+            "image_alias": result.alias,
+            "image_name": result.image,
+            "image_tag": _tag_of(result.current),
+            **origin,
+        }
+        for warning in result.warnings:
+            log.warning("%s", warning, **fields)
+        if result.reason == Reason.WOULD_DOWNGRADE:
+            log.warning("%s", result.message, reason=result.reason, **fields)
+        elif result.outcome is Outcome.UPDATED:
+            if updates:
+                log.info("Setting new image to %s", result.chosen or "", **fields)
+        elif result.outcome is Outcome.WAITING_FOR_SYNC:
+            log.info("%s", result.message, reason=result.reason, **fields)
+        elif result.outcome is Outcome.ERROR:
+            log.error("%s", result.message, reason=result.reason, **fields)
+        else:
+            log.debug("%s", result.message, reason=result.reason, **fields)
+
+
+def _log_updates(plan: AppPlan, app_key: str) -> None:
+    """The update and waiting-for-sync lines of a batch-written application."""
     for result in plan.results:
         fields = {
             "application": app_key,
@@ -175,10 +204,17 @@ def _log_plan(plan: AppPlan, app_key: str) -> None:
         }
         if result.outcome is Outcome.UPDATED:
             log.info("Setting new image to %s", result.chosen or "", **fields)
-        elif result.outcome is Outcome.ERROR:
-            log.error("%s", result.message, reason=result.reason, **fields)
-        else:
-            log.debug("%s", result.message, reason=result.reason, **fields)
+        elif result.outcome is Outcome.WAITING_FOR_SYNC:
+            log.info("%s", result.message, reason=result.reason, **fields)
+
+
+def _settled(app: Application, plan: AppPlan) -> AppPlan:
+    """``plan`` with its updates turned into ``waiting-for-sync`` when the Application already
+    holds them (the patch would change nothing: written earlier, Argo CD has not synced)."""
+    if not plan.has_changes or json_patch_ops(app.raw, plan):
+        return plan
+    text = "the Application already holds the new value; waiting for Argo CD to sync it"
+    return plan.waiting_for_sync({c.alias: text for c in plan.changes})
 
 
 def _log_written(plan: AppPlan, app_key: str) -> None:
@@ -196,6 +232,33 @@ def _log_written(plan: AppPlan, app_key: str) -> None:
         )
 
 
+def _origin_fields(config: AppUpdateConfig) -> dict[str, str]:
+    """Log fields naming the ImageUpdater an application's configuration comes from."""
+    kind, _, qualified = config.origin.partition(" ")
+    if kind != "imageupdater":
+        return {}
+    namespace, _, name = qualified.partition("/")
+    return {"imageUpdater_namespace": namespace, "imageUpdater_name": name}
+
+
+def _failed(config: AppUpdateConfig, step: str, err: Exception) -> AppOutcome:
+    """An application whose ``step`` failed unexpectedly: its error, logged; the cycle goes on."""
+    app_key = f"{config.app.namespace}/{config.app.name}"
+    message = f"could not {step} application {app_key}: {type(err).__name__}: {err}"
+    log.error(message, application=app_key, **_origin_fields(config))
+    return AppOutcome(app=app_key, plan=None, error=message, uid=config.app.uid)
+
+
+def _plan_scans(
+    config: AppUpdateConfig, endpoint_for: Callable[[str, str], Any]
+) -> AppJobs | Exception:
+    """Phase 1 of one application; an unexpected failure is returned, not raised."""
+    try:
+        return plan_scans(config, endpoint_for)
+    except Exception as err:  # one application never stops the cycle
+        return err
+
+
 async def process_app(
     config: AppUpdateConfig,
     jobs: AppJobs,
@@ -208,7 +271,9 @@ async def process_app(
     app = config.app
     app_key = f"{app.namespace}/{app.name}"
     plan = plan_app(jobs, scans)
-    _log_plan(plan, app_key)
+    if writer is not None:
+        plan = _settled(app, plan)
+    _log_plan(plan, app_key, _origin_fields(config), updates=writer is not None or dry_run)
     outcome = AppOutcome(app=app_key, plan=plan)
     if not plan.has_changes:
         return outcome
@@ -241,7 +306,7 @@ async def process_app(
             )
             app = await writer.reread(app)
             config, jobs = await replan(app)
-            plan = plan_app(jobs, scans)
+            plan = _settled(app, plan_app(jobs, scans))
             outcome.plan = plan
             if not plan.has_changes:
                 return outcome
@@ -256,11 +321,12 @@ async def process_app(
 
 class BatchWriter(Protocol):
     """Writes the plans of many Applications at once (``git``: one commit per repository and
-    branch). Returns an error message per app key (``namespace/name``) that failed."""
+    branch). Returns, per app key (``namespace/name``), the errors and the updates whose new
+    value the target already held."""
 
     async def write_batch(
         self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]
-    ) -> Mapping[str, str]: ...
+    ) -> BatchResult: ...
 
 
 async def _write_batch(
@@ -273,15 +339,21 @@ async def _write_batch(
         return
     items = [(config, outcome.plan) for config, outcome in deferred if outcome.plan is not None]
     try:
-        errors = await writer.write_batch(items)
+        done = await writer.write_batch(items)
     except Exception as err:  # a broken writer must not take the cycle down
-        errors = {outcome.app: f"git write-back failed: {err}" for _, outcome in deferred}
+        done = BatchResult(
+            {outcome.app: f"git write-back failed: {err}" for _, outcome in deferred}
+        )
     for _, outcome in deferred:
-        error = errors.get(outcome.app)
+        if outcome.plan is None:
+            continue
+        outcome.plan = outcome.plan.waiting_for_sync(done.waiting.get(outcome.app, {}))
+        _log_updates(outcome.plan, outcome.app)
+        error = done.errors.get(outcome.app)
         if error:
             outcome.error = error
             log.error(error, application=outcome.app)
-        elif outcome.plan is not None:
+        elif outcome.plan.has_changes:
             outcome.written = True
             _log_written(outcome.plan, outcome.app)
 
@@ -302,8 +374,14 @@ async def run_cycle(
     scan_round = scanner.new_round()  # tag lists are fresh: listed after this cycle began
     result = CycleResult(config_errors=collected.errors)
     planned: list[tuple[AppUpdateConfig, CRState | None, AppJobs]] = []
+    unplanned: list[AppOutcome] = []
     for config, cr in collected.configs:
-        planned.append((config, cr, plan_scans(config, registries.endpoint_for)))
+        jobs = _plan_scans(config, registries.endpoint_for)
+        if isinstance(jobs, Exception):
+            unplanned.append(_failed(config, "plan", jobs))
+            unplanned[-1].cr = cr
+        else:
+            planned.append((config, cr, jobs))
     scans = await run_scans(
         [(jobs, config.app.namespace) for config, _, jobs in planned],
         scanner,
@@ -321,9 +399,12 @@ async def run_cycle(
                 fresh = dataclasses.replace(config, app=app)
                 return fresh, plan_scans(fresh, registries.endpoint_for)
 
-            outcome = await process_app(
-                config, jobs, scans, writer_for(config), dry_run, again, may_write
-            )
+            try:
+                outcome = await process_app(
+                    config, jobs, scans, writer_for(config), dry_run, again, may_write
+                )
+            except Exception as err:  # one application never stops the cycle
+                outcome = _failed(config, "update", err)
             outcome.cr = cr
             outcome.uid = config.app.uid
             return outcome
@@ -334,6 +415,7 @@ async def run_cycle(
         for (config, _, _), outcome in zip(planned, result.apps, strict=True)
         if writer_for(config) is None and outcome.plan is not None and outcome.plan.has_changes
     ]
+    result.apps.extend(unplanned)
     if deferred and not dry_run:
         if may_write is not None and not may_write():
             for _, outcome in deferred:

@@ -166,7 +166,10 @@ def _try_ref(
         write_back.check(app.namespace)
         app.write_source(write_back.write_back_target)
     except (WriteBackError, ApplicationError) as exc:
-        result.warnings.append(f"Could not create write-back config for app {who}, skipping: {exc}")
+        where = _write_back_field(cr, ref, app)
+        result.warnings.append(
+            f"Could not create write-back config for app {who}, skipping: {where}: {exc}"
+        )
         return None
     if ref.use_annotations:
         try:
@@ -183,12 +186,24 @@ def _try_ref(
     return image_specs(cr, ref, settings, verification), write_back
 
 
+def _write_back_field(cr: ImageUpdater, ref: ApplicationRef, app: Application) -> str:
+    """Where the write-back configuration of ``app`` under ``ref`` is set."""
+    if ref.use_annotations:
+        return ann.annotation_field(app, ann.WRITE_BACK_METHOD_KEY) + " (and git-* annotations)"
+    if ref.write_back_config is not None:
+        return cr.field(f"{cr.ref_path(ref)}.writeBackConfig")
+    return cr.field("spec.writeBackConfig")
+
+
 def _check_patterns(cr: ImageUpdater) -> str | None:
-    for ref in cr.spec.application_refs:
+    for i, ref in enumerate(cr.spec.application_refs):
         try:
             check_pattern(ref.name_pattern)
         except PatternError as exc:
-            return f"invalid application name pattern '{ref.name_pattern}': {exc}"
+            return (
+                f"invalid application name pattern '{ref.name_pattern}': {exc} "
+                f"({cr.field(f'spec.applicationRefs[{i}].namePattern')})"
+            )
     return None
 
 
@@ -208,36 +223,51 @@ def select_applications(cr: ImageUpdater, apps: Sequence[Application]) -> Select
         return result
     refs = sort_refs(cr.spec.application_refs)
     for app in apps:
-        for ref in refs:
-            if not go_path_match(ref.name_pattern, app.name):
-                continue
-            if not _selector_matches(ref, app, result.warnings):
-                continue
-            built = _try_ref(cr, ref, app, result)
-            if built is None:
-                continue
-            specs, write_back = built
-            source_type = app.source_type(write_back.write_back_target)
-            if not source_type.is_supported:
-                reason = _not_supported(app, source_type)
-                result.warnings.append(reason)
-                result.skipped.append((app.qualified_name, reason))
-                break
-            images = _images(specs, app, result)
-            if not images:
-                result.skipped.append((app.qualified_name, "no usable images configured"))
-                break
-            result.configs.append(
-                AppUpdateConfig(
-                    app=app,
-                    images=images,
-                    write_back=write_back,
-                    origin=cr.origin,
-                    name_pattern=ref.name_pattern,
-                )
+        try:
+            _select(cr, refs, app, result)
+        except Exception as exc:  # one application never stops the others
+            reason = (
+                f"Could not read the configuration of app {app.qualified_name} from "
+                f"ImageUpdater {cr.namespace}/{cr.name}, skipping: {type(exc).__name__}: {exc}"
             )
-            break
+            result.warnings.append(reason)
+            result.skipped.append((app.qualified_name, reason))
     return result
+
+
+def _select(
+    cr: ImageUpdater, refs: Sequence[ApplicationRef], app: Application, result: SelectionResult
+) -> None:
+    """Add ``app``'s configuration under the first matching ref of ``cr``, if any."""
+    for ref in refs:
+        if not go_path_match(ref.name_pattern, app.name):
+            continue
+        if not _selector_matches(ref, app, result.warnings):
+            continue
+        built = _try_ref(cr, ref, app, result)
+        if built is None:
+            continue
+        specs, write_back = built
+        source_type = app.source_type(write_back.write_back_target)
+        if not source_type.is_supported:
+            reason = _not_supported(app, source_type)
+            result.warnings.append(reason)
+            result.skipped.append((app.qualified_name, reason))
+            return
+        images = _images(specs, app, result)
+        if not images:
+            result.skipped.append((app.qualified_name, "no usable images configured"))
+            return
+        result.configs.append(
+            AppUpdateConfig(
+                app=app,
+                images=images,
+                write_back=write_back,
+                origin=cr.origin,
+                name_pattern=ref.name_pattern,
+            )
+        )
+        return
 
 
 def _legacy_label_matches(app: Application, label: str) -> bool:
@@ -288,6 +318,14 @@ def select_applications_v0(
         except ann.AnnotationError as exc:
             result.warnings.append(str(exc))
             result.skipped.append((app.qualified_name, str(exc)))
+            continue
+        except Exception as exc:  # one application never stops the others
+            reason = (
+                f"Could not read the annotations of app {app.qualified_name}, skipping: "
+                f"{type(exc).__name__}: {exc}"
+            )
+            result.warnings.append(reason)
+            result.skipped.append((app.qualified_name, reason))
             continue
         result.warnings.extend(warnings)
         result.configs.append(config)

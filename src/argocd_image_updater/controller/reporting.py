@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from argocd_image_updater.controller.cycle import CycleResult
-from argocd_image_updater.controller.sources import Collected
+from argocd_image_updater.controller.sources import Collected, CRState
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import EventRecorder
+from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.report.status import StatusWriter, compute_status, reconciling_status
+
+log = get_logger("report")
 
 MAX_PARALLEL_WRITES = 8
 
@@ -29,19 +34,17 @@ class Reporter:
         status = self.status
         now = datetime.now(UTC)
         changed = [
-            cr
-            for cr in collected.crs
-            if cr.error is None
-            and (cr.raw.get("status") or {}).get("observedGeneration") != cr.generation
+            cr for cr in collected.crs if cr.error is None and _observed(cr) != cr.generation
         ]
         limit = asyncio.Semaphore(MAX_PARALLEL_WRITES)
 
         async def one(index: int) -> None:
             cr = changed[index]
             async with limit:
-                await status.write(
-                    cr, lambda stored: reconciling_status(cr, now=now, previous=stored)
-                )
+                with _contained("mark as reconciling", cr):
+                    await status.write(
+                        cr, lambda stored: reconciling_status(cr, now=now, previous=stored)
+                    )
 
         await asyncio.gather(*(one(i) for i in range(len(changed))))
 
@@ -50,7 +53,8 @@ class Reporter:
     ) -> None:
         """``partial``: a cycle over some apps only (a webhook event): events and counters, but
         no status or gauges, which describe whole ImageUpdaters."""
-        record_cycle(result, dry_run=dry_run, crs=collected.crs, gauges=not partial)
+        with _contained("count the cycle of", None):
+            record_cycle(result, dry_run=dry_run, crs=collected.crs, gauges=not partial)
         limit = asyncio.Semaphore(MAX_PARALLEL_WRITES)
         now = datetime.now(UTC)
 
@@ -58,37 +62,66 @@ class Reporter:
             assert self.status is not None
             cr = collected.crs[cr_index]
             async with limit:
-                await self.status.write(
-                    cr,
-                    lambda stored: compute_status(
-                        cr, result.apps, now=now, dry_run=dry_run, previous=stored
-                    ),
-                )
+                with _contained("write the status of", cr):
+                    await self.status.write(
+                        cr,
+                        lambda stored: compute_status(
+                            cr, result.apps, now=now, dry_run=dry_run, previous=stored
+                        ),
+                    )
 
         async def events_of(index: int) -> None:
             assert self.events is not None
             outcome = result.apps[index]
             namespace, _, name = outcome.app.partition("/")
             async with limit:
-                if outcome.written and outcome.plan is not None and not dry_run:
-                    await self.events.images_updated(
-                        namespace, name, outcome.uid, outcome.plan.changes
-                    )
-                if outcome.cr is None:
-                    return
-                if outcome.error:
-                    await self.events.image_failed(
-                        outcome.cr, outcome.app, "", "write-back-failed", outcome.error
-                    )
-                for image in outcome.plan.results if outcome.plan is not None else ():
-                    if image.outcome is Outcome.ERROR:
-                        await self.events.image_failed(
-                            outcome.cr, outcome.app, image.alias, image.reason, image.message
+                with _contained("report the events of", outcome.cr, outcome.app):
+                    if outcome.written and outcome.plan is not None and not dry_run:
+                        await self.events.images_updated(
+                            namespace, name, outcome.uid, outcome.plan.changes
                         )
+                    if outcome.cr is None:
+                        return
+                    if outcome.error:
+                        await self.events.image_failed(
+                            outcome.cr, outcome.app, "", "write-back-failed", outcome.error
+                        )
+                    for image in outcome.plan.results if outcome.plan is not None else ():
+                        if image.outcome is Outcome.ERROR:
+                            await self.events.image_failed(
+                                outcome.cr, outcome.app, image.alias, image.reason, image.message
+                            )
+
+        async def cr_failed(cr: CRState, error: str) -> None:
+            assert self.events is not None
+            async with limit:
+                with _contained("report the error of", cr):
+                    await self.events.cr_failed(cr, error)
 
         tasks = []
         if self.status is not None and not partial:
             tasks += [status_of(i) for i in range(len(collected.crs))]
+        if self.events is not None and not partial:
+            tasks += [cr_failed(cr, cr.error) for cr in collected.crs if cr.error is not None]
         if self.events is not None:
             tasks += [events_of(i) for i in range(len(result.apps))]
         await asyncio.gather(*tasks)
+
+
+def _observed(cr: CRState) -> object:
+    """The ``status.observedGeneration`` stored on ``cr`` (None when unreadable)."""
+    status = cr.raw.get("status")
+    return status.get("observedGeneration") if isinstance(status, dict) else None
+
+
+@contextlib.contextmanager
+def _contained(step: str, cr: CRState | None, app: str = "") -> Iterator[None]:
+    """Reporting on one object never stops the reporting on the others: a failure is logged."""
+    try:
+        yield
+    except Exception as err:
+        fields = {"application": app} if app else {}
+        if cr is not None:
+            fields |= {"imageUpdater_namespace": cr.namespace, "imageUpdater_name": cr.name}
+        what = f" {app}" if app else f" ImageUpdater {cr.namespace}/{cr.name}" if cr else " cycle"
+        log.error("could not %s%s: %s: %s", step, what, type(err).__name__, str(err), **fields)

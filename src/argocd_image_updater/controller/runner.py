@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.update_config import AppUpdateConfig
@@ -20,7 +21,6 @@ from argocd_image_updater.controller.cycle import (
     CycleResult,
     run_cycle,
 )
-from argocd_image_updater.controller.leader import LeaderElector
 from argocd_image_updater.controller.reporting import Reporter
 from argocd_image_updater.controller.sources import (
     ApplicationStore,
@@ -28,13 +28,18 @@ from argocd_image_updater.controller.sources import (
     LegacyFilter,
     collect,
 )
-from argocd_image_updater.kube.client import IMAGE_UPDATERS, KubeClient, KubeError
+from argocd_image_updater.kube.errors import KubeError
+from argocd_image_updater.kube.resources import IMAGE_UPDATERS
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report import metrics
 from argocd_image_updater.report.cycle_metrics import forget_cr
+from argocd_image_updater.report.health import Health
 from argocd_image_updater.report.log import get_logger
-from argocd_image_updater.report.server import Health
 from argocd_image_updater.writeback.base import AppWriter
+
+if TYPE_CHECKING:  # the Kubernetes client is loaded only where a cluster is used
+    from argocd_image_updater.controller.leader import LeaderElector
+    from argocd_image_updater.kube.client import KubeClient
 
 log = get_logger("controller")
 
@@ -64,6 +69,8 @@ class Controller:
     last_collected: Collected | None = None
     """What the last full cycle selected (webhook events reuse it to find the apps to update)."""
     last_collected_at: float = 0.0
+    last_result: CycleResult | None = None
+    """The last full cycle's result; None when it failed (``run --once`` exits by it)."""
     prepare: Callable[[Collected], Awaitable[Collected]] | None = None
     """Completes the selection before planning (local mode: live images read from files)."""
 
@@ -118,9 +125,17 @@ class Controller:
                     continue
                 wake.clear()
                 try:
-                    await self.cycle()
+                    self.last_result = await self.cycle()
                 except (KubeError, OSError) as err:
+                    self.last_result = None
                     log.error("update cycle failed: %s", str(err))
+                except Exception as err:  # objects fail one by one; this is a last resort
+                    self.last_result = None
+                    log.error(
+                        "update cycle failed unexpectedly, the next one runs as planned: %s: %s",
+                        type(err).__name__,
+                        str(err),
+                    )
                 if once or self.interval <= timedelta(0):
                     return
                 await _wait_any(stop, wake, self.interval.total_seconds())

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from argocd_image_updater.config.imageupdater import (
     ImageUpdater,
     ImageUpdaterError,
     parse_image_updater,
 )
-from argocd_image_updater.config.selection import select_applications, select_applications_v0
+from argocd_image_updater.config.selection import (
+    SelectionResult,
+    select_applications,
+    select_applications_v0,
+)
 from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.model.application import Application, ApplicationError
 from argocd_image_updater.report.log import get_logger
@@ -45,6 +49,12 @@ class Collected:
     configs: list[tuple[AppUpdateConfig, CRState | None]] = field(default_factory=list)
     crs: list[CRState] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    """Objects (and, in local mode, files) that were skipped; each is an error of the cycle."""
+
+    @property
+    def errors(self) -> int:
+        """Skipped files and objects, and ImageUpdaters that could not be used."""
+        return len(self.problems) + sum(1 for cr in self.crs if cr.error)
 
 
 class ApplicationStore(Protocol):
@@ -59,6 +69,20 @@ class ApplicationStore(Protocol):
         ...
 
 
+@runtime_checkable
+class ManifestFiles(Protocol):
+    """A store reading manifest files (local mode): it knows where each object is written and
+    which files it had to skip."""
+
+    def problems(self) -> list[str]:
+        """The files and objects skipped by the last listing (already logged by the store)."""
+        ...
+
+    def origin(self, kind: str, namespace: str, name: str, path: str = "") -> str:
+        """``<file>:<line>`` of an object (of its field ``path``), or ""."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class LegacyFilter:
     """The v0.x ``run`` flags that narrow which annotated Applications are processed."""
@@ -69,17 +93,53 @@ class LegacyFilter:
     label: str = ""
 
 
-def _parse_apps(objects: Iterable[dict[str, Any]], problems: list[str]) -> list[Application]:
+def _parse_apps(
+    objects: Iterable[dict[str, Any]], problems: list[str], files: ManifestFiles | None
+) -> list[Application]:
     apps = []
     for obj in objects:
         try:
             apps.append(Application.from_object(obj))
         except ApplicationError as err:
             meta = obj.get("metadata") or {}
+            namespace, name = str(meta.get("namespace")), str(meta.get("name"))
+            where = files.origin("Application", namespace, name) if files is not None else ""
             problems.append(
-                f"skipping malformed Application {meta.get('namespace')}/{meta.get('name')}: {err}"
+                f"{where + ': ' if where else ''}skipping malformed Application "
+                f"{namespace}/{name}: {err}"
             )
     return apps
+
+
+def _invalid_image_updater(
+    err: ImageUpdaterError, state: CRState, files: ManifestFiles | None
+) -> str:
+    """The log line of an unusable ImageUpdater: the file and line of the first bad field in
+    local mode; the advice fits where the resource comes from."""
+    if files is None:
+        return f"{err}; skipping it"
+    first = err.errors[0].partition(": ")[0] if err.errors else ""
+    where = files.origin("ImageUpdater", state.namespace, state.name, first)
+    problems = "; ".join(err.errors) or str(err)
+    return (
+        f"{where + ': ' if where else ''}invalid ImageUpdater {state.namespace}/{state.name}, "
+        f"skipped: {problems} (fix the file; the next cycle reads it again)"
+    )
+
+
+def _cr_state(obj: Any) -> CRState:
+    """What the status writer needs of an ImageUpdater, read leniently: its problems are
+    reported by parsing it."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    generation = meta.get("generation")
+    return CRState(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        generation=generation if isinstance(generation, int) else 0,
+        resource_version=str(meta.get("resourceVersion", "")),
+        raw=obj if isinstance(obj, dict) else {},
+    )
 
 
 async def collect(
@@ -93,29 +153,30 @@ async def collect(
     scopes: list[str | None] = list(namespaces) if namespaces is not None else [None]
     apps: list[Application] = []
     crs: list[ImageUpdater] = []
+    files = store if isinstance(store, ManifestFiles) else None
     for scope in scopes:
-        apps.extend(_parse_apps(await store.list_applications(scope), out.problems))
+        apps.extend(_parse_apps(await store.list_applications(scope), out.problems, files))
         if not read_crs:
             continue
         for obj in await store.list_image_updaters(scope):
-            meta = obj.get("metadata") or {}
-            state = CRState(
-                namespace=str(meta.get("namespace", "")),
-                name=str(meta.get("name", "")),
-                generation=int(meta.get("generation") or 0),
-                resource_version=str(meta.get("resourceVersion", "")),
-                raw=obj,
-            )
+            state = _cr_state(obj)
             out.crs.append(state)
             try:
                 crs.append(parse_image_updater(obj))
             except ImageUpdaterError as err:
                 state.error = str(err)
                 log.error(
-                    "invalid ImageUpdater, skipping it: %s",
-                    str(err),
+                    _invalid_image_updater(err, state, files),
                     imageUpdater_namespace=state.namespace,
                     imageUpdater_name=state.name,
+                )
+            except Exception as err:  # one resource never stops the others
+                state.error = (
+                    f"could not read ImageUpdater {state.namespace}/{state.name}: "
+                    f"{type(err).__name__}: {err}"
+                )
+                log.error(
+                    state.error, imageUpdater_namespace=state.namespace, imageUpdater_name=state.name
                 )
     by_namespace: dict[str, list[Application]] = {}
     for app in apps:
@@ -125,7 +186,13 @@ async def collect(
     states = {(s.namespace, s.name): s for s in out.crs}
     for cr in crs:
         state = states[(cr.namespace, cr.name)]
-        result = select_applications(cr, by_namespace.get(cr.namespace, []))
+        try:
+            result = select_applications(cr, by_namespace.get(cr.namespace, []))
+        except Exception as err:  # one resource never stops the others
+            result = SelectionResult(
+                error=f"could not select the applications of ImageUpdater {cr.namespace}/"
+                f"{cr.name}: {type(err).__name__}: {err}"
+            )
         for warning in result.warnings:
             log.warning(warning, imageUpdater_namespace=cr.namespace, imageUpdater_name=cr.name)
         for app_name, reason in result.skipped:
@@ -166,4 +233,6 @@ async def collect(
         out.configs.extend((config, None) for config in result.configs if config.images)
     for problem in out.problems:
         log.error(problem)
+    if files is not None:
+        out.problems.extend(files.problems())
     return out

@@ -93,11 +93,6 @@ class ImageResult:
     <problem>``), e.g. an unknown update strategy that fell back to semver."""
 
     @property
-    def explained(self) -> str:
-        """The message followed by the warnings, as status and ``test --explain`` show them."""
-        return "; ".join([self.message, *(f"warning: {w}" for w in self.warnings)])
-
-    @property
     def considered(self) -> bool:
         """The original counts every image it found live as considered."""
         return self.reason != Reason.NOT_LIVE

@@ -14,13 +14,14 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from argocd_image_updater.kube.client import IMAGE_UPDATERS, KubeClient
+from argocd_image_updater.kube.resources import IMAGE_UPDATERS
 from argocd_image_updater.plan.model import ImageChange, Outcome
 from argocd_image_updater.report.log import get_logger
 
 if TYPE_CHECKING:  # the controller imports this module
     from argocd_image_updater.controller.cycle import CycleResult
     from argocd_image_updater.controller.sources import CRState
+    from argocd_image_updater.kube.client import KubeClient
 
 log = get_logger("events")
 
@@ -186,10 +187,15 @@ class EventRecorder:
             involved,
             type_="Warning",
             reason=reason_name(reason),
-            message=f"Could not update {subject}: {message}",
+            message=f"Could not update {subject}: {message}" if app else message,
             annotations={},
         )
         return await self._create(cr.namespace, body)
+
+    async def cr_failed(self, cr: CRState, message: str) -> bool:
+        """A Warning on an ImageUpdater that could not be used at all (e.g. a field of the wrong
+        type), rate-limited like :meth:`image_failed`."""
+        return await self.image_failed(cr, "", "", "invalid-config", message)
 
     def _forget_old(self, now: float) -> None:
         if len(self._last_warning) < 1024:

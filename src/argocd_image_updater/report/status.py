@@ -29,13 +29,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from argocd_image_updater.kube.client import IMAGE_UPDATERS, KubeClient, KubeError
+from argocd_image_updater.kube.errors import KubeError
+from argocd_image_updater.kube.resources import IMAGE_UPDATERS
 from argocd_image_updater.plan.model import ImageChange, ImageResult, Outcome
 from argocd_image_updater.report.log import get_logger
 
 if TYPE_CHECKING:  # the controller imports this module
     from argocd_image_updater.controller.cycle import AppOutcome
     from argocd_image_updater.controller.sources import CRState
+    from argocd_image_updater.kube.client import KubeClient
 
 log = get_logger("status")
 
@@ -49,8 +51,17 @@ MESSAGE_LIMIT: Final = 30_000
 """Bound of a condition message we write (the CRD allows 32768)."""
 LINE_LIMIT: Final = 400
 
-_RANK: Final = {"error": 0, "write-failed": 0, "dry-run": 1, "skipped": 2, "updated": 3}
-"""Order of the per-image lines: problems first, then pending, skipped, updated, up to date."""
+_RANK: Final = {
+    "error": 0,
+    "write-failed": 0,
+    "dry-run": 1,
+    "skipped": 2,
+    "waiting-for-sync": 3,
+    "updated": 4,
+    "up-to-date": 5,
+}
+"""Order of the per-image lines: problems first, then pending, skipped, waiting for sync,
+updated, up to date."""
 
 
 def format_time(moment: datetime) -> str:
@@ -79,9 +90,11 @@ class ImageLine:
     chosen: str | None
     message: str
     rank: int
+    warnings: tuple[str, ...] = ()
+    """Problems with the image's settings (each naming its field); shown whatever the state."""
 
     def render(self) -> str:
-        """``<app> <alias>: <state> [<current>] [-> <chosen>][: <message>]``."""
+        """``<app> <alias>: <state> [<current>] [-> <chosen>][: <message>][; warning: …]``."""
         text = f"{self.app} {self.alias}: {self.state}"
         if self.current:
             text += f" {self.current}"
@@ -89,12 +102,16 @@ class ImageLine:
             text += f" -> {self.chosen}"
         if self.rank < _RANK["updated"] and self.message:
             text += f": {self.message}"
-        return text if len(text) <= LINE_LIMIT else text[: LINE_LIMIT - 3] + "..."
+        text = text if len(text) <= LINE_LIMIT else text[: LINE_LIMIT - 3] + "..."
+        for warning in self.warnings:
+            line = f"; warning: {warning}"
+            text += line if len(line) <= LINE_LIMIT else line[: LINE_LIMIT - 3] + "..."
+        return text
 
 
 def _line(outcome: AppOutcome, result: ImageResult, dry_run: bool) -> ImageLine:
     state = str(result.reason)
-    rank = 4
+    rank = _RANK["up-to-date"]
     message = result.message
     if result.outcome is Outcome.UPDATED:
         if outcome.written:
@@ -108,7 +125,18 @@ def _line(outcome: AppOutcome, result: ImageResult, dry_run: bool) -> ImageLine:
         rank = _RANK["error"]
     elif result.outcome is Outcome.SKIPPED:
         rank = _RANK["skipped"]
-    return ImageLine(outcome.app, result.alias, state, result.current, result.chosen, message, rank)
+    elif result.outcome is Outcome.WAITING_FOR_SYNC:
+        rank = _RANK["waiting-for-sync"]
+    return ImageLine(
+        outcome.app,
+        result.alias,
+        state,
+        result.current,
+        result.chosen,
+        message,
+        rank,
+        result.warnings,
+    )
 
 
 def image_lines(outcomes: Sequence[AppOutcome], *, dry_run: bool) -> list[ImageLine]:
@@ -219,12 +247,15 @@ def _images_condition(
 ) -> tuple[str, str, str]:
     errors = sum(1 for line in lines if line.rank == _RANK["error"])
     pending = sum(1 for line in lines if line.state == "dry-run")
+    waiting = sum(1 for line in lines if line.rank == _RANK["waiting-for-sync"])
     if errors:
         status, reason = "False", "ImageErrors"
     elif pending:
         status, reason = "False", "DryRun" if dry_run else "UpdatesPending"
     elif counts.written:
         status, reason = "True", "UpdatesApplied"
+    elif waiting:
+        status, reason = "False", "WaitingForSync"
     elif lines:
         status, reason = "True", "UpToDate"
     else:
@@ -234,6 +265,8 @@ def _images_condition(
         f"{len(lines)} images: {counts.written} updated, {pending} not written"
         f"{' (dry run)' if dry_run else ''}, {skipped} skipped, {errors} with errors."
     )
+    if waiting:
+        header = header[:-1] + f", {waiting} written earlier and waiting for Argo CD to sync."
     parts = [header]
     size = len(header)
     shown = 0

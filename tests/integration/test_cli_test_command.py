@@ -145,3 +145,30 @@ def test_bad_registries_conf_names_the_key(tmp_path: Path) -> None:
     result = cli("test", "x.io/app", "--registries-conf-path", str(conf))
     assert result.returncode == 1
     assert "ratelimit" in result.stderr
+
+
+async def test_explain_shows_the_warnings_of_the_settings(
+    registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    await push(registry, repo, ["1.0.0", "1.1.0"])
+    conf = conf_for(tmp_path, registry)
+    image = f"{registry.host}/{repo}"
+    result = cli(
+        "test",
+        image,
+        "--update-strategy",
+        "newest-buildz",
+        "--allow-tags",
+        "regexp:^1.(",
+        "--registries-conf-path",
+        str(conf),
+        "--explain",
+    )
+    out = result.stdout
+    assert "warning: --update-strategy: Unknown sort option newest-buildz -- using semver" in out
+    assert "warning: --allow-tags: could not compile regexp '^1.('" in out
+    warnings = [line for line in out.splitlines() if "level=warning" in line]
+    assert any("Unknown sort option newest-buildz" in line for line in warnings), out
+    assert any("^1.(" in line for line in warnings), out
+    # the invalid allowTags matches no tag: nothing is chosen, exit code 3
+    assert result.returncode == 3, result.stderr

@@ -61,6 +61,7 @@ class TestOptions:
     secrets_dir: str = ""
     explain: bool = False
     cloud_credentials_auto: bool = True
+    plain_http: bool = False
 
 
 def load_registries(path: str, log: Logger) -> RegistryConfig:
@@ -103,11 +104,12 @@ def choose_credentials(
 
 def build_policy(opts: TestOptions, image: ImageRef, log: Logger) -> Policy:
     strategy, warning = parse_strategy(opts.update_strategy)
-    if warning:
-        log.warning(warning)
     allow = parse_allow_tags(opts.allow_tags)
-    if allow.error:
-        log.warning(allow.error)
+    for flag, problem in (("--update-strategy", warning), ("--allow-tags", allow.error)):
+        if problem:
+            log.warning(problem, field=flag)
+            if opts.explain:
+                click.echo(f"warning: {flag}: {problem}")
     platforms: list[Platform | str] = list(opts.platforms) or [runtime_platform()]
     policy = Policy(
         strategy=strategy,
@@ -140,6 +142,10 @@ async def run_test(opts: TestOptions, log: Logger) -> Selection:
         endpoint = dataclasses.replace(endpoint, credentials=opts.credentials)
     if opts.rate_limit is not None:
         endpoint = dataclasses.replace(endpoint, limit=opts.rate_limit)
+    if opts.plain_http:
+        endpoint = dataclasses.replace(
+            endpoint, api_url="http://" + endpoint.api_url.split("://", 1)[-1]
+        )
 
     secrets: SecretReader | None = None
     kube: Any = None
@@ -218,6 +224,12 @@ def print_explain(selection: Selection) -> None:
     "--explain",
     is_flag=True,
     help="print the credential source, and every tag with its verdict and reason",
+)
+@click.option(
+    "--plain-http",
+    is_flag=True,
+    help="talk plain HTTP to the registry (as 'api_url: http://<host>' in registries.conf); "
+    "loopback registries fall back to it by themselves",
 )
 @click.option(
     "--cloud-credentials-auto/--no-cloud-credentials-auto",

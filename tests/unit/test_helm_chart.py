@@ -1,5 +1,6 @@
-"""The Helm chart renders (with the chart's defaults and with every value set) into manifests
-whose references resolve and whose flags, environment and registries.conf the controller accepts."""
+"""The Helm chart, rendered and linted by Helm itself (with the chart's defaults and with every
+value set), gives manifests whose references resolve and whose flags, environment and
+registries.conf the controller accepts; values.schema.json rejects unknown keys."""
 
 from __future__ import annotations
 
@@ -7,31 +8,27 @@ import re
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
+from chart_helm import CHART, HelmError, lint_problems, load_values, render, render_texts, schema
 from ruamel.yaml import YAML
 from test_manifests import EXTERNAL, one, run_env, run_flags
 
+from argocd_image_updater.cli.main import cli
 from argocd_image_updater.config.registries import parse_registries_conf
 from argocd_image_updater.config.settings import KNOWN_CONFIGMAP_KEYS, OPTIONS
-from argocd_image_updater.sandbox.helm import (
-    flag_problems,
-    objects_of,
-    reference_problems,
-    render_chart,
-)
+from argocd_image_updater.sandbox.manifest_checks import flag_problems, reference_problems
 from argocd_image_updater.webhook.parsers import SECRET_ENV_VARS, SECRET_KEYS
-from argocd_image_updater.writeback.gotemplate import TemplateError
 
 ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "argocd-image-updater"
 REFERENCE_CRD = ROOT / "src" / "argocd_image_updater" / "sandbox" / "crds" / "imageupdater-crd.yaml"
-FULL_VALUES: dict[str, Any] = YAML(typ="safe").load((CHART / "ci" / "full-values.yaml").read_text())
+FULL_VALUES: dict[str, Any] = load_values(CHART / "ci" / "full-values.yaml")
 # Objects named only in the full values file, which the user provides.
-USER_PROVIDED = {("Secret", "ghcr-creds"), ("Secret", "gpg-keys")}
-
-
-def render(values: dict[str, Any] | None) -> list[dict[str, Any]]:
-    return objects_of(render_chart(CHART, values).values())
+USER_PROVIDED = {
+    ("Secret", "ghcr-creds"),
+    ("Secret", "gpg-keys"),
+    ("Secret", "argocd-image-updater-secret"),  # not created when empty, as the original
+}
 
 
 def deployment(objs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -49,6 +46,18 @@ def configmap(objs: list[dict[str, Any]]) -> dict[str, str]:
     return data
 
 
+def valued_run_flags() -> set[str]:
+    """Flags of run that take a value (the original chart's extraArgs give it separately)."""
+    command = cli.get_command(click.Context(cli), "run")
+    assert command is not None
+    return {
+        opt
+        for param in command.params
+        if isinstance(param, click.Option) and not param.is_flag
+        for opt in param.opts
+    }
+
+
 VALUES = pytest.mark.parametrize("values", [None, FULL_VALUES], ids=["defaults", "full"])
 
 
@@ -59,7 +68,12 @@ def test_every_referenced_object_exists(values: dict[str, Any] | None) -> None:
 
 @VALUES
 def test_deployment_flags_are_flags_run_accepts(values: dict[str, Any] | None) -> None:
-    assert flag_problems(render(values), run_flags()) == []
+    assert flag_problems(render(values), run_flags(), valued=valued_run_flags()) == []
+
+
+@VALUES
+def test_helm_lint_strict_is_clean(values: dict[str, Any] | None) -> None:
+    assert lint_problems(values) == []
 
 
 @VALUES
@@ -129,7 +143,19 @@ def test_secret_holds_the_token_and_every_webhook_secret() -> None:
     data = one(render(FULL_VALUES), "Secret", "argocd-image-updater-secret")["data"]
     assert base64.b64decode(data["argocd.token"]).decode() == "an-argocd-token"
     assert set(data) == {"argocd.token", *SECRET_KEYS.values()}
-    assert not one(render(None), "Secret", "argocd-image-updater-secret").get("data")
+
+
+def test_secret_is_created_only_with_content_unless_asked() -> None:
+    # As the original: no empty argocd-image-updater-secret that would clash with one you manage.
+    assert not [o for o in render(None) if o["kind"] == "Secret"]
+    empty = one(render({"secret": {"create": True}}), "Secret", "argocd-image-updater-secret")
+    assert not empty.get("data")
+    hook = render({"webhook": {"secrets": {"ghcr": "s3cret"}}})
+    assert set(one(hook, "Secret", "argocd-image-updater-secret")["data"]) == {
+        "webhook.ghcr-secret"
+    }
+    with pytest.raises(HelmError, match=r"secret.create is false.*webhook.ghcr-secret"):
+        render({"secret": {"create": False}, "webhook": {"secrets": {"ghcr": "s3cret"}}})
 
 
 def test_crd_is_the_reference_copy_and_can_be_left_out() -> None:
@@ -141,18 +167,34 @@ def test_crd_is_the_reference_copy_and_can_be_left_out() -> None:
     assert not [o for o in off if o["kind"] == "CustomResourceDefinition"]
 
 
-def test_defaults_are_namespaced_and_cluster_wide_adds_cluster_roles() -> None:
-    kinds = {o["kind"] for o in render(None)}
-    assert {"Role", "RoleBinding", "ServiceAccount", "Deployment", "Service"} <= kinds
-    assert not kinds & {"ClusterRole", "ClusterRoleBinding", "ServiceMonitor"}
+def rules_of(obj: dict[str, Any]) -> set[str]:
+    return {r for rule in obj["rules"] for r in rule["resources"]}
+
+
+def test_defaults_are_cluster_wide_like_the_original_and_namespaced_on_request() -> None:
+    objs = render(None)
+    kinds = {o["kind"] for o in objs}
+    assert {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} <= kinds
+    assert "ServiceMonitor" not in kinds
+    assert {"applications", "imageupdaters"} <= rules_of(
+        one(objs, "ClusterRole", "argocd-image-updater")
+    )
+    # Secrets stay readable in the release namespace only.
+    assert rules_of(one(objs, "Role", "argocd-image-updater")) == {"secrets", "configmaps"}
+    assert "--watch-namespaces=*" in container(objs)["args"]
+    assert reference_problems(objs, EXTERNAL | USER_PROVIDED) == []
     objs = render(FULL_VALUES)
     binding = one(objs, "ClusterRoleBinding", "image-updater")
     assert binding["subjects"][0]["name"] == "image-updater-sa"
     # config.watchNamespaces is set, so the chart does not add --watch-namespaces=*.
     assert "--watch-namespaces=*" not in container(objs)["args"]
-    wide = render({"rbac": {"clusterWide": True}})
-    assert "--watch-namespaces=*" in container(wide)["args"]
-    assert reference_problems(wide, EXTERNAL) == []
+    for values in ({"rbac": {"clusterWide": False}}, {"createClusterRoles": False}):
+        narrow = render(values)
+        assert not {o["kind"] for o in narrow} & {"ClusterRole", "ClusterRoleBinding"}
+        assert "applications" in rules_of(one(narrow, "Role", "argocd-image-updater"))
+        assert "--watch-namespaces=*" not in container(narrow)["args"]
+    for values in ({"rbac": {"create": False}}, {"rbac": {"enabled": False}}):
+        assert not {o["kind"] for o in render(values)} & {"Role", "ClusterRole", "RoleBinding"}
 
 
 def test_metrics_service_monitor_and_network_policies() -> None:
@@ -184,6 +226,17 @@ def test_full_values_reach_the_pod() -> None:
     assert pod["priorityClassName"] == "system-cluster-critical"
     assert pod["imagePullSecrets"] == [{"name": "registry-pull"}]
     assert c["resources"] == FULL_VALUES["resources"]
+    assert d["spec"]["strategy"] == FULL_VALUES["updateStrategy"]
+    assert pod["initContainers"] == FULL_VALUES["initContainers"]
+    assert one(objs, "ConfigMap", "image-updater-notes")["data"] == {"owner": "platform"}
+    crd = one(objs, "CustomResourceDefinition", "imageupdaters.argocd-image-updater.argoproj.io")
+    assert crd["metadata"]["labels"] == {"team": "platform"}
+    assert "argocd.argoproj.io/sync-options" in crd["metadata"]["annotations"]
+    ingress = one(objs, "Ingress", "image-updater-ingress")
+    assert [r.get("host") for r in ingress["spec"]["rules"]] == [
+        "updater.example.com",
+        "updater.internal.example.com",
+    ]
     assert d["spec"]["template"]["metadata"]["annotations"]["example.com/owner"] == "platform"
     assert d["spec"]["template"]["metadata"]["labels"]["team"] == "platform"
     assert c["envFrom"] == FULL_VALUES["extraEnvFrom"]
@@ -206,21 +259,95 @@ def test_default_pod_is_unprivileged_with_probes_on_the_health_port() -> None:
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     assert c["image"] == "argocd-image-updater:0.1.0"
+    assert c["resources"] == {
+        "requests": {"cpu": "100m", "memory": "256Mi"},
+        "limits": {"cpu": "1", "memory": "512Mi"},
+    }
 
 
-def test_values_referenced_by_templates_exist_in_values_yaml() -> None:
-    # Helm stops with "nil pointer evaluating interface {}" on .Values.a.b when a is missing.
-    defaults = YAML(typ="safe").load((CHART / "values.yaml").read_text())
+def test_resources_and_security_contexts_are_replaced_not_merged() -> None:
+    requests_only = {"requests": {"cpu": "50m", "memory": "64Mi"}}
+    objs = render({"resources": requests_only, "podSecurityContext": {}, "securityContext": {}})
+    c = container(objs)
+    assert c["resources"] == requests_only
+    assert "securityContext" not in c
+    assert "securityContext" not in deployment(objs)["spec"]["template"]["spec"]
+    assert "resources" not in container(render({"resources": {}}))
+    own = {"runAsNonRoot": True, "runAsUser": 2000}
+    assert (
+        deployment(render({"podSecurityContext": own}))["spec"]["template"]["spec"][
+            "securityContext"
+        ]
+        == own
+    )
+
+
+def schema_node(path: list[str]) -> dict[str, Any] | None:
+    """The schema of a value; a free-form map's (e.g. updateStrategy) for the keys inside it."""
+    node: dict[str, Any] = schema()
+    for part in path:
+        if "properties" not in node and node.get("additionalProperties") is not False:
+            return node
+        props = node.get("properties", {})
+        if part not in props:
+            return None
+        node = props[part]
+    return node
+
+
+def test_values_referenced_by_templates_are_in_the_schema() -> None:
     for template in (CHART / "templates").rglob("*"):
         if not template.is_file():
             continue
         for path in re.findall(r"\.Values((?:\.\w+)+)", template.read_text()):
-            node: Any = defaults
-            parts = path.strip(".").split(".")
-            for part in parts[:-1]:
-                assert isinstance(node, dict) and part in node, f"{template.name}: .Values{path}"
-                node = node[part]
-            assert parts[-1] in node, f"{template.name}: .Values{path}"
+            assert schema_node(path.strip(".").split(".")) is not None, f"{template.name}: {path}"
+
+
+def test_the_schema_knows_every_value_and_rejects_unknown_keys() -> None:
+    defaults = YAML(typ="safe").load((CHART / "values.yaml").read_text())
+
+    def paths(node: Any, prefix: list[str]) -> list[list[str]]:
+        if isinstance(node, dict) and node:
+            return [p for key, value in node.items() for p in paths(value, [*prefix, key])]
+        return [prefix]
+
+    unknown = [p for p in paths(defaults, []) if schema_node(p) is None]
+    assert not unknown
+    for values, message in (
+        ({"bogus": 1}, r"at '': additional properties 'bogus' not allowed"),
+        ({"config": {"logLevl": "debug"}}, r"at '/config': additional properties 'logLevl'"),
+        ({"metrics": {"service": {"prot": 1}}}, r"'/metrics/service'.*'prot' not allowed"),
+        ({"config": {"log.level": "loud"}}, r"/config/log.level"),
+        ({"webhook": {"secrets": "not-a-map"}}, r"/webhook/secrets"),
+    ):
+        with pytest.raises(HelmError, match=message):
+            render(values)
+        assert any(re.search(message, p) for p in lint_problems(values)), values
+
+
+def test_the_schema_accepts_each_configmap_key_the_controller_reads() -> None:
+    config = schema()["properties"]["config"]["properties"]
+    assert {k for k in config if k in KNOWN_CONFIGMAP_KEYS} == set(KNOWN_CONFIGMAP_KEYS)
+    extra = schema()["properties"]["config"]["properties"]["extra"]["propertyNames"]["enum"]
+    assert set(extra) == set(KNOWN_CONFIGMAP_KEYS)
+
+
+def test_full_values_set_every_value() -> None:
+    defaults = YAML(typ="safe").load((CHART / "values.yaml").read_text())
+
+    def missing(node: Any, given: Any, prefix: str) -> list[str]:
+        if isinstance(node, dict) and node:
+            if not isinstance(given, dict):
+                return [prefix]
+            return [m for k, v in node.items() for m in missing(v, given.get(k), f"{prefix}.{k}")]
+        return (
+            []
+            if given is not None
+            or prefix.endswith(("service.type", "service.port", "service.annotations"))
+            else [prefix]
+        )
+
+    assert missing(defaults, FULL_VALUES, "") == []
 
 
 def test_readme_lists_every_value() -> None:
@@ -239,5 +366,5 @@ def test_readme_lists_every_value() -> None:
 
 
 def test_a_template_error_names_the_file() -> None:
-    with pytest.raises(TemplateError, match=r"templates/secret.yaml.*can't evaluate field docker"):
-        render_chart(CHART, {"webhook": {"secrets": "not-a-map"}})
+    with pytest.raises(HelmError, match=r"templates/deployment.yaml.*image.repository"):
+        render_texts({"image": {"repository": "quay.io/argoprojlabs/argocd-image-updater"}})

@@ -9,45 +9,28 @@ import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
 from argocd_image_updater import __version__
-from argocd_image_updater.argocd.client import ArgoCDClient
 from argocd_image_updater.cli.options import load_settings, settings_options
 from argocd_image_updater.config.durations import format_go_duration
 from argocd_image_updater.config.registries import RegistriesConfError, RegistryConfig
 from argocd_image_updater.config.reloading import ReloadingRegistryConfig
-from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.cycle import CredentialsCache
-from argocd_image_updater.controller.events import handle_event
-from argocd_image_updater.controller.leader import LeaderElector
-from argocd_image_updater.controller.reporting import Reporter
 from argocd_image_updater.controller.runner import Controller, run_until_stopped
-from argocd_image_updater.controller.sources import ApplicationStore, LegacyFilter
-from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
-from argocd_image_updater.kube.client import KubeClient, KubeError
-from argocd_image_updater.kube.secrets import KubeSecretReader
+from argocd_image_updater.controller.sources import LegacyFilter
+from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.local.prepare import LocalPreparer, RepoFiles
 from argocd_image_updater.local.secrets import DirectoryObjects
 from argocd_image_updater.local.store import DirectorySource, LocalStore, RepoSource
 from argocd_image_updater.local.writer import LocalManifestWriter, SplitBatchWriter
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report import log as logging_setup
-from argocd_image_updater.report.events import EventRecorder
+from argocd_image_updater.report.health import Health
 from argocd_image_updater.report.log import get_logger, register_secret
-from argocd_image_updater.report.server import Health, Servers, health_app, metrics_app
-from argocd_image_updater.report.status import StatusWriter
-from argocd_image_updater.webhook.dispatch import EventDispatcher
-from argocd_image_updater.webhook.events import RegistryEvent
-from argocd_image_updater.webhook.parsers import SECRET_ENV_VARS, SECRET_KEYS
-from argocd_image_updater.webhook.server import WebhookServer
-from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
-from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
-from argocd_image_updater.writeback.base import AppWriter
 from argocd_image_updater.writeback.commit_template import CommitTemplateFile
 from argocd_image_updater.writeback.git.credentials import ClusterObjects, GitCredentialsResolver
 from argocd_image_updater.writeback.git.repo import RepoCache
@@ -58,7 +41,12 @@ from argocd_image_updater.writeback.git.writer import (
 )
 from argocd_image_updater.writeback.gotemplate import Template
 from argocd_image_updater.writeback.messages import MessageError
-from argocd_image_updater.writeback.scm import github_app_token
+
+if TYPE_CHECKING:
+    # Loaded where they are used: the Kubernetes client only for a cluster, the HTTP server
+    # only when something is served (local mode with --once loads neither).
+    from argocd_image_updater.kube.client import KubeClient
+    from argocd_image_updater.webhook.server import WebhookServer
 
 log = get_logger("run")
 
@@ -68,6 +56,9 @@ WEBHOOK_COALESCE_WINDOW = 0.05
 """Seconds events for one repository are gathered: bursts (one event per platform of a
 multi-arch push) still coalesce, and a lone event is not held back for long; events during a
 running update coalesce anyway."""
+EXIT_STARTUP_ERROR: Final = 1
+EXIT_CYCLE_ERRORS: Final = 4
+"""``run --once``: the cycle ran, but an application, a manifest file or an object had an error."""
 
 
 class StartupError(Exception):
@@ -121,6 +112,8 @@ class ClosableGitWriter(GitBatchWriter):
 async def github_app_installation_token(
     app_id: str, installation_id: str, private_key: str, api_url: str
 ) -> str:
+    from argocd_image_updater.writeback.scm import github_app_token
+
     return await github_app_token(app_id, installation_id, private_key, api_url or None)
 
 
@@ -156,95 +149,24 @@ def build_git_writer(
     )
 
 
-async def _argocd_token(settings: Settings, kube: KubeClient | None) -> str:
-    token = str(settings.argocd_auth_token)
-    if not token and kube is not None:
-        try:
-            data = await kube.read_secret(kube.namespace, IMAGE_UPDATER_SECRET)
-            token = data.get("argocd.token", b"").decode()
-        except KubeError as err:
-            log.debug("cannot read %s: %s", IMAGE_UPDATER_SECRET, str(err))
-    if token:
-        register_secret(token)
-    return token
+def legacy_filter(settings: Settings) -> LegacyFilter:
+    """The v0.x flags narrowing which annotated Applications are processed."""
+    return LegacyFilter(
+        enabled=bool(settings.legacy_annotations),
+        namespace=str(settings.application_namespace),
+        name_patterns=tuple(settings.match_application_name),
+        label=str(settings.match_application_label),
+    )
 
 
 async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
-    closers: list[Any] = []
     registries = load_registries(str(settings.registries_conf_path))
-    kube: KubeClient | None = None
     if settings.applications_api == "local":
         return await build_local_controller(settings, registries)
-    if not settings.disable_kubernetes:
-        try:
-            kube = await KubeClient.connect(str(settings.kubeconfig))
-        except KubeError as err:
-            raise StartupError(str(err)) from None
-        closers.append(kube)
-    elif settings.applications_api != "argocd":
-        raise StartupError("--disable-kubernetes requires --applications-api argocd")
+    # The Kubernetes client (and Argo CD's) are loaded only here: local mode needs neither.
+    from argocd_image_updater.cli.run_cluster import build_cluster_controller
 
-    store: ApplicationStore
-    writer: AppWriter
-    if settings.applications_api == "argocd":
-        server = str(settings.argocd_server_addr) or (
-            f"argocd-server.{kube.namespace}" if kube else "argocd-server.argocd"
-        )
-        try:
-            client = ArgoCDClient(
-                server,
-                await _argocd_token(settings, kube),
-                insecure=bool(settings.argocd_insecure),
-                plaintext=bool(settings.argocd_plaintext),
-            )
-        except ValueError as err:
-            raise StartupError(str(err)) from None
-        closers.append(client)
-        store = ArgoCDStore(client, kube, str(settings.match_application_label))
-        writer = ArgoCDAppWriter(client)
-    else:
-        assert kube is not None
-        store = KubeStore(kube)
-        writer = KubeAppWriter(kube)
-
-    secrets: SecretReader | None = KubeSecretReader(kube) if kube is not None else None
-    scanner = Scanner()
-    closers.append(scanner)
-    interval: timedelta = settings.interval
-    if settings.once:
-        interval = timedelta(0)
-
-    def writer_for(config: AppUpdateConfig) -> AppWriter | None:
-        return None if config.write_back.is_git else writer
-
-    batch_writer = build_git_writer(settings, kube)
-    closers.append(batch_writer)
-    controller = Controller(
-        store=store,
-        registries=registries,
-        scanner=scanner,
-        credentials=CredentialsCache(secrets, bool(settings.cloud_credentials_auto)),
-        writer_for=writer_for,
-        namespaces=watch_scope(settings, kube.namespace if kube else "argocd"),
-        legacy=LegacyFilter(
-            enabled=bool(settings.legacy_annotations),
-            namespace=str(settings.application_namespace),
-            name_patterns=tuple(settings.match_application_name),
-            label=str(settings.match_application_label),
-        ),
-        interval=interval,
-        dry_run=bool(settings.dry_run),
-        max_concurrent_apps=int(settings.max_concurrent_apps),
-        kube=kube,
-        batch_writer=batch_writer,
-        reporter=Reporter(
-            StatusWriter(kube) if kube is not None else None,
-            EventRecorder(kube, enabled=not settings.disable_kube_events)
-            if kube is not None
-            else None,
-        ),
-    )
-    return controller, closers
+    return await build_cluster_controller(settings, registries)
 
 
 def _local_source(
@@ -297,12 +219,7 @@ async def build_local_controller(
         ),
         writer_for=lambda config: None,  # every write goes through the batch writer
         namespaces=watch_scope(settings, namespace),
-        legacy=LegacyFilter(
-            enabled=bool(settings.legacy_annotations),
-            namespace=str(settings.application_namespace),
-            name_patterns=tuple(settings.match_application_name),
-            label=str(settings.match_application_label),
-        ),
+        legacy=legacy_filter(settings),
         interval=timedelta(0) if settings.once else settings.interval,
         dry_run=bool(settings.dry_run),
         max_concurrent_apps=int(settings.max_concurrent_apps),
@@ -332,13 +249,25 @@ def bind_addresses(settings: Settings) -> tuple[str, str]:
     health_address = str(settings.health_probe_bind_address)
     if settings.health_port is not None:
         health_address = f":{settings.health_port}" if settings.health_port else "0"
-    if settings.once:
+    if runs_once(settings):
         health_address = "0"
     return metrics_address, health_address
 
 
+def runs_once(settings: Settings) -> bool:
+    """``--once``, or an interval of 0."""
+    return bool(settings.once) or settings.interval <= timedelta(0)
+
+
+def serves(address: str) -> bool:
+    """Whether a bind address means "serve" (``0`` and "" switch the server off)."""
+    return address.strip() not in ("", "0")
+
+
 async def webhook_secrets(settings: Settings, kube: KubeClient | None) -> dict[str, str]:
     """Each type's secret: flag/environment first, else the argocd-image-updater-secret key."""
+    from argocd_image_updater.webhook.parsers import SECRET_ENV_VARS, SECRET_KEYS
+
     secrets: dict[str, str] = {}
     stored: dict[str, bytes] = {}
     if kube is not None:
@@ -360,6 +289,12 @@ async def start_webhook(
     settings: Settings, controller: Controller, port: int, closers: list[Any]
 ) -> tuple[WebhookServer, int]:
     """The webhook server of ``run --enable-webhook`` and of the ``webhook`` command."""
+    from argocd_image_updater.controller.events import handle_event
+    from argocd_image_updater.webhook.dispatch import EventDispatcher
+    from argocd_image_updater.webhook.events import RegistryEvent
+    from argocd_image_updater.webhook.server import WebhookServer
+    from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
+
     try:
         context = None
         if not settings.disable_tls:
@@ -405,15 +340,37 @@ async def start_webhook(
     return server, actual
 
 
-async def _main(settings: Settings) -> None:
-    controller, closers = await build_controller(settings)
-    servers = Servers()
+async def _start_servers(settings: Settings, health: Health, closers: list[Any]) -> None:
+    """/metrics and /healthz, /readyz where configured (the HTTP server is loaded only then)."""
     metrics_address, health_address = bind_addresses(settings)
+    if not serves(metrics_address) and not serves(health_address):
+        return
+    from argocd_image_updater.report.server import Servers, health_app, metrics_app
+    from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
+
+    servers = Servers()
+    closers.append(servers)
+    try:
+        metrics_tls = None
+        if settings.metrics_secure:
+            # A self-signed certificate, like the original's metrics endpoint.
+            metrics_tls = server_ssl_context(Path("/nonexistent"), "1.2", "1.3")
+        await servers.start("metrics", metrics_app(), metrics_address, metrics_tls)
+        await servers.start("health", health_app(health), health_address)
+    except (OSError, ValueError, TLSConfigError) as err:
+        raise StartupError(f"cannot start the metrics/health server: {err}") from None
+
+
+async def _main(settings: Settings) -> int:
+    """Run the controller; the exit code (``--once``: whether the cycle had errors)."""
+    controller, closers = await build_controller(settings)
     interval = controller.interval.total_seconds()
     controller.health = Health(stall_after=max(3 * interval, 600.0) if interval > 0 else 0.0)
     elector_task: asyncio.Task[None] | None = None
     elector_stop = asyncio.Event()
     if settings.leader_election and not settings.once and controller.kube is not None:
+        from argocd_image_updater.controller.leader import LeaderElector
+
         kube = controller.kube
         controller.elector = LeaderElector(
             kube,
@@ -421,28 +378,59 @@ async def _main(settings: Settings) -> None:
             identity=f"{socket.gethostname()}_{uuid.uuid4()}",
         )
         elector_task = asyncio.create_task(controller.elector.run(elector_stop))
+    once = runs_once(settings) or controller.interval <= timedelta(0)
     try:
-        try:
-            metrics_tls = None
-            if settings.metrics_secure:
-                # A self-signed certificate, like the original's metrics endpoint.
-                metrics_tls = server_ssl_context(Path("/nonexistent"), "1.2", "1.3")
-            await servers.start("metrics", metrics_app(), metrics_address, metrics_tls)
-            await servers.start("health", health_app(controller.health), health_address)
-        except (OSError, ValueError, TLSConfigError) as err:
-            raise StartupError(f"cannot start the metrics/health server: {err}") from None
+        await _start_servers(settings, controller.health, closers)
         if settings.enable_webhook:
             await start_webhook(settings, controller, int(settings.webhook_port), closers)
-        await run_until_stopped(
-            controller, once=bool(settings.once) or controller.interval <= timedelta(0)
-        )
+        await run_until_stopped(controller, once=once)
     finally:
         if elector_task is not None:
             elector_stop.set()
             await elector_task
-        await servers.close()
         for closer in reversed(closers):
             await close_resource(closer)
+    return cycle_exit_code(controller, once, bool(settings.exit_zero_on_error))
+
+
+def cycle_exit_code(controller: Controller, once: bool, exit_zero_on_error: bool) -> int:
+    """``run --once`` fails (exit 4) when the cycle failed or any application, manifest file or
+    object had an error, so that a CI job sees it; ``--exit-zero-on-error`` opts out."""
+    if not once or exit_zero_on_error:
+        return 0
+    result = controller.last_result
+    if result is None or result.errors:
+        errors = "the update cycle failed" if result is None else f"errors={result.errors}"
+        log.error(
+            "exiting with code %d: %s (--exit-zero-on-error exits 0)", EXIT_CYCLE_ERRORS, errors
+        )
+        return EXIT_CYCLE_ERRORS
+    return 0
+
+
+def start_fields(settings: Settings) -> dict[str, Any]:
+    """What the start line shows: only the settings that apply to this run."""
+    local = settings.applications_api == "local"
+    once = runs_once(settings)
+    fields: dict[str, Any] = {
+        "app": f"argocd-image-updater: v{__version__}",
+        "loglevel": str(settings.loglevel),
+        "interval": "once" if once else format_go_duration(settings.interval),
+        "applicationsAPI": str(settings.applications_api),
+    }
+    if local:
+        fields["localPath"] = str(settings.local_path)
+        if settings.local_repo:
+            fields["localRepo"] = str(settings.local_repo)
+    if settings.argocd_namespace:
+        fields["argocdNamespace"] = str(settings.argocd_namespace)
+    metrics_address, health_address = bind_addresses(settings)
+    if serves(health_address):
+        fields["healthPort"] = health_address
+    if serves(metrics_address):
+        fields["metricsPort"] = metrics_address
+    fields["dryRun"] = bool(settings.dry_run)
+    return fields
 
 
 @click.command("run", help="Runs the argocd-image-updater with a set of options")
@@ -453,25 +441,16 @@ def run_command(**params: Any) -> None:
         logging_setup.setup(str(settings.loglevel), str(settings.logformat))
     except logging_setup.LogConfigError as err:
         raise click.UsageError(str(err)) from None
+    log.info("starting", **start_fields(settings))
     interval = settings.interval
-    log.info(
-        "starting",
-        app=f"argocd-image-updater: v{__version__}",
-        loglevel=str(settings.loglevel),
-        interval="once"
-        if settings.once or interval <= timedelta(0)
-        else format_go_duration(interval),
-        healthPort=settings.health_probe_bind_address,
-        argocdNamespace=settings.argocd_namespace,
-        dryRun=settings.dry_run,
-    )
-    if timedelta(0) < interval < timedelta(minutes=1):
+    if timedelta(0) < interval < timedelta(minutes=1) and not settings.once:
         log.warning(
             "interval %s is shorter than 1m: watch your registries' rate limits",
             format_go_duration(interval),
         )
     try:
-        asyncio.run(_main(settings))
+        code = asyncio.run(_main(settings))
     except StartupError as err:
         log.error(str(err))
-        sys.exit(1)
+        sys.exit(EXIT_STARTUP_ERROR)
+    sys.exit(code)

@@ -10,6 +10,7 @@ Docker Hub one, or one inferred from the host name. docs/registries.md describes
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -59,6 +60,21 @@ class RegistriesConfError(ValueError):
     def __init__(self, problems: Sequence[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = tuple(problems)
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost``, ``127.0.0.0/8`` or ``::1``, with or without a port."""
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1:].partition("]")[0]
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def canonical_registry(host: str) -> str:
@@ -193,6 +209,8 @@ class RegistryConfig:
         ``registry`` "" means the default registry. The most specific configured prefix that
         covers ``<registry>/<image_name>`` (whole path segments) wins; an unknown host gets an
         inferred endpoint ``https://<registry>`` with 20 requests/s, remembered for later calls.
+        A loopback host (``localhost``, ``127.0.0.0/8``, ``::1``) falls back to plain HTTP when
+        it answers in plain HTTP, as the docker CLI does.
         """
         host = registry.strip()
         if not host:
@@ -210,7 +228,11 @@ class RegistryConfig:
             inferred = self._inferred.get(host)
             if inferred is None:
                 inferred = RegistryEndpoint(
-                    prefix=host, name=host, api_url=f"https://{host}", limit=INFERRED_LIMIT
+                    prefix=host,
+                    name=host,
+                    api_url=f"https://{host}",
+                    limit=INFERRED_LIMIT,
+                    plain_http_fallback=is_loopback(host),
                 )
                 self._inferred[host] = inferred
             return inferred

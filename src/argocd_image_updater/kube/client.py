@@ -18,6 +18,8 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio import watch as k8s_watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from argocd_image_updater.kube.errors import KubeError
+from argocd_image_updater.kube.resources import APPLICATIONS, IMAGE_UPDATERS
 from argocd_image_updater.report import metrics
 from argocd_image_updater.report.log import get_logger
 
@@ -25,24 +27,6 @@ T = TypeVar("T")
 log = get_logger("kube")
 
 SA_NAMESPACE_FILE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-
-APPLICATIONS: Final = ("argoproj.io", "v1alpha1", "applications")
-IMAGE_UPDATERS: Final = ("argocd-image-updater.argoproj.io", "v1alpha1", "imageupdaters")
-
-
-class KubeError(Exception):
-    def __init__(self, status: int, message: str, reason: str = "") -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-
-    @property
-    def is_conflict(self) -> bool:
-        return self.status == 409
-
-    @property
-    def is_not_found(self) -> bool:
-        return self.status == 404
 
 
 def _error(exc: ApiException) -> KubeError:
@@ -241,3 +225,6 @@ class KubeClient:
 
     async def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         await self._call(self._core.create_namespaced_event(namespace, dict(body)))
+
+
+__all__ = ["APPLICATIONS", "IMAGE_UPDATERS", "KubeClient", "KubeError"]

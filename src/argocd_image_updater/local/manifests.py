@@ -12,12 +12,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 
 from argocd_image_updater.config.yaml_errors import yaml_error_position
 
@@ -48,6 +50,8 @@ class ManifestSet:
     applications: list[Manifest] = field(default_factory=list)
     image_updaters: list[Manifest] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)
+    """The text of each file holding a manifest, to locate a field when it is reported."""
 
 
 def file_digest(text: str) -> str:
@@ -68,6 +72,39 @@ def manifest_files(root: Path) -> list[Path]:
         )
         found.extend(here / f for f in sorted(files) if f.endswith(SUFFIXES))
     return found
+
+
+def _field_parts(path: str) -> list[str | int]:
+    """``spec.refs[0].images[1].name`` → ``["spec", "refs", 0, "images", 1, "name"]``."""
+    parts: list[str | int] = []
+    for word in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        parts.append(int(word[1:-1]) if word.startswith("[") else word)
+    return parts
+
+
+def field_line(text: str, document: int, path: str) -> int:
+    """The line (1-based) of ``path`` in document ``document`` of ``text``; the deepest part of
+    the path that exists when the rest is missing; 0 when the text cannot be read."""
+    try:
+        nodes = list(YAML(typ="safe", pure=True).compose_all(text))
+    except YAMLError:
+        return 0
+    if document >= len(nodes) or nodes[document] is None:
+        return 0
+    node: Node = nodes[document]
+    line = int(node.start_mark.line) + 1
+    for part in _field_parts(path):
+        if isinstance(node, MappingNode) and isinstance(part, str):
+            found = next((kv for kv in node.value if kv[0].value == part), None)
+            if found is None:
+                break
+            line, node = int(found[0].start_mark.line) + 1, found[1]
+        elif isinstance(node, SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = int(node.start_mark.line) + 1
+        else:
+            break
+    return line
 
 
 def _kind_of(obj: Any) -> str | None:
@@ -152,6 +189,7 @@ def load_manifests(
                 )
                 continue
             seen[key] = rel
+            out.texts[rel] = text
             if kind == "Application":
                 out.applications.append(manifest)
             else:

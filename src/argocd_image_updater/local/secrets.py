@@ -21,7 +21,7 @@ from argocd_image_updater.config.secrets import (
     is_valid_namespace,
     is_valid_secret_name,
 )
-from argocd_image_updater.kube.client import KubeError
+from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.writeback.git.credentials import SECRET_TYPE_LABEL
 
 

@@ -13,7 +13,12 @@ from argocd_image_updater.local.current import (
     sources_of,
     with_status,
 )
-from argocd_image_updater.local.manifests import Manifest, ManifestSet, load_manifests
+from argocd_image_updater.local.manifests import (
+    Manifest,
+    ManifestSet,
+    field_line,
+    load_manifests,
+)
 from argocd_image_updater.local.prepare import FileRequest, RepoFiles
 from argocd_image_updater.model.application import SourceType
 from argocd_image_updater.registry.singleflight import SingleFlight
@@ -160,6 +165,23 @@ class LocalStore:
             found.applications[index] = Manifest(
                 manifest.path, manifest.document, with_status(manifest.obj, types), manifest.digest
             )
+
+    def problems(self) -> list[str]:
+        """The files and objects of the last listing that were skipped (already logged)."""
+        return list(self._current.problems)
+
+    def origin(self, kind: str, namespace: str, name: str, path: str = "") -> str:
+        """``<file>:<line>`` of an object read in the last listing (of its field ``path`` when
+        given and present); "" when it is not known."""
+        found = self._current.applications if kind == "Application" else []
+        if kind == "ImageUpdater":
+            found = self._current.image_updaters
+        for manifest in found:
+            if manifest.key == (namespace, name):
+                text = self._current.texts.get(manifest.path, "")
+                line = field_line(text, manifest.document, path)
+                return f"{manifest.path}:{line}" if line else manifest.path
+        return ""
 
     def _report_once(self, message: str) -> None:
         if message not in self._reported:

@@ -42,6 +42,9 @@ class RegistryEndpoint:
     """Requests per second; 0 = unlimited."""
     tag_sort_mode: TagSortMode = TagSortMode.NONE
     is_default: bool = False
+    plain_http_fallback: bool = False
+    """HTTPS first, plain HTTP when the server answers the TLS handshake in plain HTTP: for
+    loopback registries that no registries.conf entry covers, as the docker CLI does."""
 
     @property
     def host(self) -> str:

@@ -21,7 +21,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import httpx
 
@@ -42,6 +42,7 @@ from argocd_image_updater.registry.errors import (
     RegistryAuthError,
     RegistryConfigError,
     RegistryError,
+    RegistryPlainHTTPError,
     RegistryProtocolError,
     RegistryTLSError,
     RegistryUnavailable,
@@ -128,6 +129,28 @@ def _tls_failure(exc: BaseException) -> str | None:
     return None
 
 
+_PLAIN_HTTP_SIGNS: Final = (
+    "WRONG_VERSION_NUMBER",
+    "RECORD_LAYER_FAILURE",
+    "PACKET_LENGTH_TOO_LONG",
+    "UNKNOWN_PROTOCOL",
+)
+_plain_http_hosts: set[str] = set()
+"""Loopback registries found to speak plain HTTP (later clients start with http://)."""
+
+
+def _plain_http_answer(exc: BaseException) -> str | None:
+    """The TLS error saying that the server answered in plain HTTP, if that is what it was."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            text = f"{seen.reason or ''} {seen}".upper().replace(" ", "_")
+            if any(sign in text for sign in _PLAIN_HTTP_SIGNS):
+                return str(seen)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _basic(credentials: Credentials) -> str:
     raw = f"{credentials.username}:{credentials.password}".encode()
     value = "Basic " + base64.b64encode(raw).decode()
@@ -155,6 +178,8 @@ class RegistryClient:
     ) -> None:
         self.endpoint = endpoint
         self._api = endpoint.api_url.rstrip("/")
+        if endpoint.plain_http_fallback and endpoint.host in _plain_http_hosts:
+            self._api = "http://" + self._api.split("://", 1)[-1]
         api = httpx.URL(self._api)
         if api.scheme not in ("http", "https") or not api.host:
             raise RegistryConfigError(
@@ -460,6 +485,18 @@ class RegistryClient:
                 try:
                     reply = await self._exchange(kind, method, url, headers, limit, redirects)
                 except httpx.TransportError as exc:
+                    plain = _plain_http_answer(exc)
+                    if plain is not None:
+                        # A protocol mismatch does not heal with retries.
+                        if not self._fall_back_to_plain_http(url, plain):
+                            raise RegistryPlainHTTPError(
+                                registry=self._registry,
+                                prefix=self.endpoint.prefix or self._registry,
+                                repository=repository,
+                                detail=plain,
+                            ) from None
+                        fallback = url.copy_with(scheme="http")
+                        break
                     tls = _tls_failure(exc)
                     if tls is not None:
                         raise RegistryTLSError(
@@ -489,7 +526,26 @@ class RegistryClient:
                 delay=round(delay, 3),
             )
             await asyncio.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+        else:
+            raise AssertionError("unreachable")  # pragma: no cover
+        return await self._send(kind, method, fallback, headers, repository, limit, redirects)
+
+    def _fall_back_to_plain_http(self, url: httpx.URL, detail: str) -> bool:
+        """Switch to ``http://`` when the endpoint allows it and ``url`` is the registry's own."""
+        own = url.copy_with(path="/", query=None, fragment=None) == self._origin
+        if not (self.endpoint.plain_http_fallback and own and url.scheme == "https"):
+            return False
+        self._api = "http://" + self._api.split("://", 1)[-1]
+        self._origin = self._origin.copy_with(scheme="http")
+        if self._registry not in _plain_http_hosts:
+            _plain_http_hosts.add(self._registry)
+            self._log.info(
+                "loopback registry answers in plain HTTP, using %s (as the docker CLI does for "
+                "loopback registries; add a registries.conf entry to choose yourself)",
+                self._api,
+                detail=detail,
+            )
+        return True
 
     async def _exchange(
         self,

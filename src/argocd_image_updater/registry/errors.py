@@ -85,6 +85,19 @@ class RegistryTLSError(RegistryError):
         )
 
 
+class RegistryPlainHTTPError(RegistryError):
+    """The registry answered the TLS handshake in plain HTTP (never retried)."""
+
+    def __init__(self, *, registry: str, prefix: str, repository: str = "", detail: str) -> None:
+        super().__init__(
+            f"registry {registry} speaks plain HTTP, not HTTPS ({detail}); if that is intended, "
+            f"set 'api_url: http://{registry}' in its registries.conf entry (prefix: {prefix}), "
+            "or pass --plain-http to the test command",
+            registry=registry,
+            repository=repository,
+        )
+
+
 class RegistryProtocolError(RegistryError):
     """The registry answered with something that is not valid registry API output."""
 

@@ -8,37 +8,12 @@ by its liveness probe instead of silently doing nothing).
 from __future__ import annotations
 
 import ssl
-import time
-from dataclasses import dataclass, field
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from argocd_image_updater.report.health import Health
 from argocd_image_updater.report.metrics import REGISTRY
-
-
-@dataclass(slots=True)
-class Health:
-    stall_after: float = 0.0
-    """Seconds without a finished cycle after which the process is unhealthy; 0 = never."""
-    ready: bool = False
-    last_cycle_end: float = field(default_factory=time.monotonic)
-
-    def cycle_finished(self) -> None:
-        self.ready = True
-        self.last_cycle_end = time.monotonic()
-
-    def standing_by(self) -> None:
-        """A follower is ready and alive while it waits for the leadership."""
-        self.cycle_finished()
-
-    def healthy(self) -> tuple[bool, str]:
-        if self.stall_after <= 0:
-            return True, "ok"
-        idle = time.monotonic() - self.last_cycle_end
-        if idle > self.stall_after:
-            return False, f"no update cycle finished for {idle:.0f}s"
-        return True, "ok"
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
-from argocd_image_updater.kube.client import KubeError
+from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.report.log import register_secret
 from argocd_image_updater.writeback.git.auth import (
     GitCredentials,

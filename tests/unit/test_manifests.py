@@ -15,7 +15,11 @@ from ruamel.yaml import YAML
 
 from argocd_image_updater.cli.main import cli
 from argocd_image_updater.config.settings import OPTIONS
-from argocd_image_updater.sandbox.manifest_checks import flag_problems, objects_of, reference_problems
+from argocd_image_updater.sandbox.manifest_checks import (
+    flag_problems,
+    objects_of,
+    reference_problems,
+)
 from argocd_image_updater.webhook.parsers import SECRET_ENV_VARS, SECRET_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -393,11 +393,14 @@ class ImageSpec:
         """The alias, or the image string when there is none."""
         return self.alias or self.image
 
-    def where(self, subfield: str) -> str:
-        """Names ``subfield`` of this image's configuration, e.g. ``….images[1].imageName``."""
+    def where(self, subfield: str, annotation: str = "") -> str:
+        """Names ``subfield`` of this image's configuration, e.g. ``….images[1].imageName``;
+        ``annotation`` is the per-alias annotation holding it, when read from annotations."""
         if not self.origin:
-            return f"image '{self.key}' {subfield}"
-        return self.origin if " annotation " in self.origin else f"{self.origin}.{subfield}"
+            return f"image '{self.key}' field {subfield}"
+        if " annotation " in self.origin:
+            return f"{self.origin} ({self.alias}.{annotation})" if annotation else self.origin
+        return f"{self.origin}.{subfield}"
 
 
 LEGACY_ORIGIN: Final = "annotations"

@@ -250,8 +250,9 @@ def _plan_image(
         return _error(
             spec,
             Reason.INVALID_CONFIG,
-            f"only one of the fields (Helm, Kustomize, Plugin) should be set in manifestTargets "
-            f"of image '{spec.key}', found {', '.join(target.kinds)}",
+            f"{spec.where('manifestTargets', 'helm.* / kustomize.image-name')}: only one of the "
+            f"fields (Helm, Kustomize, Plugin) should be set in manifestTargets of image "
+            f"'{spec.key}', found {', '.join(target.kinds)}",
             None,
         )
     kustomize_ref: ImageRef | None = None
@@ -259,7 +260,10 @@ def _plan_image(
         try:
             kustomize_ref = ImageRef.parse(target.kustomize.name)
         except ImageRefError as err:
-            return _error(spec, Reason.INVALID_CONFIG, f"kustomize target name: {err}", None)
+            where = spec.where("manifestTargets.kustomize.name", "kustomize.image-name")
+            return _error(
+                spec, Reason.INVALID_CONFIG, f"{where}: kustomize target name: {err}", None
+            )
 
     matched = find_live(live, cfg, kustomize_ref)
     if matched is None and not spec.settings.effective_force_update:

@@ -372,3 +372,228 @@ async def test_application_grouping_makes_one_commit_per_app_in_one_push(
     assert sorted(subjects[:3]) == [f"build: automatic update of a{i}" for i in range(3)]
     assert subjects[3:] == ["Initial commit"]
     assert push_attempts(remote) == 1
+
+
+# --- changes that already landed: waiting for sync, merged pull requests -----------------------
+
+
+def _waiting(result: Any) -> list[str]:
+    return [r.reason for a in result.apps if a.plan is not None for r in a.plan.results]
+
+
+async def test_second_cycle_on_an_unsynced_target_is_waiting_for_sync(
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from argocd_image_updater.sandbox.git_servers import push_attempts
+
+    image, controller, closers = await setup(kube, registry, repo, tmp_path)
+    remote = bare_repo(
+        tmp_path / "unsynced.git",
+        files={"app/kustomization.yaml": f"images:\n- name: {image}\n  newTag: 1.0.0\n"},
+    )
+    kube.store.put(
+        objects.application(
+            "unsynced",
+            NS,
+            images=[f"{image}:1.0.0"],
+            repo_url=f"file://{remote}",
+            path="app",
+            target_revision="main",
+        )
+    )
+    kube.store.put(
+        objects.image_updater(
+            "unsynced",
+            NS,
+            {
+                "writeBackConfig": {
+                    "method": "git",
+                    "gitConfig": {"writeBackTarget": "kustomization"},
+                },
+                "applicationRefs": [
+                    {"namePattern": "unsynced", "images": [{"alias": "web", "imageName": image}]}
+                ],
+            },
+        )
+    )
+    try:
+        first = await controller.cycle()
+        assert first.images_updated == 1 and first.errors == 0
+        events = kube.request_count("create", "events")
+        caplog.clear()
+        # Argo CD has not synced: the Application still runs 1.0.0.
+        second = await controller.cycle()
+    finally:
+        await close_all(closers)
+    assert second.images_updated == 0 and second.errors == 0
+    assert _waiting(second) == ["waiting-for-sync"]
+    (result,) = second.apps[0].plan.results  # type: ignore[union-attr]
+    assert "already written to branch main" in result.message
+    assert not second.apps[0].written
+    assert not [r for r in caplog.records if "Successfully updated" in r.getMessage()]
+    assert kube.request_count("create", "events") == events  # no repeated event
+    status = kube.store.get("imageupdaters", NS, "unsynced")["status"]
+    images = next(c for c in status["conditions"] if c["type"] == "ImagesUpToDate")
+    assert images["reason"] == "WaitingForSync" and "waiting-for-sync" in images["message"]
+    home = tmp_path / "home"
+    home.mkdir()
+    assert len(log_subjects(remote, "main", home=home)) == 2  # one update commit, no more
+    assert push_attempts(remote) == 1
+
+
+def _pr_fleet(kube: KubeApiServer, image: str, url: str, token: str, provider: str) -> None:
+    kube.store.put(
+        objects.secret(
+            "repo-deploy",
+            NS,
+            {"url": url, "username": "bot", "password": token, "insecure": "true"},
+            labels={"argocd.argoproj.io/secret-type": "repository"},
+        )
+    )
+    kube.store.put(
+        objects.application(
+            "pr-app",
+            NS,
+            images=[f"{image}:1.0.0"],
+            repo_url=url,
+            path="app",
+            target_revision="main",
+        )
+    )
+    kube.store.put(
+        objects.image_updater(
+            "pr",
+            NS,
+            {
+                "writeBackConfig": {
+                    "method": "git",
+                    "gitConfig": {
+                        "writeBackTarget": "kustomization",
+                        "pullRequest": {provider: {}},
+                    },
+                },
+                "applicationRefs": [
+                    {
+                        "namePattern": "pr-app",
+                        "images": [{"alias": "web", "imageName": f"{image}:~1.0"}],
+                    }
+                ],
+            },
+        )
+    )
+
+
+LANDINGS = [
+    pytest.param(None, id="pull-request-still-open"),
+    pytest.param((False, False), id="merge-commit"),
+    pytest.param((True, False), id="squash"),
+    pytest.param((False, True), id="merge-commit-head-deleted"),
+    pytest.param((True, True), id="squash-head-deleted"),
+]
+
+
+@pytest.mark.parametrize("landing", LANDINGS)
+async def test_github_merged_or_open_pull_request_is_waiting_for_sync(
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    landing: tuple[bool, bool] | None,
+) -> None:
+    from argocd_image_updater.sandbox.git_servers import GitHttpServer, push_attempts
+    from argocd_image_updater.sandbox.scm import GitHubFake
+
+    token = "ghp_landed-t0ken"
+    image = f"{registry.host}/{repo}"
+    root = tmp_path / "srv"
+    remote = bare_repo(
+        root / "org" / "deploy.git",
+        files={"app/kustomization.yaml": f"images:\n- name: {image}\n  newTag: 1.0.0\n"},
+    )
+    with GitHttpServer(root, users={"bot": token}) as git_http:
+        async with GitHubFake(
+            tokens=[token], repos=["org/deploy"], enterprise=True, git_root=root
+        ) as github:
+            _pr_fleet(kube, image, git_http.url_for("org/deploy.git"), token, "github")
+            _, controller, closers = await setup(
+                kube, registry, repo, tmp_path, pr_api_url=github.api_url
+            )
+            try:
+                first = await controller.cycle()
+                assert first.errors == 0 and first.images_updated == 1, first.apps[0].error
+                (pull,) = github.pulls("org/deploy")
+                if landing is not None:
+                    squash, delete_head = landing
+                    github.merge_pull(
+                        "org/deploy", pull.number, squash=squash, delete_head=delete_head
+                    )
+                pushes, creates = push_attempts(remote), len(github.calls("POST", "/pulls"))
+                requests = len(github.requests)
+                second = await controller.cycle()
+            finally:
+                await close_all(closers)
+            assert second.errors == 0, second.apps[0].error
+            assert second.images_updated == 0
+            assert _waiting(second) == ["waiting-for-sync"]
+            assert push_attempts(remote) == pushes  # nothing pushed
+            assert len(github.calls("POST", "/pulls")) == creates  # no pull request opened
+            assert len(github.pulls("org/deploy")) == 1
+            message = second.apps[0].plan.results[0].message  # type: ignore[union-attr]
+            if landing is None:
+                assert f"branch {pull.head} " in message and "to be merged" in message
+            else:
+                assert "already written to branch main " in message
+                # Nothing at all is asked of GitHub once the target branch holds the change.
+                assert len(github.requests) == requests
+
+
+@pytest.mark.parametrize("landing", LANDINGS)
+async def test_gitlab_merged_or_open_merge_request_is_waiting_for_sync(
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    landing: tuple[bool, bool] | None,
+) -> None:
+    from argocd_image_updater.sandbox.git_servers import GitHttpServer, push_attempts
+    from argocd_image_updater.sandbox.scm import GitLabFake
+
+    token = "glpat-landed-t0ken"
+    image = f"{registry.host}/{repo}"
+    root = tmp_path / "srv"
+    remote = bare_repo(
+        root / "org" / "deploy.git",
+        files={"app/kustomization.yaml": f"images:\n- name: {image}\n  newTag: 1.0.0\n"},
+    )
+    with GitHttpServer(root, users={"bot": token}) as git_http:
+        async with GitLabFake(tokens=[token], projects=["org/deploy"], git_root=root) as gitlab:
+            _pr_fleet(kube, image, git_http.url_for("org/deploy.git"), token, "gitlab")
+            _, controller, closers = await setup(
+                kube, registry, repo, tmp_path, pr_api_url=gitlab.url
+            )
+            try:
+                first = await controller.cycle()
+                assert first.errors == 0 and first.images_updated == 1, first.apps[0].error
+                (mr,) = gitlab.merge_requests("org/deploy")
+                if landing is not None:
+                    squash, delete_head = landing
+                    gitlab.merge_merge_request(
+                        "org/deploy", mr.iid, squash=squash, remove_source_branch=delete_head
+                    )
+                pushes = push_attempts(remote)
+                requests = len(gitlab.requests)
+                second = await controller.cycle()
+            finally:
+                await close_all(closers)
+            assert second.errors == 0, second.apps[0].error
+            assert second.images_updated == 0
+            assert _waiting(second) == ["waiting-for-sync"]
+            assert push_attempts(remote) == pushes
+            assert len(gitlab.merge_requests("org/deploy")) == 1  # no second, empty request
+            assert not gitlab.calls("POST", "/merge_requests")[1:]
+            if landing is not None:
+                assert len(gitlab.requests) == requests  # no API call at all

@@ -451,3 +451,45 @@ async def test_a_token_echoed_by_the_server_is_masked(
     with pytest.raises(ScmAuthError) as info:
         await client.find_open(REPO, "x", "main")
     assert TOKEN not in str(info.value) and "Bad credentials: *****" in str(info.value)
+
+
+async def test_branches_of_a_real_repository_decide_whether_a_pull_request_opens(
+    tmp_path,
+) -> None:
+    """Like GitHub: no head branch → ``head invalid``; a head without commits the base lacks
+    (merged with a merge commit) → ``No commits between``; after a squash merge the head still
+    has its own commit, so GitHub would open a (content-empty) request."""
+    from argocd_image_updater.sandbox.git_servers import bare_repo, branch_commit, push_files
+
+    home = tmp_path / "home"
+    home.mkdir()
+    git_dir = bare_repo(tmp_path / "org" / "deploy.git", files={"a.txt": "1\n"})
+    push_files(git_dir, {"a.txt": "2\n"}, home=home, branch="main")
+    async with (
+        GitHubFake(tokens=[TOKEN], repos=["org/deploy"], git_root=tmp_path) as github,
+        GitHubClient(TOKEN, api_url=github.api_url) as client,
+    ):
+        with pytest.raises(ScmError, match="PullRequest head invalid") as missing:
+            await client.create(REPO, "update-1", "main", "t", "", [])
+        assert missing.value.status == 422
+        # A branch whose commit is already in main (what a kept head looks like after a merge).
+        main = branch_commit(git_dir, "main")
+        assert main is not None
+        from argocd_image_updater.sandbox.git_servers import git
+
+        git("--git-dir", str(git_dir), "update-ref", "refs/heads/update-1", main, home=home)
+        with pytest.raises(ScmError, match="No commits between main and update-1"):
+            await client.create(REPO, "update-1", "main", "t", "", [])
+        # A real change on its own branch opens; the merge button lands it.
+        git("--git-dir", str(git_dir), "update-ref", "-d", "refs/heads/update-1", home=home)
+        push_files(git_dir, {"b.txt": "new\n"}, home=home, branch="main")
+        git("--git-dir", str(git_dir), "branch", "update-2", "main", home=home)
+        git("--git-dir", str(git_dir), "update-ref", "refs/heads/main", main, home=home)
+        pr = await client.create(REPO, "update-2", "main", "t", "", [])
+        merged = github.merge_pull("org/deploy", pr.number, squash=True)
+        assert merged.state == "merged"
+        assert await client.find_open(REPO, "update-2", "main") is None
+        assert git("--git-dir", str(git_dir), "show", "main:b.txt", home=home) == "new\n"
+        # The squashed head keeps a commit main lacks: GitHub would open a request again.
+        again = await client.create(REPO, "update-2", "main", "t", "", [])
+        assert again.number == pr.number + 1

@@ -224,3 +224,26 @@ async def test_list_open_by_prefix_follows_pages() -> None:
 def test_base_url_must_be_http() -> None:
     with pytest.raises(ValueError, match="https://"):
         GitLabClient(TOKEN, base_url="gitlab.com")
+
+
+async def test_merge_button_lands_the_branch_and_an_empty_request_still_opens(tmp_path) -> None:
+    """GitLab opens a merge request whatever its branches hold (also an empty or a missing
+    source branch); merging lands the change in the target branch."""
+    from argocd_image_updater.sandbox.git_servers import bare_repo, branch_commit, git, show
+
+    home = tmp_path / "home"
+    home.mkdir()
+    git_dir = bare_repo(tmp_path / f"{PATH}.git", files={"a.txt": "1\n"})
+    git("--git-dir", str(git_dir), "branch", "update-1", "main", home=home)
+    async with (
+        GitLabFake(tokens=[TOKEN], projects=[PATH], git_root=tmp_path) as gitlab,
+        GitLabClient(TOKEN, base_url=gitlab.url) as client,
+    ):
+        empty = await client.create(REPO, "update-1", "main", "t", "", [])
+        missing = await client.create(REPO, "gone", "main", "t", "", [])
+        assert (empty.state, missing.state) == ("open", "open")
+        merged = gitlab.merge_merge_request(PATH, empty.number, remove_source_branch=True)
+        assert merged.state == "merged"
+        assert branch_commit(git_dir, "update-1") is None
+        assert show(git_dir, "main", "a.txt", home=home) == "1\n"
+        assert await client.find_open(REPO, "update-1", "main") is None

@@ -228,3 +228,23 @@ def test_missing_source_raises() -> None:
             obj,
             make_plan([ParamEdit("helm", "t", "1", changed=True)], path=("spec", "sources", 3)),
         )
+
+
+def test_waiting_for_sync_keeps_the_edits_and_drops_the_update() -> None:
+    from argocd_image_updater.plan.model import Outcome, ParamEdit, Reason
+
+    plan = make_plan(
+        [
+            ParamEdit("helm", "image.name", "a/b", changed=False),
+            ParamEdit("helm", "image.tag", "1.1", changed=True),
+        ]
+    )
+    assert (plan.updated, len(plan.changes)) == (1, 1)
+    assert plan.waiting_for_sync({}) is plan
+    waiting = plan.waiting_for_sync({"a": "already in branch main"})
+    (result,) = waiting.results
+    assert (result.outcome, result.reason) == (Outcome.WAITING_FOR_SYNC, Reason.WAITING_FOR_SYNC)
+    assert result.message == "already in branch main"
+    assert (waiting.updated, waiting.changes, waiting.considered) == (0, (), 1)
+    assert waiting.managed == plan.managed  # a file written for other images lists it still
+    assert not waiting.has_changes

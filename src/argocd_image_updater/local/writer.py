@@ -30,6 +30,7 @@ from argocd_image_updater.local.store import LocalStore, RepoSource
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops
 from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.writeback.base import BatchResult
 from argocd_image_updater.writeback.git.process import GitError, minimal_env, run_git
 from argocd_image_updater.writeback.git.repo import (
     WorkTree,
@@ -111,7 +112,7 @@ class LocalManifestWriter:
         self._store = store
         self._commit = commit
 
-    async def write_batch(self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]) -> dict[str, str]:
+    async def write_batch(self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]) -> BatchResult:
         errors: dict[str, str] = {}
         by_file: dict[str, list[Member]] = {}
         for config, plan in items:
@@ -128,7 +129,7 @@ class LocalManifestWriter:
             errors.update(await self._write_repo(source, by_file))
         else:
             errors.update(await self._write_directory(source.root, by_file))
-        return errors
+        return BatchResult(errors)
 
     async def _write_directory(
         self, root: Path, by_file: Mapping[str, list[Member]]
@@ -246,14 +247,12 @@ class SplitBatchWriter:
         self._manifests = manifests
         self._git = git
 
-    async def write_batch(
-        self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]
-    ) -> Mapping[str, str]:
-        errors: dict[str, str] = {}
+    async def write_batch(self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]) -> BatchResult:
+        result = BatchResult()
         local = [(c, p) for c, p in items if not c.write_back.is_git]
         remote = [(c, p) for c, p in items if c.write_back.is_git]
         if local:
-            errors.update(await self._manifests.write_batch(local))
+            result.update(await self._manifests.write_batch(local))
         if remote:
-            errors.update(await self._git.write_batch(remote))
-        return errors
+            result.update(await self._git.write_batch(remote))
+        return result

@@ -147,9 +147,7 @@ class TagListCache:
         entry = self._lists.get(key)
         if entry is not None:
             started, task = entry
-            usable = (since is None and not task.done()) or (
-                since is not None and started > since
-            )
+            usable = (since is None and not task.done()) or (since is not None and started > since)
             if usable and not (task.done() and (task.cancelled() or task.exception())):
                 CACHE_HITS.labels("tags").inc()
                 return await asyncio.shield(task)

@@ -190,6 +190,43 @@ def log_subjects(repo: Path | str, ref: str = "HEAD", *, home: Path | str) -> li
     return out.splitlines()
 
 
+def _plumbing(repo: Path | str, *args: str) -> str:
+    """``git --git-dir <repo> *args`` with a throw-away HOME; stdout without the newline."""
+    with tempfile.TemporaryDirectory(prefix="git-home-") as home:
+        return git("--git-dir", str(repo), *args, home=home).strip()
+
+
+def branch_commit(repo: Path | str, branch: str) -> str | None:
+    """The commit of ``branch`` in the bare ``repo``, or ``None`` when there is no such branch."""
+    try:
+        return _plumbing(repo, "rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}")
+    except subprocess.CalledProcessError:
+        return None
+
+
+def commits_between(repo: Path | str, base: str, head: str) -> int:
+    """How many commits ``head`` has that ``base`` has not (what a pull request would merge)."""
+    return int(_plumbing(repo, "rev-list", "--count", f"refs/heads/{base}..refs/heads/{head}"))
+
+
+def merge_branch(
+    repo: Path | str, base: str, head: str, *, message: str, squash: bool = False
+) -> str:
+    """Merge ``head`` into ``base`` inside the bare ``repo`` as a hosting service's merge button
+    does (no push, so no hook runs): a merge commit with both parents, or with ``squash`` one
+    commit with the combined change on top of ``base``. Returns the new commit of ``base``."""
+    tree = _plumbing(repo, "merge-tree", "--write-tree", f"refs/heads/{base}", f"refs/heads/{head}")
+    parents = ["-p", f"refs/heads/{base}"] + ([] if squash else ["-p", f"refs/heads/{head}"])
+    commit = _plumbing(repo, "commit-tree", tree.splitlines()[0], *parents, "-m", message)
+    _plumbing(repo, "update-ref", f"refs/heads/{base}", commit)
+    return commit
+
+
+def delete_branch(repo: Path | str, branch: str) -> None:
+    """Delete ``branch`` of the bare ``repo`` (like "Delete branch" after a merge)."""
+    _plumbing(repo, "update-ref", "-d", f"refs/heads/{branch}")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

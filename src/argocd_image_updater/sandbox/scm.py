@@ -17,6 +17,13 @@ limit headers. Both are async context managers (``async with GitHubFake(...) as 
 
 Every request is recorded in ``requests``; :meth:`fail_next` and :meth:`rate_limit_next` force the
 answer of the next (matching) request.
+
+Backed by real repositories (``git_root``: ``<root>/<path>.git``, the layout of the sandbox git
+servers), the fakes keep the services' answers that depend on the branches: GitHub refuses a pull
+request whose head branch is missing (422 ``PullRequest head invalid``) or has no commit the base
+lacks (422 ``No commits between <base> and <head>``); GitLab, like the real one, opens a merge
+request anyway. :meth:`GitHubFake.merge_pull` and :meth:`GitLabFake.merge_merge_request` press
+the merge button (merge commit or squash, optionally deleting the head branch).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
+from pathlib import Path
 from typing import Any, Final, Self
 from urllib.parse import unquote, urlencode
 
@@ -40,6 +48,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from multidict import MultiDict
+
+from argocd_image_updater.sandbox.git_servers import (
+    branch_commit,
+    commits_between,
+    delete_branch,
+    merge_branch,
+)
 
 JSON = Any
 _GITHUB_DOCS: Final = "https://docs.github.com/rest"
@@ -76,7 +91,11 @@ class _ScmFake:
 
     prefix = ""
 
-    def __init__(self, tokens: Collection[str], page_size_cap: int) -> None:
+    def __init__(
+        self, tokens: Collection[str], page_size_cap: int, git_root: Path | str | None = None
+    ) -> None:
+        self.git_root = Path(git_root) if git_root is not None else None
+        """Where the repositories behind the fake live (``<root>/<path>.git``), if anywhere."""
         self.tokens: set[str] = set(tokens)
         self.page_size_cap = page_size_cap
         """Largest page size granted whatever ``per_page`` asks (the services cap it at 100)."""
@@ -139,6 +158,13 @@ class _ScmFake:
         self._forced.append(
             _Forced(status, body, dict(headers or {}), path_contains, method, times)
         )
+
+    def _git_dir(self, path: str, given: Path | str | None) -> Path | None:
+        if given is not None:
+            return Path(given)
+        if self.git_root is not None and (self.git_root / f"{path}.git").is_dir():
+            return self.git_root / f"{path}.git"
+        return None
 
     def calls(self, method: str | None = None, path_contains: str = "") -> list[RecordedRequest]:
         """Recorded requests, optionally only one method and paths containing a substring."""
@@ -262,6 +288,7 @@ class _GitHubRepo:
     branches: set[str] | None
     pulls: dict[int, FakePull] = field(default_factory=dict)
     next_number: int = 1
+    git_dir: Path | None = None
 
 
 class GitHubFake(_ScmFake):
@@ -271,6 +298,8 @@ class GitHubFake(_ScmFake):
     ``owner/name`` (more with :meth:`add_repo`); ``apps`` maps a GitHub App ID to its public key
     (PEM) and ``installations`` an installation ID to its App, for installation tokens that live
     ``app_token_ttl`` seconds. ``enterprise=True`` serves the API under ``/api/v3``.
+    ``git_root`` holds the repositories (``<root>/<owner>/<name>.git``) whose branches decide
+    whether a pull request can be opened.
     """
 
     def __init__(
@@ -283,8 +312,9 @@ class GitHubFake(_ScmFake):
         app_token_ttl: int = 3600,
         enterprise: bool = False,
         page_size_cap: int = 100,
+        git_root: Path | str | None = None,
     ) -> None:
-        super().__init__(tokens, page_size_cap)
+        super().__init__(tokens, page_size_cap, git_root)
         self.prefix = "/api/v3" if enterprise else ""
         self._repos: dict[str, _GitHubRepo] = {}
         self._apps: dict[str, rsa.RSAPublicKey] = {}
@@ -306,11 +336,42 @@ class GitHubFake(_ScmFake):
         """The API base a client needs (``…/api/v3`` for an enterprise fake)."""
         return f"{self.url}{self.prefix}"
 
-    def add_repo(self, full_name: str, *, branches: Iterable[str] | None = None) -> None:
-        """Add ``owner/name``; with ``branches``, heads and bases must be among them."""
+    def add_repo(
+        self,
+        full_name: str,
+        *,
+        branches: Iterable[str] | None = None,
+        git_dir: Path | str | None = None,
+    ) -> None:
+        """Add ``owner/name``; with ``branches``, heads and bases must be among them; with a
+        ``git_dir`` (or one under ``git_root``), its branches decide."""
         self._repos[full_name.lower()] = _GitHubRepo(
-            full_name, len(self._repos) + 1, set(branches) if branches is not None else None
+            full_name,
+            len(self._repos) + 1,
+            set(branches) if branches is not None else None,
+            git_dir=self._git_dir(full_name, git_dir),
         )
+
+    def merge_pull(
+        self, full_name: str, number: int, *, squash: bool = False, delete_head: bool = False
+    ) -> FakePull:
+        """Merge an open pull request as its "Merge" (or "Squash and merge") button does, in
+        the repository's git directory; ``delete_head`` also deletes the head branch."""
+        repo = self._repos[full_name.lower()]
+        pull = repo.pulls[number]
+        if pull.state != "open" or repo.git_dir is None:
+            raise ValueError(f"pull request #{number} is not open or has no git repository")
+        message = (
+            f"{pull.title} (#{number})"
+            if squash
+            else f"Merge pull request #{number} from {pull.head_owner}/{pull.head}"
+        )
+        merge_branch(repo.git_dir, pull.base, pull.head, message=message, squash=squash)
+        if delete_head:
+            delete_branch(repo.git_dir, pull.head)
+        pull.state, pull.closed_at = "merged", _now()
+        pull.updated_at = pull.closed_at
+        return pull
 
     def pulls(self, full_name: str) -> list[FakePull]:
         """Every pull request of a repository, oldest first."""
@@ -566,7 +627,18 @@ class GitHubFake(_ScmFake):
                     return self._validation(
                         [{"resource": "PullRequest", "field": name, "code": "invalid"}], doc
                     )
-        if head == base and head_owner.lower() == owner.lower():
+        if repo.git_dir is not None and head_owner.lower() == owner.lower():
+            for name, branch in (("base", base), ("head", head)):
+                if branch_commit(repo.git_dir, branch) is None:
+                    return self._validation(
+                        [{"resource": "PullRequest", "field": name, "code": "invalid"}], doc
+                    )
+        same = head == base and head_owner.lower() == owner.lower()
+        if same or (
+            repo.git_dir is not None
+            and head_owner.lower() == owner.lower()
+            and commits_between(repo.git_dir, base, head) == 0
+        ):
             return self._validation(
                 [
                     {
@@ -752,6 +824,7 @@ class _GitLabProject:
     path: str
     mrs: dict[int, FakeMergeRequest] = field(default_factory=dict)
     next_iid: int = 1
+    git_dir: Path | None = None
 
 
 def _label_list(value: JSON) -> list[str]:
@@ -768,7 +841,9 @@ class GitLabFake(_ScmFake):
     """GitLab's merge request endpoints over HTTP.
 
     ``tokens`` are accepted in ``PRIVATE-TOKEN`` or as ``Authorization: Bearer``; ``projects`` are
-    full paths (``group/sub/project``), more with :meth:`add_project`.
+    full paths (``group/sub/project``), more with :meth:`add_project`. ``git_root`` holds their
+    repositories (``<root>/<path>.git``), for :meth:`merge_merge_request`. Like GitLab, a merge
+    request is opened whatever its branches hold (an empty one too).
     """
 
     def __init__(
@@ -777,17 +852,46 @@ class GitLabFake(_ScmFake):
         tokens: Collection[str] = (),
         projects: Iterable[str] = (),
         page_size_cap: int = 100,
+        git_root: Path | str | None = None,
     ) -> None:
-        super().__init__(tokens, page_size_cap)
+        super().__init__(tokens, page_size_cap, git_root)
         self._projects: dict[int, _GitLabProject] = {}
         for path in projects:
             self.add_project(path)
 
-    def add_project(self, path: str) -> int:
+    def add_project(self, path: str, *, git_dir: Path | str | None = None) -> int:
         """Add a project by full path; returns its numeric ID."""
         project_id = 1000 + len(self._projects) + 1
-        self._projects[project_id] = _GitLabProject(project_id, path)
+        self._projects[project_id] = _GitLabProject(
+            project_id, path, git_dir=self._git_dir(path, git_dir)
+        )
         return project_id
+
+    def merge_merge_request(
+        self, path: str, iid: int, *, squash: bool = False, remove_source_branch: bool = False
+    ) -> FakeMergeRequest:
+        """Merge an open merge request in the project's git directory (merge commit, or one
+        squashed commit), optionally deleting the source branch."""
+        project = self._project(path)
+        if project is None:
+            raise KeyError(path)
+        mr = project.mrs[iid]
+        if mr.state != "opened" or project.git_dir is None:
+            raise ValueError(f"merge request !{iid} is not open or has no git repository")
+        message = (
+            mr.title
+            if squash
+            else f"Merge branch '{mr.source_branch}' into '{mr.target_branch}'\n\n"
+            f"See merge request {project.path}!{iid}"
+        )
+        merge_branch(
+            project.git_dir, mr.target_branch, mr.source_branch, message=message, squash=squash
+        )
+        if remove_source_branch:
+            delete_branch(project.git_dir, mr.source_branch)
+        mr.state, mr.closed_at = "merged", _now()
+        mr.updated_at = mr.closed_at
+        return mr
 
     def _project(self, ref: str) -> _GitLabProject | None:
         if ref.isdigit():

@@ -357,6 +357,26 @@ class WorkTree:
         assert self.head is not None
         return self.head
 
+    @asynccontextmanager
+    async def viewing(self, branch: str) -> AsyncIterator[bool]:
+        """Show the fetched remote state of ``branch`` in the work tree (no network) while the
+        block runs, to read files; then restore the checkout, which must be unmodified. Yields
+        False (and shows nothing) when ``branch`` was not fetched or is what is checked out."""
+        tracking = f"refs/remotes/origin/{check_branch_name(branch)}"
+        if branch == self.branch or await self._rev(tracking) is None:
+            yield False
+            return
+        if self.branch is None or self.head is None or not self._fresh:
+            raise RuntimeError("viewing another branch needs a fresh, unmodified checkout")
+        branch_name, head = self.branch, self.head
+        await self._git("checkout", "-q", "--force", "--detach", tracking, "--")
+        await self._git("clean", "-q", "-ffdx")
+        try:
+            yield True
+        finally:
+            await self._git("checkout", "-q", "--force", "--no-track", "-B", branch_name, head)
+            await self._git("clean", "-q", "-ffdx")
+
     def _file(self, path: str) -> Path:
         rel = PurePosixPath(path)
         if rel.is_absolute() or not rel.parts or ".." in rel.parts or rel.parts[0] == ".git":

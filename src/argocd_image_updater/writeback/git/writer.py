@@ -6,19 +6,28 @@ the repository's cached clone (fetching only what changed), renders each Applica
 file (``.argocd-source-<app>.yaml``, a kustomization or a Helm values file — only the target bytes
 change), commits once with a message listing every app and image, and pushes. A rejected push
 (someone else pushed) is retried in-process on the new head; the edits are idempotent.
+
+An image whose new value the target already holds (written in an earlier cycle, Argo CD has not
+synced yet) is reported ``waiting-for-sync``, not updated. With a write branch (pull request
+mode), the target branch is looked at first: Applications whose change it already holds (a
+merged request — merge commit or squash, head branch kept or deleted) get no commit, no push and
+no pull request call.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
 from argocd_image_updater.config.update_config import AppUpdateConfig
-from argocd_image_updater.plan.model import AppPlan
+from argocd_image_updater.plan.model import AppPlan, ImageChange
 from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.writeback.base import BatchResult
 from argocd_image_updater.writeback.git.auth import GitCredentials, HttpsCredentials
 from argocd_image_updater.writeback.git.credentials import (
     GitCredentialsError,
@@ -68,6 +77,28 @@ class _Member:
     @property
     def key(self) -> str:
         return f"{self.config.app.namespace}/{self.config.app.name}"
+
+
+def _only(member: _Member, change: ImageChange) -> _Member:
+    """``member`` reduced to one image change (to ask whether the target holds that one)."""
+    plan = dataclasses.replace(
+        member.plan,
+        changes=(change,),
+        managed=change.edits,
+        results=tuple(r for r in member.plan.results if r.alias == change.alias),
+    )
+    return dataclasses.replace(member, plan=plan)
+
+
+def held_aliases(work: WorkTree, member: _Member, rendered: tuple[str, str] | None) -> set[str]:
+    """The aliases whose new value the member's target file already holds. ``rendered`` is
+    :func:`render_member`'s answer for the whole member (None: the file is already right)."""
+    changes = member.plan.changes
+    if rendered is None:
+        return {c.alias for c in changes}
+    if len(changes) < 2:
+        return set()
+    return {c.alias for c in changes if render_member(work, _only(member, c)) is None}
 
 
 def render_member(work: WorkTree, member: _Member) -> tuple[str, str] | None:
@@ -154,8 +185,9 @@ class GitBatchWriter:
             superseded=",".join(p.url for p in closed),
         )
 
-    async def write_batch(self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]) -> dict[str, str]:
-        errors: dict[str, str] = {}
+    async def write_batch(self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]) -> BatchResult:
+        result = BatchResult()
+        errors = result.errors
         groups: dict[tuple[str, ...], list[_Member]] = {}
         for config, plan in items:
             key = f"{config.app.namespace}/{config.app.name}"
@@ -176,27 +208,41 @@ class GitBatchWriter:
                 continue
             groups.setdefault(group, []).append(_Member(config, plan, target))
         await asyncio.gather(
-            *(self._write_group(group, members, errors) for group, members in groups.items())
+            *(self._write_group(group, members, result) for group, members in groups.items())
         )
-        return errors
+        return result
 
     async def _write_group(
-        self, group: tuple[str, ...], members: list[_Member], errors: dict[str, str]
+        self, group: tuple[str, ...], members: list[_Member], result: BatchResult
     ) -> None:
         first = members[0]
         repo_url = first.target.repo_url
         write_branch = group[2] or None
         base = first.target.base_branch or "HEAD"
         failed: dict[str, str] = {}
+        held: dict[str, dict[str, str]] = {}
+        todo = list(members)
 
         per_app = self._commit.grouping == "application"
 
+        async def check(work: WorkTree, member: _Member, branch: str) -> tuple[str, str] | None:
+            """Render ``member`` on the tree shown in ``work`` (``branch``'s content) and note
+            the aliases whose new value it already holds."""
+            # YAML parsing is CPU work: keep the event loop free for other repositories.
+            rendered = await asyncio.to_thread(render_member, work, member)
+            aliases = await asyncio.to_thread(held_aliases, work, member, rendered)
+            if aliases:
+                then = "it to be merged and synced" if branch == write_branch else "Argo CD to sync"
+                text = f"already written to branch {branch} of {repo_url}; waiting for {then}"
+                held[member.key] = dict.fromkeys(aliases, text)
+            return rendered
+
         async def apply(work: WorkTree) -> None:
             failed.clear()
-            for member in members:
+            held.clear()
+            for member in todo:
                 try:
-                    # YAML parsing is CPU work: keep the event loop free for other repositories.
-                    rendered = await asyncio.to_thread(render_member, work, member)
+                    rendered = await check(work, member, work.branch or base)
                 except (ValueError, OSError) as err:
                     failed[member.key] = f"git write-back of {member.key}: {err}"
                     continue
@@ -215,47 +261,81 @@ class GitBatchWriter:
                             self._commit.sign_off,
                         )
 
+        async def landed(work: WorkTree, target: str) -> dict[str, dict[str, str]]:
+            """What the target branch (shown in ``work``) already holds, per member."""
+            for member in members:
+                with contextlib.suppress(ValueError, OSError):  # the write reports these
+                    await check(work, member, target)
+            found = dict(held)
+            held.clear()
+            return found
+
+        merged: dict[str, dict[str, str]] = {}
         try:
             creds = await self._credentials.resolve(
                 first.config.write_back.git_credentials_ref or "repocreds",
                 repo_url,
                 first.config.app.namespace,
             )
-            message = grouped_commit_message(
-                self._commit.template,
-                [(m.config.app.name, m.plan.changes) for m in members],
-            )
             branch = write_branch or base
+            sha: str | None = None
+            message = ""
             async with self._cache.checkout(
                 repo_url, creds, branch, base=base if write_branch else None
             ) as work:
-                sha = await work.commit_and_push(
-                    apply,
-                    message,
-                    author_name=self._commit.user,
-                    author_email=self._commit.email,
-                    signing_key=self._commit.signing_key,
-                    signing_method=self._commit.signing_method,
-                    sign_off=self._commit.sign_off,
-                )
                 resolved_base = work.base or base
-            if first.target.pull_request and write_branch:
-                # Also when nothing new was committed: the request must exist and be current.
-                await self._pull_request(first, creds, write_branch, resolved_base, message)
+                if write_branch and resolved_base != work.branch:
+                    # Does the target branch hold the change already (a merged pull request)?
+                    if work.remote_head is None:  # the new write branch starts from the target
+                        merged = await landed(work, resolved_base)
+                    else:
+                        async with work.viewing(resolved_base) as shown:
+                            if shown:
+                                merged = await landed(work, resolved_base)
+                    todo = [m for m in members if not _all_held(m, merged)]
+                if todo:
+                    message = grouped_commit_message(
+                        self._commit.template,
+                        [(m.config.app.name, m.plan.changes) for m in todo],
+                    )
+                    sha = await work.commit_and_push(
+                        apply,
+                        message,
+                        author_name=self._commit.user,
+                        author_email=self._commit.email,
+                        signing_key=self._commit.signing_key,
+                        signing_method=self._commit.signing_method,
+                        sign_off=self._commit.sign_off,
+                    )
+            if todo and first.target.pull_request and write_branch:
+                # Also when nothing new was committed: the request must exist and be current
+                # (the target branch does not hold the change: there is something to merge).
+                await self._pull_request(todo[0], creds, write_branch, resolved_base, message)
         except Exception as err:  # every app of the group reports the failure; others go on
             for member in members:
-                errors[member.key] = f"git write-back to {repo_url} failed: {err}"
+                result.errors[member.key] = f"git write-back to {repo_url} failed: {err}"
             return
-        errors.update(failed)
+        result.errors.update(failed)
+        for key in merged.keys() | held.keys():
+            if key not in failed:  # what the write branch holds is said last
+                result.waiting[key] = {**merged.get(key, {}), **held.get(key, {})}
+        waiting = sum(1 for m in members if _all_held(m, result.waiting))
         log.info(
             "committed and pushed %d application(s)"
             if sha
             else "nothing to commit for %d application(s)",
-            len(members),
+            len(members) - waiting if sha else len(members),
             repository=repo_url,
             branch=write_branch or base,
             commit=sha or "",
+            waiting_for_sync=waiting,
         )
+
+
+def _all_held(member: _Member, held: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether the target already holds every change of ``member``."""
+    aliases = held.get(member.key, {})
+    return all(c.alias in aliases for c in member.plan.changes)
 
 
 def default_cache_root(configured: str) -> Path:

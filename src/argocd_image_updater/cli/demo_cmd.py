@@ -18,7 +18,12 @@ from pathlib import Path
 
 import click
 
-from argocd_image_updater.cli.test_cmd import TestFailed, TestOptions, print_explain, run_test
+from argocd_image_updater.cli.test_cmd import (
+    TestFailed,
+    TestOptions,
+    print_explain,
+    run_test_explained,
+)
 from argocd_image_updater.controller.cycle import CycleResult
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.report import log as logging_setup
@@ -27,6 +32,7 @@ from argocd_image_updater.sandbox.push import ImagePusher
 from argocd_image_updater.sandbox.registry import RegistryServer, RegistryServerError
 
 REPO = "demo/web"
+WORKER_REPO = "demo/worker"
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 AMD64 = Platform("linux", "amd64")
 ARM64 = Platform("linux", "arm64")
@@ -41,7 +47,12 @@ SAMPLE_TAGS = (
     ("sha-9ab77d1", 50, False),
     ("latest", 50, False),
     ("nightly", 55, False),
+    ("release-20260105", 0, False),
+    ("release-20260204", 30, False),
+    ("release-20260216", 42, False),
 )
+# The worker image: no release of the 3.x line the ImageUpdater asks for exists yet.
+WORKER_TAGS = (("1.0.0", 0), ("1.4.0", 20), ("2.1.0", 40))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +71,11 @@ SCENARIOS = (
         "semver >=1.1.0-0: pre-releases admitted by the constraint", constraint=">=1.1.0-0 <2"
     ),
     Scenario("newest-build among commit tags", strategy="newest-build", allow="regexp:^sha-"),
-    Scenario("alphabetical with ignore-tags", strategy="alphabetical", ignore=("latest", "sha-*")),
+    Scenario(
+        "alphabetical among date-stamped release tags (the last name is the newest date)",
+        strategy="alphabetical",
+        allow=r"regexp:^release-\d{8}$",
+    ),
     Scenario("digest: follow the mutable tag 'latest'", strategy="digest", constraint="latest"),
 )
 
@@ -73,6 +88,9 @@ async def fill(registry: RegistryServer) -> None:
                 await pusher.push_index(REPO, tag, [(AMD64, created), (ARM64, created)], oci=True)
             else:
                 await pusher.push_image(REPO, tag, created=created, labels={"demo.tag": tag})
+        for tag, days in WORKER_TAGS:
+            created = START + timedelta(days=days)
+            await pusher.push_image(WORKER_REPO, tag, created=created, labels={"demo.tag": tag})
 
 
 async def tag_choice(image: str, conf: Path, log: Logger) -> int:
@@ -98,12 +116,13 @@ async def tag_choice(image: str, conf: Path, log: Logger) -> int:
             explain=True,
         )
         try:
-            selection = await run_test(opts, log)
+            explained = await run_test_explained(opts, log)
         except TestFailed as err:
             click.echo(f"error: {err}")
             failures += 1
             continue
-        print_explain(selection)
+        print_explain(explained)
+        selection = explained.selection
         if selection.chosen is None:
             click.echo(f"-> no tag: {selection.summary}")
         else:
@@ -166,7 +185,10 @@ spec:
     - alias: web
       imageName: {image}:~1.0
     - alias: worker
-      imageName: {image}:^3.0
+      imageName: {worker}:^3.0
+      manifestTargets:
+        kustomize:
+          name: worker  # the name the Deployment uses; the kustomization maps it
     writeBackConfig:
       method: git
       gitConfig:
@@ -181,6 +203,9 @@ resources:
 images:
 - name: {image}
   newTag: 1.0.0  # set by argocd-image-updater
+- name: worker
+  newName: {worker}
+  newTag: 2.1.0  # set by argocd-image-updater
 """
 
 
@@ -203,13 +228,14 @@ async def full_cycle(image: str, conf: Path, tmp: Path) -> int:
     from argocd_image_updater.config.settings import resolve
     from argocd_image_updater.sandbox.git_servers import bare_repo, git, show
 
+    worker = image.rsplit("/", 2)[0] + "/" + WORKER_REPO
     home = tmp / "git-home"
     home.mkdir(exist_ok=True)
     deploy = bare_repo(
         tmp / "deploy.git",
         files={
             "envs/staging/kustomization.yaml": "resources:\n- deployment.yaml\n",
-            "envs/prod/kustomization.yaml": KUSTOMIZATION.format(image=image),
+            "envs/prod/kustomization.yaml": KUSTOMIZATION.format(image=image, worker=worker),
         },
     )
     gitops = tmp / "gitops"
@@ -217,7 +243,7 @@ async def full_cycle(image: str, conf: Path, tmp: Path) -> int:
     files = {
         "apps/shop-staging.yaml": STAGING_APP.format(image=image, deploy=f"file://{deploy}"),
         "apps/shop-prod.yaml": PROD_APP.format(deploy=f"file://{deploy}"),
-        "apps/image-updater.yaml": IMAGE_UPDATER.format(image=image),
+        "apps/image-updater.yaml": IMAGE_UPDATER.format(image=image, worker=worker),
     }
     git("init", "-q", "--initial-branch=main", cwd=gitops, home=home)
     for name, text in files.items():
@@ -233,7 +259,8 @@ async def full_cycle(image: str, conf: Path, tmp: Path) -> int:
         "  apps/shop-staging.yaml   Application, image tag in the Application (write-back: argocd)\n"
         "  apps/shop-prod.yaml      Application, image tag in envs/prod/kustomization.yaml of\n"
         f"                           {deploy} (write-back: git)\n"
-        "  apps/image-updater.yaml  ImageUpdater 'shop': web ~1.0 on both, worker ^3.0 on prod"
+        "  apps/image-updater.yaml  ImageUpdater 'shop': demo/web ~1.0 on both, demo/worker ^3.0\n"
+        "                           on prod (no 3.x worker release exists yet)"
     )
     settings = resolve(
         "run",
@@ -278,7 +305,8 @@ async def demo(verbose: bool) -> int:
             return 1
         try:
             click.echo(
-                f"Started a local registry at {registry.url}; pushing sample tags of {REPO} ..."
+                f"Started a local registry at {registry.url}; pushing sample tags of {REPO} "
+                f"and {WORKER_REPO} ..."
             )
             await fill(registry)
             conf = Path(tmp) / "registries.conf"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import click
 
+from argocd_image_updater.cli.explain import explain_lines, ordered_verdicts
 from argocd_image_updater.config.credentials import (
     CredentialKind,
     CredentialRefError,
@@ -26,6 +28,7 @@ from argocd_image_updater.config.secrets import FileSecretReader, SecretReader
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import RegistryEndpoint
+from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.policy.filters import parse_allow_tags
 from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
 from argocd_image_updater.policy.select import Policy, PolicyError, Reason, Selection, choose
@@ -122,7 +125,22 @@ def build_policy(opts: TestOptions, image: ImageRef, log: Logger) -> Policy:
     return policy
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Explained:
+    """The choice with what it was made from (``--explain`` orders the tags by the policy)."""
+
+    selection: Selection
+    policy: Policy
+    tags: tuple[TagInfo, ...]
+    order_hint: Mapping[str, int] | None
+
+
 async def run_test(opts: TestOptions, log: Logger) -> Selection:
+    """The tag ``opts`` would choose (see :func:`run_test_explained`)."""
+    return (await run_test_explained(opts, log)).selection
+
+
+async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
     try:
         image = ImageRef.parse(opts.image)
     except ImageRefError as err:
@@ -182,16 +200,21 @@ async def run_test(opts: TestOptions, log: Logger) -> Selection:
         if kube is not None:
             await kube.close()
     log.info("Found %d tags in registry", result.listed)
-    return choose(policy, result.tags, result.order_hint)
+    selection = choose(policy, result.tags, result.order_hint)
+    return Explained(selection, policy, tuple(result.tags), result.order_hint)
 
 
-def print_explain(selection: Selection) -> None:
-    rows = [(v.tag, str(v.reason), v.detail) for v in selection.verdicts]
-    width = max([len("TAG"), *(len(r[0]) for r in rows)])
-    rwidth = max([len("VERDICT"), *(len(r[1]) for r in rows)])
-    click.echo(f"{'TAG':<{width}}  {'VERDICT':<{rwidth}}  DETAIL")
-    for tag, reason, detail in rows:
-        click.echo(f"{tag:<{width}}  {reason:<{rwidth}}  {detail}".rstrip())
+def print_explain(explained: Explained) -> None:
+    """Every tag with its verdict: chosen first, grouped by verdict, in the strategy's order."""
+    verdicts = ordered_verdicts(
+        explained.selection,
+        explained.policy.strategy,
+        explained.tags,
+        explained.policy.platforms,
+        explained.order_hint,
+    )
+    for line in explain_lines(verdicts):
+        click.echo(line)
 
 
 @click.command("test", help="Test the behaviour of argocd-image-updater for IMAGE")
@@ -248,12 +271,13 @@ def test_command(image: str, loglevel: str, **kwargs: Any) -> None:
     )
     log = get_logger("test", command="test")
     try:
-        selection = asyncio.run(run_test(opts, log))
+        explained = asyncio.run(run_test_explained(opts, log))
     except TestFailed as err:
         log.error(str(err))
         sys.exit(EXIT_ERROR)
     if opts.explain:
-        print_explain(selection)
+        print_explain(explained)
+    selection = explained.selection
     if selection.chosen is None:
         log.info("no newer version of image found: %s", selection.summary)
         sys.exit(EXIT_NO_CANDIDATE)
@@ -265,4 +289,4 @@ def test_command(image: str, loglevel: str, **kwargs: Any) -> None:
     log.info("latest image according to constraint is %s", result.full_name_with_tag)
 
 
-__all__ = ["Reason", "TestOptions", "run_test", "test_command"]
+__all__ = ["Explained", "Reason", "TestOptions", "run_test", "run_test_explained", "test_command"]

@@ -79,7 +79,7 @@ async def collect(
     return events
 
 
-async def wait_for(condition: Callable[[], bool], within: float = 5.0) -> None:
+async def wait_for(condition: Callable[[], bool], within: float = 30.0) -> None:
     deadline = time.monotonic() + within
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
@@ -438,11 +438,12 @@ async def test_watch_without_resource_version_starts_with_the_current_objects(
 
 async def test_watch_ends_after_timeout_seconds(co: client.CustomObjectsApi) -> None:
     started = time.monotonic()
-    events = await collect(
-        watch.Watch().stream(co.list_namespaced_custom_object, *APP, timeout_seconds=1)
+    events = await asyncio.wait_for(  # the server ends it: a hang fails here, not a clock bound
+        collect(watch.Watch().stream(co.list_namespaced_custom_object, *APP, timeout_seconds=1)),
+        30,
     )
     elapsed = time.monotonic() - started
-    assert events == [] and 0.9 <= elapsed < 4
+    assert events == [] and elapsed >= 0.9
 
 
 async def test_watch_from_a_compacted_resource_version_is_gone(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from fleet import registries_conf, seed_web_app
+from waiting import eventually
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
@@ -123,14 +123,8 @@ async def test_two_replicas_one_leader_takes_over_without_double_writes(
         images = kube.store.get("applications", NS, "web")["spec"]["source"]["kustomize"]["images"]
         return images == [f"{image}:{tag}"]
 
-    async def wait_until(check: Any, what: str, seconds: float = 20) -> None:
-        deadline = time.monotonic() + seconds
-        while not check():
-            assert time.monotonic() < deadline, what
-            await asyncio.sleep(0.02)
-
     try:
-        await wait_until(lambda: patched_to("1.1.0"), "first update")
+        await eventually(lambda: patched_to("1.1.0"), "first update")
         leaders = [c for c, *_ in replicas if c.is_leader()]
         assert len(leaders) == 1
         leader = next(r for r in replicas if r[0] is leaders[0])
@@ -142,8 +136,8 @@ async def test_two_replicas_one_leader_takes_over_without_double_writes(
         await asyncio.gather(*leader[3], return_exceptions=True)
         async with ImagePusher(registry.url) as pusher:
             await pusher.push_image(repo, "1.2.0", created=START + timedelta(days=30))
-        await wait_until(lambda: follower[0].is_leader(), "takeover", 10)
-        await wait_until(lambda: patched_to("1.2.0"), "update by the new leader")
+        await eventually(lambda: follower[0].is_leader(), "takeover")
+        await eventually(lambda: patched_to("1.2.0"), "update by the new leader")
     finally:
         for _, closers, stop, tasks in replicas:
             stop.set()

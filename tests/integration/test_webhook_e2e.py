@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -12,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from waiting import eventually
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource, start_webhook
 from argocd_image_updater.config.settings import resolve
@@ -101,12 +101,15 @@ async def test_webhook_updates_only_apps_of_the_pushed_repository(
             assert response.status_code == 200, response.text
             assert response.text == "Webhook received and processing"
             image = f"{host}/{repo}"
-            deadline = time.monotonic() + 20
-            while kube.store.get("applications", NS, "web")["spec"]["source"]["kustomize"][
-                "images"
-            ] != [f"{image}:1.1.0"]:
-                assert time.monotonic() < deadline, "the webhook did not update the Application"
-                await asyncio.sleep(0.02)
+            await eventually(
+                lambda: (
+                    kube.store.get("applications", NS, "web")["spec"]["source"]["kustomize"][
+                        "images"
+                    ]
+                    == [f"{image}:1.1.0"]
+                ),
+                "the webhook updates the Application",
+            )
         finally:
             for closer in reversed(closers):
                 await close_resource(closer)
@@ -207,10 +210,7 @@ async def test_harbor_event_reaches_an_image_written_without_a_registry_host(
                     headers={"Content-Type": "application/json", "Authorization": secret},
                 )
                 assert response.status_code == 200, response.text
-        deadline = time.monotonic() + 20
-        while images() != [f"{repo}:1.1.0"]:
-            assert time.monotonic() < deadline, "the Harbor event did not update the image"
-            await asyncio.sleep(0.02)
+        await eventually(lambda: images() == [f"{repo}:1.1.0"], "the Harbor event updates it")
         assert controller.cycles == 0  # the event did it, not a polling cycle
     finally:
         for closer in reversed(closers):

@@ -296,7 +296,7 @@ def metric(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-async def until(condition: Callable[[], bool], within: float = 5.0) -> None:
+async def until(condition: Callable[[], bool], within: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + within
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "condition not met in time"

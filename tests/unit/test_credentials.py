@@ -355,9 +355,9 @@ async def test_ext_timeout_kills_the_whole_process_group(tmp_path: Path) -> None
     started = time.monotonic()
     with pytest.raises(CredentialsError, match=r"did not finish within 0\.5s and was killed"):
         await fetch(f"ext:{script}", ext_timeout=0.5)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # killed, not waited for (the script sleeps 60 s)
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while not _process_gone(child):
         assert time.monotonic() < deadline, "the script's child process survived the timeout"
         await asyncio.sleep(0.02)

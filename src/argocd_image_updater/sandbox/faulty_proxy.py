@@ -6,6 +6,7 @@ What real registries do and distribution 2.8 does not, or faults to provoke:
   as GHCR, Docker Hub, ECR and Harbor do;
 * answer the first matching requests with a status (429 + ``Retry-After``, 5xx);
 * cut a body short (valid HTTP, broken JSON), drop the connection mid-body, or replace the body;
+* drop a page's ``Link`` header: the page looks complete, the list is silently cut short;
 * count requests by kind: ``ping``, ``tags``, ``manifest``, ``blob``, ``token`` — GETs under the
   kind, other methods as ``<kind>_<method>`` (``manifest_head``).
 
@@ -28,7 +29,7 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
-FaultAction = Literal["status", "truncate", "drop", "corrupt"]
+FaultAction = Literal["status", "truncate", "drop", "corrupt", "unlink"]
 
 _HOP_BY_HOP = frozenset(
     {
@@ -145,6 +146,11 @@ class FaultyProxy:
         """Announce the full body, send half of it, then close the connection."""
         return self._add(Fault("drop", kind, times, after))
 
+    def unlink(self, *, times: int = 1, after: int = 0) -> Fault:
+        """Remove the ``Link`` header of a paginated ``tags/list`` page: a valid answer that
+        hides the following pages."""
+        return self._add(Fault("unlink", "tags", times, after))
+
     def corrupt(
         self,
         *,
@@ -252,6 +258,8 @@ class FaultyProxy:
                 headers.update(fault.headers)
             elif fault.action == "truncate":
                 body = body[: len(body) // 2]
+            elif fault.action == "unlink":
+                headers.pop("Link", None)
             elif fault.action == "drop":
                 return self._record(request, await self._drop(request, status, headers, body))
         return self._record(request, web.Response(status=status, headers=headers, body=body))

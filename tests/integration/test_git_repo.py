@@ -454,7 +454,7 @@ async def test_timeout_kills_the_process_group(tmp_path: Path, scheme: str) -> N
         assert await _eventually(lambda: bool(_processes_with(marker, transport)), 10)
         with pytest.raises(GitTimeout, match="timed out after 1 s"):
             await task
-        assert await _eventually(lambda: not _processes_with(marker), 5)
+        assert await _eventually(lambda: not _processes_with(marker), 30)
     finally:
         task.cancel()
         with contextlib.suppress(BaseException):
@@ -481,7 +481,7 @@ async def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert await _eventually(lambda: not _processes_with(marker), 5)
+        assert await _eventually(lambda: not _processes_with(marker), 30)
     finally:
         silent.close()
 
@@ -495,7 +495,7 @@ async def test_run_git_kills_background_children_on_timeout(tmp_path: Path) -> N
     assert await _eventually(lambda: len(_processes_with(marker, b"sleep")) >= 2, 10)
     with pytest.raises(GitTimeout):
         await task
-    assert await _eventually(lambda: not _processes_with(marker), 5)
+    assert await _eventually(lambda: not _processes_with(marker), 30)
 
 
 async def test_second_checkout_reuses_the_clone(

@@ -12,11 +12,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from tools import SETUP_TOOLS, setup_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 BUILD_SCRIPT = (ROOT / "scripts" / "build-image").read_text()
-UV = shutil.which("uv")
+UV = setup_tool("uv")
 
 
 def instructions() -> list[tuple[str, str]]:
@@ -91,6 +92,13 @@ def test_copied_paths_are_produced_by_the_build_script_and_allowed_in_the_contex
 
 def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name.strip()).lower()
+
+
+def test_the_uv_that_setup_installs_is_found() -> None:
+    """After the README's setup the wheel tests run: uv is on PATH or in .tools/bin."""
+    if not (SETUP_TOOLS / "uv").exists() and shutil.which("uv") is None:
+        pytest.skip("scripts/setup has not been run here")
+    assert UV is not None
 
 
 def build_wheel(out: Path) -> Path:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from fleet import seed_web_app
 
+from argocd_image_updater.sandbox import objects
 from argocd_image_updater.sandbox.kube import KubeApiServer
 from argocd_image_updater.sandbox.registry import RegistryServer
 
@@ -70,6 +71,36 @@ async def test_run_once_updates_and_exits(
         "Processing results: applications=1 images_considered=1 images_skipped=0 images_updated=1 errors=0"
         in out
     )
+
+
+async def test_a_tenants_bad_credential_reference_does_not_stop_run(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    image, kubeconfig, conf = await seed(kube, registry, repo, tmp_path)
+    kube.store.put(
+        objects.application(
+            "other", NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
+        )
+    )
+    ref = {
+        "namePattern": "other",
+        "commonUpdateSettings": {"pullSecret": "nonsense:whatever"},
+        "images": [{"alias": "web", "imageName": image}],
+    }
+    kube.store.put(objects.image_updater("other", NS, {"applicationRefs": [ref]}))
+    proc = run_cli(
+        "--once", "--kubeconfig", str(kubeconfig), "--registries-conf-path", str(conf), env={}
+    )
+    out, err = await asyncio.to_thread(proc.communicate, timeout=60)
+    assert "Traceback" not in err
+    assert proc.returncode == 4, err  # the cycle ran, with an error (not a crash: 1)
+    web = kube.store.get("applications", NS, "web")
+    assert web["spec"]["source"]["kustomize"]["images"] == [f"{image}:1.1.0"]
+    field = (
+        "ImageUpdater argocd/other field spec.applicationRefs[0].commonUpdateSettings.pullSecret"
+    )
+    assert f"{field}: invalid credential reference" in err
+    assert "images_updated=1 errors=1" in out
 
 
 def test_invalid_environment_value_is_a_startup_error(tmp_path: Path) -> None:

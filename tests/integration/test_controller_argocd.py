@@ -238,7 +238,7 @@ async def test_malformed_cr_and_unreachable_registry_do_not_stop_the_others(
     assert app_obj(kube, "good")["spec"]["source"]["kustomize"]["images"] == [f"{image}:1.2.0"]
     assert app_obj(kube, "dead")["spec"]["source"]["kustomize"]["images"] == [f"{dead}:1.0.0"]
     assert result.images_updated == 1
-    assert result.errors == 1
+    assert result.errors == 2  # the unreachable registry's image and the unusable ImageUpdater
 
 
 async def test_concurrent_edit_between_read_and_patch_is_kept(

@@ -34,7 +34,13 @@ from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
 from argocd_image_updater.plan.decide import ScanOutcome, needs_update, plan_app
 from argocd_image_updater.plan.jobs import AppJobs, ScanKey, plan_scans
-from argocd_image_updater.plan.model import AppPlan, Outcome, Reason
+from argocd_image_updater.plan.model import (
+    SIGNATURE_CHECK_PENDING,
+    AppPlan,
+    Outcome,
+    Reason,
+    SignatureCheck,
+)
 from argocd_image_updater.plan.patch import json_patch_ops
 from argocd_image_updater.policy.strategy import Strategy
 
@@ -168,6 +174,7 @@ def run(
     write_back: WriteBack | None = None,
     origin: str = CR,
     rejected: Mapping[str, str] | None = None,
+    checks: Mapping[str, SignatureCheck] | None = None,
 ) -> Run:
     config = AppUpdateConfig(
         Application.from_object(obj), tuple(images), write_back or WriteBack(), origin
@@ -181,7 +188,9 @@ def run(
         else:
             only = set(key.only_tags)
             results[key] = FakeScan(tuple(t for t in found if not only or t.name in only))
-    return Run(obj, jobs, plan_app(jobs, results, rejected=rejected), list(jobs.scan_keys))
+    return Run(
+        obj, jobs, plan_app(jobs, results, rejected=rejected, checks=checks), list(jobs.scan_keys)
+    )
 
 
 # --- UA-1..24 -----------------------------------------------------------------------------------
@@ -595,7 +604,9 @@ def test_digest_update_from_tag_without_digest_in_helm() -> None:
 
 
 def _verified_run(
-    verification: Verification | None, rejected: Mapping[str, str] | None = None
+    verification: Verification | None,
+    rejected: Mapping[str, str] | None = None,
+    checks: Mapping[str, SignatureCheck] | None = None,
 ) -> Run:
     obj = app_object(["gcr.io/jannfis/foobar:1.0.1"])
     return run(
@@ -603,6 +614,7 @@ def _verified_run(
         [image("foobar", "gcr.io/jannfis/foobar:>=1.0.1", verification=verification)],
         {"jannfis/foobar": tags("1.0.1", "1.0.2")},
         rejected=rejected,
+        checks=checks,
     )
 
 
@@ -617,14 +629,40 @@ def test_ua29_verification_without_method_is_an_error() -> None:
     assert not r.plan.has_changes
 
 
+KEYED = Verification(enabled=True, cosign_secret_name="keys", cosign_key="cosign.pub")
+
+
+def test_verification_fails_closed_without_a_check_of_the_chosen_tag() -> None:
+    for checks in (None, {"foobar": SignatureCheck("1.0.1", D)}):  # none, or another tag's
+        r = _verified_run(KEYED, checks=checks)
+        assert r.counters() == (1, 0, 0, 1)
+        (result,) = r.plan.results
+        assert (result.reason, result.detail) == (
+            Reason.VERIFICATION_FAILED,
+            SIGNATURE_CHECK_PENDING,
+        )
+        assert result.chosen == "gcr.io/jannfis/foobar:1.0.2"
+        assert r.plan.changes == () and all(not e.changed for e in r.plan.managed)
+
+
 def test_ua30_ua31_rejected_by_signature_check() -> None:
-    v = Verification(enabled=True, cosign_secret_name="keys", cosign_key="cosign.pub")
-    assert _verified_run(v).counters() == (1, 1, 0, 0)
-    r = _verified_run(v, rejected={"foobar": "signature verification failed: no signature"})
+    refused = SignatureCheck("1.0.2", error="no signature found")
+    r = _verified_run(KEYED, checks={"foobar": refused})
     assert r.counters() == (1, 0, 0, 1)
-    assert r.plan.results[0].message == "signature verification failed: no signature"
+    assert r.plan.results[0].message == (
+        "Not updating image to 'gcr.io/jannfis/foobar:1.0.2': signature verification failed: "
+        "no signature found"
+    )
     assert r.plan.changes == ()
     assert all(not e.changed for e in r.plan.managed)
+
+
+def test_a_verified_tag_is_written_with_the_verified_digest() -> None:
+    r = _verified_run(KEYED, checks={"foobar": SignatureCheck("1.0.2", D)})
+    assert r.counters() == (1, 1, 0, 0)
+    (change,) = r.plan.changes
+    assert (change.new_tag, change.new_digest) == (f"1.0.2@{D}", D)
+    assert r.plan.results[0].chosen == f"gcr.io/jannfis/foobar:1.0.2@{D}"
 
 
 # --- already set (UA-34) and counters -----------------------------------------------------------

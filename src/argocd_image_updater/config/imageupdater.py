@@ -272,6 +272,7 @@ class SecretRef(_Model):
 class ImagesVerification(_Model):
     enabled: bool = True
     cosign_key: SecretRef | None = None
+    cosign_repository: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _needs_method(self) -> ImagesVerification:
@@ -285,6 +286,7 @@ class ImagesVerification(_Model):
             enabled=self.enabled,
             cosign_secret_name=key.secret_name if key is not None else None,
             cosign_key=key.key if key is not None else None,
+            cosign_repository=self.cosign_repository,
         )
 
 

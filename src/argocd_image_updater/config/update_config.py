@@ -345,6 +345,8 @@ class Verification:
     enabled: bool = True
     cosign_secret_name: str | None = None
     cosign_key: str | None = None
+    cosign_repository: str | None = None
+    """``<registry host>/<repository>`` holding the signatures (cosign's COSIGN_REPOSITORY)."""
 
     def merged(self, over: Verification | None) -> Verification:
         if over is None:
@@ -354,6 +356,9 @@ class Verification:
             enabled=over.enabled,
             cosign_secret_name=over.cosign_secret_name if has_key else self.cosign_secret_name,
             cosign_key=over.cosign_key if has_key else self.cosign_key,
+            cosign_repository=over.cosign_repository
+            if over.cosign_repository is not None
+            else self.cosign_repository,
         )
 
     @classmethod

@@ -28,13 +28,14 @@ from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
-from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, Outcome, Reason
 from argocd_image_updater.plan.patch import json_patch_ops
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import metrics
 from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.verify.gate import Gate, verified_plan
+from argocd_image_updater.verify.verifier import Verifier
 from argocd_image_updater.writeback.base import AppWriter, BatchResult, ConflictError
 
 log = get_logger("cycle")
@@ -85,6 +86,10 @@ class CredentialsCache:
         self._secrets = secrets
         self._cloud_auto = cloud_auto
         self._by_endpoint: dict[tuple[str, str], EndpointCredentials | None] = {}
+
+    @property
+    def secrets(self) -> SecretReader | None:
+        return self._secrets
 
     def for_job(
         self, endpoint: RegistryEndpoint, pull_secret: str | None, namespace: str
@@ -267,10 +272,11 @@ async def process_app(
     dry_run: bool,
     replan: Callable[[Application], Awaitable[tuple[AppUpdateConfig, AppJobs]]] | None = None,
     may_write: Callable[[], bool] | None = None,
+    gate: Gate | None = None,
 ) -> AppOutcome:
     app = config.app
     app_key = f"{app.namespace}/{app.name}"
-    plan = plan_app(jobs, scans)
+    plan = await verified_plan(config, jobs, scans, gate)
     if writer is not None:
         plan = _settled(app, plan)
     _log_plan(plan, app_key, _origin_fields(config), updates=writer is not None or dry_run)
@@ -306,7 +312,7 @@ async def process_app(
             )
             app = await writer.reread(app)
             config, jobs = await replan(app)
-            plan = _settled(app, plan_app(jobs, scans))
+            plan = _settled(app, await verified_plan(config, jobs, scans, gate))
             outcome.plan = plan
             if not plan.has_changes:
                 return outcome
@@ -369,7 +375,10 @@ async def run_cycle(
     max_concurrent_apps: int = 10,
     batch_writer: BatchWriter | None = None,
     may_write: Callable[[], bool] | None = None,
+    verifier: Verifier | None = None,
 ) -> CycleResult:
+    """One cycle; ``verifier`` (kept across cycles for its cache) checks signatures of images
+    whose verification is enabled; without one such images are refused, never written."""
     started = time.monotonic()
     scan_round = scanner.new_round()  # tag lists are fresh: listed after this cycle began
     result = CycleResult(config_errors=collected.errors)
@@ -389,6 +398,7 @@ async def run_cycle(
         scan_round=scan_round,
     )
     result.scans = len(scans)
+    gate = Gate(verifier, registries.endpoint_for, credentials.for_job, credentials.secrets)
 
     limit = asyncio.Semaphore(max_concurrent_apps)
 
@@ -401,7 +411,7 @@ async def run_cycle(
 
             try:
                 outcome = await process_app(
-                    config, jobs, scans, writer_for(config), dry_run, again, may_write
+                    config, jobs, scans, writer_for(config), dry_run, again, may_write, gate
                 )
             except Exception as err:  # one application never stops the cycle
                 outcome = _failed(config, "update", err)

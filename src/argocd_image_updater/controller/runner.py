@@ -35,6 +35,7 @@ from argocd_image_updater.report import metrics
 from argocd_image_updater.report.cycle_metrics import forget_cr
 from argocd_image_updater.report.health import Health
 from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.verify.verifier import Verifier
 from argocd_image_updater.writeback.base import AppWriter
 
 if TYPE_CHECKING:  # the Kubernetes client is loaded only where a cluster is used
@@ -73,6 +74,8 @@ class Controller:
     """The last full cycle's result; None when it failed (``run --once`` exits by it)."""
     prepare: Callable[[Collected], Awaitable[Collected]] | None = None
     """Completes the selection before planning (local mode: live images read from files)."""
+    verifier: Verifier | None = None
+    """Checks image signatures (made from ``scanner`` when not given; kept for its cache)."""
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -98,6 +101,8 @@ class Controller:
 
     async def update(self, collected: Collected) -> CycleResult:
         """Scan, plan and write the selected Applications (a full cycle or a webhook event's)."""
+        if self.verifier is None:
+            self.verifier = Verifier(self.scanner)
         return await run_cycle(
             await self.prepare(collected) if self.prepare is not None else collected,
             self.registries,
@@ -108,6 +113,7 @@ class Controller:
             max_concurrent_apps=self.max_concurrent_apps,
             batch_writer=self.batch_writer,
             may_write=self.is_leader,
+            verifier=self.verifier,
         )
 
     async def run(self, once: bool = False, stop: asyncio.Event | None = None) -> None:

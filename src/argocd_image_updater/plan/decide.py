@@ -32,12 +32,14 @@ from argocd_image_updater.model.image import ImageRef, match_for_digest_update, 
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.plan.model import (
+    SIGNATURE_CHECK_PENDING,
     AppPlan,
     ImageChange,
     ImageResult,
     Outcome,
     ParamEdit,
     Reason,
+    SignatureCheck,
     render_tag,
 )
 from argocd_image_updater.plan.params import (
@@ -110,9 +112,12 @@ def _has_kustomize_target(job: ImageJob) -> bool:
 class _Planner:
     """Accumulates results, changes and edits for one application."""
 
-    def __init__(self, jobs: AppJobs, rejected: Mapping[str, str]) -> None:
+    def __init__(
+        self, jobs: AppJobs, rejected: Mapping[str, str], checks: Mapping[str, SignatureCheck]
+    ) -> None:
         self.working: dict[str, Any] = thaw(jobs.source.raw) if jobs.source is not None else {}
         self.rejected = rejected
+        self.checks = checks
         self.results: list[ImageResult] = []
         self.changes: list[ImageChange] = []
         self.managed: list[ParamEdit] = []
@@ -246,19 +251,42 @@ class _Planner:
                 )
                 return
 
+        verification = job.verification
+        if verification is not None and verification.enabled:
+            # Fail closed: only a tag whose signature check passed is written, pinned to the
+            # digest that was verified (see argocd_image_updater.verify).
+            check = self.checks.get(job.key)
+            if check is None or check.tag != chosen.name:
+                self.results.append(
+                    ImageResult(
+                        job.alias,
+                        job.image,
+                        current,
+                        new_text,
+                        Outcome.ERROR,
+                        Reason.VERIFICATION_FAILED,
+                        f"Not updating image to '{new_text}': its signature was not verified",
+                        SIGNATURE_CHECK_PENDING,
+                        warnings=job.warnings,
+                    )
+                )
+                return
+            if check.error or not check.digest or chosen.digest not in ("", check.digest):
+                result(
+                    Outcome.ERROR,
+                    Reason.VERIFICATION_FAILED,
+                    f"Not updating image to '{new_text}': signature verification failed: "
+                    + (check.error or f"verified digest {check.digest or 'missing'}"),
+                )
+                return
+            chosen = dataclasses.replace(chosen, digest=check.digest)
+            new_image = job.cfg.with_tag(chosen.name, chosen.digest)
+            new_text = new_image.full_name_with_tag
         edits = _edits(self.working, job, new_image)
         if not any(edit.changed for edit in edits):
             self.managed.extend(edits)
             result(
                 Outcome.UP_TO_DATE, Reason.ALREADY_SET, f"New image {new_text} already set in spec"
-            )
-            return
-        verification = job.verification
-        if verification is not None and verification.enabled and not verification.has_method:
-            result(
-                Outcome.ERROR,
-                Reason.VERIFICATION_FAILED,
-                f"Image verification enabled but no verification method configured for {new_text}",
             )
             return
         refusal = self.rejected.get(job.key)
@@ -290,15 +318,18 @@ def plan_app(
     results: Mapping[ScanKey, ScanOutcome],
     *,
     rejected: Mapping[str, str] | None = None,
+    checks: Mapping[str, SignatureCheck] | None = None,
 ) -> AppPlan:
     """Phase 2 for one application (pure): the plan from the scans its jobs asked for.
 
     ``results`` maps scan keys to scan results or the exception the scan raised. ``rejected``
     maps image keys (alias, or the image when there is no alias) to the reason an update of that
-    image was refused, e.g. a failed signature check; such images become errors and their edits
-    are not made.
+    image was refused; such images become errors and their edits are not made. ``checks`` maps
+    image keys to the signature checks of their chosen tags: an image with verification enabled
+    is updated only with a passed check of the tag chosen, to the verified digest; without one
+    it is a ``verification-failed`` error whose ``detail`` is :data:`SIGNATURE_CHECK_PENDING`.
     """
-    planner = _Planner(jobs, rejected or {})
+    planner = _Planner(jobs, rejected or {}, checks or {})
     for item in jobs.items:
         if isinstance(item, ImageResult):
             planner.results.append(item)

@@ -53,6 +53,20 @@ class Reason(enum.StrEnum):
     INTERNAL_ERROR = "internal-error"
 
 
+SIGNATURE_CHECK_PENDING = "signature-check-pending"
+"""``detail`` of a ``verification-failed`` result whose chosen tag has not been checked yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureCheck:
+    """The signature check of an image's chosen tag: ``digest`` is the verified manifest digest
+    (written with the tag), ``error`` why it was refused (``digest`` is then ``""``)."""
+
+    tag: str
+    digest: str = ""
+    error: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class ParamEdit:
     """One parameter the updater manages on the Application source.

@@ -50,6 +50,7 @@ from argocd_image_updater.registry.errors import (
 )
 from argocd_image_updater.registry.manifest import (
     MANIFEST_ACCEPT,
+    OCI_INDEX,
     ImageConfig,
     Manifest,
     ManifestFormatError,
@@ -263,6 +264,12 @@ class RegistryClient:
         The digest is the sha256 of the bytes received; for digest references it must equal the
         reference and the ``Docker-Content-Digest`` header.
         """
+        return (await self.get_manifest_bytes(repository, reference, credentials))[0]
+
+    async def get_manifest_bytes(
+        self, repository: str, reference: str, credentials: CredentialProvider | None = None
+    ) -> tuple[Manifest, bytes]:
+        """:meth:`get_manifest` with the bytes received (signature manifests are read whole)."""
         self._check_repository(repository)
         self._check_reference(reference)
         url = httpx.URL(f"{self._api}/v2/{repository}/manifests/{reference}")
@@ -284,7 +291,59 @@ class RegistryClient:
                     f"manifest '{reference}' has digest {manifest.digest} "
                     f"(Docker-Content-Digest: {header or 'absent'}): the content was altered",
                 )
-        return manifest
+        return manifest, reply.body
+
+    async def get_referrers(
+        self,
+        repository: str,
+        digest: str,
+        artifact_type: str,
+        credentials: CredentialProvider | None = None,
+    ) -> bytes | None:
+        """The OCI 1.1 referrers index of ``digest`` (filtered on ``artifact_type`` where the
+        registry filters; callers filter again), ``None`` when the registry has no referrers
+        API (404)."""
+        self._check_repository(repository)
+        if not is_digest(digest):
+            raise InvalidReference(
+                f"digest '{digest}' is not sha256:<64 hex digits>", registry=self._registry
+            )
+        url = httpx.URL(f"{self._api}/v2/{repository}/referrers/{digest}").copy_merge_params(
+            {"artifactType": artifact_type}
+        )
+        reply = await self._request(
+            "manifest", "GET", url, repository, credentials, OCI_INDEX, MAX_MANIFEST_BYTES
+        )
+        if reply.status == 404:
+            return None
+        self._raise_for(reply, repository, digest, what="referrers")
+        return reply.body
+
+    async def get_blob(
+        self,
+        repository: str,
+        digest: str,
+        credentials: CredentialProvider | None = None,
+        limit: int = MAX_CONFIG_BYTES,
+    ) -> bytes:
+        """The blob ``digest``, checked against its digest."""
+        self._check_repository(repository)
+        if not is_digest(digest):
+            raise InvalidReference(
+                f"blob digest '{digest}' is not sha256:<64 hex digits>",
+                registry=self._registry,
+                repository=repository,
+            )
+        url = httpx.URL(f"{self._api}/v2/{repository}/blobs/{digest}")
+        reply = await self._request(
+            "blob", "GET", url, repository, credentials, limit=limit, redirects=True
+        )
+        self._raise_for(reply, repository, digest, what="blob")
+        if sha256_digest(reply.body) != digest:
+            raise self._protocol(
+                repository, f"blob {digest} has different content (digest mismatch)"
+            )
+        return reply.body
 
     async def head_digest(
         self, repository: str, tag: str, credentials: CredentialProvider | None = None

@@ -27,6 +27,7 @@ from argocd_image_updater.registry.auth import parse_token_response, pick_challe
 from argocd_image_updater.registry.manifest import (
     DOCKER_MANIFEST,
     DOCKER_MANIFEST_LIST,
+    MANIFEST_ACCEPT,
     OCI_INDEX,
     OCI_MANIFEST,
     sha256_digest,
@@ -274,6 +275,15 @@ class ImagePusher:
                 )
 
         return dict(await asyncio.gather(*(one(i, t) for i, t in enumerate(tags))))
+
+    async def get_manifest(self, repository: str, reference: str) -> tuple[bytes, str]:
+        """The stored manifest bytes and media type of ``reference``."""
+        response = await self._http.get(
+            f"{self._base}/v2/{repository}/manifests/{reference}",
+            headers={"Accept": MANIFEST_ACCEPT},
+        )
+        self._check(response, 200, f"get manifest {repository}:{reference}")
+        return response.content, response.headers.get("content-type", "").split(";")[0]
 
     async def delete_manifest(self, repository: str, digest: str) -> None:
         response = await self._http.delete(f"{self._base}/v2/{repository}/manifests/{digest}")

@@ -1,0 +1,113 @@
+"""The cycle's hook: plan an application, verify the tags chosen for images whose verification
+is enabled, and plan again with the verdicts.
+
+Fail closed by construction: the planner never produces a change for such an image without a
+passed :class:`~argocd_image_updater.plan.model.SignatureCheck` for the very tag it chose, and a
+passed check pins the write to the verified digest. Whatever goes wrong here (no verifier in this
+mode, a Secret that cannot be read, a registry error, an unexpected exception) becomes the
+image's ``verification-failed`` error with its cause; the running tag stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from argocd_image_updater.config.secrets import SecretReader
+from argocd_image_updater.config.update_config import AppUpdateConfig
+from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
+from argocd_image_updater.plan.decide import plan_app
+from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
+from argocd_image_updater.plan.model import SIGNATURE_CHECK_PENDING, AppPlan, SignatureCheck
+from argocd_image_updater.verify.policy import PolicyProblem, resolve
+from argocd_image_updater.verify.verifier import Target, Verifier
+
+EndpointFor = Callable[[str, str], RegistryEndpoint]
+CredentialsFor = Callable[[RegistryEndpoint, str | None, str], CredentialProvider | None]
+
+
+def policy_namespace(config: AppUpdateConfig) -> str:
+    """The namespace of the ImageUpdater the configuration comes from (its Secrets only)."""
+    kind, _, qualified = config.origin.partition(" ")
+    if kind == "imageupdater" and "/" in qualified:
+        return qualified.partition("/")[0]
+    return config.app.namespace
+
+
+def _unavailable(chosen: str) -> SignatureCheck:
+    try:
+        tag = ImageRef.parse(chosen).tag or ""
+    except ImageRefError:
+        tag = ""
+    return SignatureCheck(tag, error="signature verification is not available here")
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """What verification needs from the cycle; ``verifier`` ``None`` refuses every image that
+    asks for verification."""
+
+    verifier: Verifier | None
+    endpoint_for: EndpointFor
+    credentials_for: CredentialsFor
+    secrets: SecretReader | None
+
+    async def check(self, config: AppUpdateConfig, job: ImageJob, chosen: str) -> SignatureCheck:
+        try:
+            ref = ImageRef.parse(chosen)
+        except ImageRefError as err:
+            return SignatureCheck("", error=f"chosen reference '{chosen}': {err}")
+        tag = ref.tag or ""
+        if self.verifier is None:
+            return _unavailable(chosen)
+        verification = job.verification
+        assert verification is not None
+        namespace = policy_namespace(config)
+        try:
+            policy = await resolve(verification, namespace, self.secrets)
+            credentials = self.credentials_for(job.endpoint, job.pull_secret, config.app.namespace)
+            verdict = await self.verifier.verify(
+                Target(
+                    job.endpoint,
+                    job.repository,
+                    tag,
+                    ref.digest,
+                    credentials,
+                    name=job.cfg.full_name,
+                ),
+                policy,
+                self.endpoint_for,
+                lambda endpoint: self.credentials_for(endpoint, None, config.app.namespace),
+            )
+        except PolicyProblem as err:
+            return SignatureCheck(tag, error=str(err))
+        except Exception as err:  # fail closed: any failure refuses this image only
+            return SignatureCheck(tag, error=f"{type(err).__name__}: {err}")
+        return SignatureCheck(tag, verdict.digest if verdict.passed else "", verdict.error)
+
+
+async def verified_plan(
+    config: AppUpdateConfig,
+    jobs: AppJobs,
+    scans: Mapping[ScanKey, Any],
+    gate: Gate | None,
+) -> AppPlan:
+    """The application's plan, its updates of verified images pinned to the verified digest."""
+    plan = plan_app(jobs, scans)
+    by_key = {job.key: job for job in jobs.jobs}
+    pending = [
+        (by_key[result.alias or result.image], result.chosen or "")
+        for result in plan.results
+        if result.detail == SIGNATURE_CHECK_PENDING and (result.alias or result.image) in by_key
+    ]
+    if not pending:
+        return plan
+    if gate is None:
+        checks = {job.key: _unavailable(chosen) for job, chosen in pending}
+    else:
+        verdicts = await asyncio.gather(*(gate.check(config, job, c) for job, c in pending))
+        checks = {job.key: check for (job, _), check in zip(pending, verdicts, strict=True)}
+    return plan_app(jobs, scans, checks=checks)

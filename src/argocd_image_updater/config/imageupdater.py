@@ -467,9 +467,7 @@ def ref_settings(cr: ImageUpdater, ref: ApplicationRef) -> uc.UpdateSettings:
     """The spec-level settings merged with the ref's, each value knowing its field."""
     return uc.UpdateSettings.merge(
         _settings(cr.spec.common_update_settings, cr.field("spec.commonUpdateSettings")),
-        _settings(
-            ref.common_update_settings, cr.field(f"{cr.ref_path(ref)}.commonUpdateSettings")
-        ),
+        _settings(ref.common_update_settings, cr.field(f"{cr.ref_path(ref)}.commonUpdateSettings")),
     )
 
 

@@ -68,7 +68,9 @@ class UpdateSettings:
     pull_secret: str | None = None
     platforms: tuple[str, ...] | None = None
     allow_downgrade: bool | None = None
-    origins: Mapping[str, str] = field(default_factory=lambda: _NO_ORIGINS, compare=False, hash=False)
+    origins: Mapping[str, str] = field(
+        default_factory=lambda: _NO_ORIGINS, compare=False, hash=False
+    )
 
     def merged(self, over: UpdateSettings | None) -> UpdateSettings:
         """``self`` with every field that ``over`` sets replaced by ``over``'s value."""
@@ -144,7 +146,6 @@ class UpdateSettings:
     def effective_allow_downgrade(self) -> bool:
         """Whether a tag ordered below the running one may be written (default: never)."""
         return bool(self.allow_downgrade)
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,7 +176,9 @@ async def collect(
                     f"{type(err).__name__}: {err}"
                 )
                 log.error(
-                    state.error, imageUpdater_namespace=state.namespace, imageUpdater_name=state.name
+                    state.error,
+                    imageUpdater_namespace=state.namespace,
+                    imageUpdater_name=state.name,
                 )
     by_namespace: dict[str, list[Application]] = {}
     for app in apps:

@@ -246,8 +246,8 @@ class _Planner:
                     Reason.WOULD_DOWNGRADE,
                     f"Not updating image '{current}' to '{new_text}': {lower} (update strategy "
                     f"{strategy}); nothing written. The registry may have listed only part of "
-                    "its tags; set allowDowngrade: true (annotation <alias>.allow-downgrade) "
-                    "to allow it",
+                    "its tags; allowDowngrade: true (annotation <alias>.allow-downgrade) "
+                    "permits it",
                 )
                 return
 

@@ -40,7 +40,9 @@ def _older_build(
     if order_hint is not None:
         old, new = order_hint.get(running), order_hint.get(chosen.name)
         if old is not None and new is not None and new < old:
-            return f"'{chosen.name}' is listed by the registry as older than the running '{running}'"
+            return (
+                f"'{chosen.name}' is listed by the registry as older than the running '{running}'"
+            )
         return None
     live = _find(tags, running)
     if live is None:

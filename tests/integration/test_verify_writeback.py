@@ -310,3 +310,53 @@ async def test_local_mode_write_back(images: Images, tmp_path: Path) -> None:
     assert second.images_updated == 1 and second.errors == 0
     text = show(remote, "main", "apps/web/kustomization.yaml", home=home)
     assert f"digest: {images.digests['1.1.0']}" in text
+
+
+async def test_image_level_enabled_false_overrides_the_spec_level_policy(
+    kube: KubeApiServer, images: Images, tmp_path: Path
+) -> None:
+    image = images.name
+    for name in ("opted-out", "verified"):
+        kube.store.put(
+            objects.application(
+                name, NS, images=[f"{image}:1.0.0"], kustomize_images=[f"{image}:1.0.0"]
+            )
+        )
+    kube.store.put(objects.secret(KEY_SECRET, NS, {"cosign.pub": images.pem}))
+    opt_out = {"alias": "web", "imageName": image, "imagesVerification": {"enabled": False}}
+    kube.store.put(
+        objects.image_updater(
+            "web",
+            NS,
+            {
+                **VERIFY,
+                "applicationRefs": [
+                    {"namePattern": "opted-out", "images": [opt_out]},
+                    {"namePattern": "verified", "images": [{"alias": "web", "imageName": image}]},
+                ],
+            },
+        )
+    )
+    settings = resolve(
+        "run",
+        {
+            "kubeconfig": str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)),
+            "registries_conf_path": str(registries_conf(tmp_path, images.registry)),
+            "once": True,
+        },
+        env={},
+    )
+    controller, closers = await build_controller(settings)
+    try:
+        result = await controller.cycle()
+    finally:
+        for closer in reversed(closers):
+            await close_resource(closer)
+    assert result.images_updated == 1 and result.errors == 1
+
+    def running(name: str) -> list[str]:
+        app = kube.store.get("applications", NS, name)
+        return list(app["spec"]["source"]["kustomize"]["images"])
+
+    assert running("opted-out") == [f"{image}:1.1.0"]  # not verified: no digest pinned
+    assert running("verified") == [f"{image}:1.0.0"]

@@ -7,7 +7,7 @@ import dataclasses
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -40,9 +40,14 @@ from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import log as logging_setup
 from argocd_image_updater.report.log import Logger, get_logger
 
+if TYPE_CHECKING:  # loaded with --verify-key only (cryptography is not needed otherwise)
+    from argocd_image_updater.verify.policy import TrustPolicy
+    from argocd_image_updater.verify.verifier import Verdict
+
 DEFAULT_REGISTRIES_CONF: Final = Path("/app/config/registries.conf")
 EXIT_ERROR: Final = 1
 EXIT_NO_CANDIDATE: Final = 3
+EXIT_NOT_VERIFIED: Final = 5
 
 
 class TestFailed(Exception):
@@ -65,6 +70,8 @@ class TestOptions:
     explain: bool = False
     cloud_credentials_auto: bool = True
     plain_http: bool = False
+    verify_key: str = ""
+    verify_cosign_repository: str = ""
 
 
 def load_registries(path: str, log: Logger) -> RegistryConfig:
@@ -133,6 +140,9 @@ class Explained:
     policy: Policy
     tags: tuple[TagInfo, ...]
     order_hint: Mapping[str, int] | None
+    verdict: Verdict | None = None
+    """The signature check of the chosen tag (``--verify-key``)."""
+    trust: TrustPolicy | None = None
 
 
 async def run_test(opts: TestOptions, log: Logger) -> Selection:
@@ -154,6 +164,15 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
         policy = build_policy(opts, image, log)
     except PolicyError as err:
         raise TestFailed(str(err)) from None
+    trust: TrustPolicy | None = None
+    if opts.verify_key:
+        from argocd_image_updater.verify.explain import policy_from_files
+        from argocd_image_updater.verify.policy import PolicyProblem
+
+        try:
+            trust = policy_from_files(opts.verify_key, opts.verify_cosign_repository)
+        except PolicyProblem as err:
+            raise TestFailed(str(err)) from None
 
     endpoint = registries.endpoint_for(image.registry, image.name)
     if opts.credentials:
@@ -201,7 +220,23 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
             await kube.close()
     log.info("Found %d tags in registry", result.listed)
     selection = choose(policy, result.tags, result.order_hint)
-    return Explained(selection, policy, tuple(result.tags), result.order_hint)
+    verdict = None
+    if trust is not None and selection.chosen is not None:
+        from argocd_image_updater.verify.explain import verify_chosen
+
+        chosen = selection.chosen
+        digest = chosen.digest if policy.strategy is Strategy.DIGEST else ""
+        verdict = await verify_chosen(
+            endpoint,
+            endpoint.repository_path(image.name),
+            chosen.name,
+            digest,
+            credentials,
+            trust,
+            registries.endpoint_for,
+            image.full_name,
+        )
+    return Explained(selection, policy, tuple(result.tags), result.order_hint, verdict, trust)
 
 
 def print_explain(explained: Explained) -> None:
@@ -215,6 +250,11 @@ def print_explain(explained: Explained) -> None:
     )
     for line in explain_lines(verdicts):
         click.echo(line)
+    if explained.verdict is not None and explained.trust is not None:
+        from argocd_image_updater.verify.explain import verdict_lines
+
+        for line in verdict_lines(explained.verdict, explained.trust):
+            click.echo(line)
 
 
 @click.command("test", help="Test the behaviour of argocd-image-updater for IMAGE")
@@ -255,6 +295,19 @@ def print_explain(explained: Explained) -> None:
     "loopback registries fall back to it by themselves",
 )
 @click.option(
+    "--verify-key",
+    default="",
+    metavar="FILE",
+    help="verify the chosen tag's cosign signature with this PEM public key; the result "
+    "carries the verified digest (exit 5 when it does not verify)",
+)
+@click.option(
+    "--verify-cosign-repository",
+    default="",
+    metavar="REGISTRY/REPOSITORY",
+    help="with --verify-key: read signatures from this repository (cosignRepository)",
+)
+@click.option(
     "--cloud-credentials-auto/--no-cloud-credentials-auto",
     default=True,
     help="log in to ECR, Artifact Registry/GCR and ACR hosts with the cloud identity when no "
@@ -285,6 +338,12 @@ def test_command(image: str, loglevel: str, **kwargs: Any) -> None:
     parsed = ImageRef.parse(image)
     tag = chosen.name
     digest = chosen.digest if opts.update_strategy.strip().lower() == "digest" else ""
+    verdict = explained.verdict
+    if verdict is not None:
+        if not verdict.passed:
+            log.error("signature verification failed: %s", verdict.error)
+            sys.exit(EXIT_NOT_VERIFIED)
+        digest = verdict.digest
     result = parsed.with_tag(tag, digest)
     log.info("latest image according to constraint is %s", result.full_name_with_tag)
 

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from argocd_image_updater.config.secrets import SecretReader
-from argocd_image_updater.config.update_config import AppUpdateConfig
+from argocd_image_updater.config.update_config import AppUpdateConfig, Verification
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.plan.model import SIGNATURE_CHECK_PENDING, AppPlan, SignatureCheck
-from argocd_image_updater.verify.policy import PolicyProblem, resolve
+from argocd_image_updater.verify.policy import PolicyProblem, TrustPolicy, resolve
 from argocd_image_updater.verify.verifier import Target, Verifier
 
 EndpointFor = Callable[[str, str], RegistryEndpoint]
@@ -45,15 +45,26 @@ def _unavailable(chosen: str) -> SignatureCheck:
     return SignatureCheck(tag, error="signature verification is not available here")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Gate:
     """What verification needs from the cycle; ``verifier`` ``None`` refuses every image that
-    asks for verification."""
+    asks for verification. One gate serves one cycle: each policy's key Secret is read once."""
 
     verifier: Verifier | None
     endpoint_for: EndpointFor
     credentials_for: CredentialsFor
     secrets: SecretReader | None
+    _policies: dict[tuple[Verification, str], asyncio.Task[TrustPolicy]] = field(
+        default_factory=dict
+    )
+
+    async def policy(self, verification: Verification, namespace: str) -> TrustPolicy:
+        key = (verification, namespace)
+        task = self._policies.get(key)
+        if task is None:
+            task = asyncio.ensure_future(resolve(verification, namespace, self.secrets))
+            self._policies[key] = task
+        return await asyncio.shield(task)
 
     async def check(self, config: AppUpdateConfig, job: ImageJob, chosen: str) -> SignatureCheck:
         try:
@@ -67,7 +78,7 @@ class Gate:
         assert verification is not None
         namespace = policy_namespace(config)
         try:
-            policy = await resolve(verification, namespace, self.secrets)
+            policy = await self.policy(verification, namespace)
             credentials = self.credentials_for(job.endpoint, job.pull_secret, config.app.namespace)
             verdict = await self.verifier.verify(
                 Target(

@@ -197,3 +197,25 @@ async def test_webhook_command_serves_and_stops_on_sigterm(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0
+
+
+def test_unwritable_git_cache_is_a_startup_error_naming_the_setting(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    proc = run_cli(
+        "--once",
+        "--applications-api",
+        "local",
+        "--local-path",
+        str(apps),
+        "--git-cache-dir",
+        str(blocker / "cache"),
+        env={},
+    )
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "Traceback" not in err
+    assert f"cannot create the git clone cache in {blocker / 'cache'}" in err
+    assert "--git-cache-dir" in err

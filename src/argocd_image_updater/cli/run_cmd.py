@@ -127,10 +127,19 @@ def build_git_writer(
             "commits are made with the git CLI"
         )
     configured = str(settings.git_cache_dir)
-    root = default_cache_root(configured)
+    try:
+        root = default_cache_root(configured)
+        cache = RepoCache(root)
+    except OSError as err:
+        where = configured or "the temporary directory ($TMPDIR, else /tmp)"
+        raise StartupError(
+            f"cannot create the git clone cache in {where}: {err.strerror or err}; "
+            "mount a writable volume there or set --git-cache-dir (GIT_CACHE_DIR) to a "
+            "writable directory"
+        ) from None
     namespace = str(settings.argocd_namespace) or (kube.namespace if kube else "argocd")
     return ClosableGitWriter(
-        RepoCache(root),
+        cache,
         GitCredentialsResolver(
             objects if objects is not None else kube, namespace, github_app_installation_token
         ),

@@ -165,3 +165,18 @@ def test_prepared_wheels_install_without_an_index(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     assert result.stdout.startswith("argocd-image-updater: v")
+
+
+def test_ci_builds_and_checks_the_image_before_the_suite() -> None:
+    steps = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip().startswith(("scripts/", "exec scripts/"))
+    ]
+    assert steps == ["scripts/test-image", "exec scripts/test"]
+
+
+def test_the_image_ships_bytecode_so_a_read_only_root_needs_no_compiling() -> None:
+    run_lines = [rest for word, rest in instructions() if word == "RUN"]
+    assert any("compileall" in line and "unchecked-hash" in line for line in run_lines)
+    assert not any("-name '*.pyc'" in line and "-delete" in line for line in run_lines)

@@ -4,9 +4,9 @@ import hashlib
 
 import pytest
 
+from argocd_image_updater.kits.gotemplate import Template
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.plan.model import ImageChange
-from argocd_image_updater.writeback.gotemplate import Template
 from argocd_image_updater.writeback.messages import (
     DEFAULT_COMMIT_MESSAGE_TEMPLATE,
     NO_CHANGES_MESSAGE,

@@ -22,6 +22,7 @@ from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.controller.cycle import CredentialsCache
 from argocd_image_updater.controller.runner import Controller, run_until_stopped
 from argocd_image_updater.controller.sources import LegacyFilter
+from argocd_image_updater.kits.gotemplate import Template
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.local.prepare import LocalPreparer, RepoFiles
 from argocd_image_updater.local.secrets import DirectoryObjects
@@ -39,7 +40,6 @@ from argocd_image_updater.writeback.git.writer import (
     GitBatchWriter,
     default_cache_root,
 )
-from argocd_image_updater.writeback.gotemplate import Template
 from argocd_image_updater.writeback.messages import MessageError
 
 if TYPE_CHECKING:
@@ -236,6 +236,7 @@ async def build_local_controller(
             LocalManifestWriter(store, git_writer.commit_settings), git_writer
         ),
         prepare=LocalPreparer(files, namespace),
+        config_maps=objects,
     )
     log.info("reading Applications from manifests", path=str(source))
     return controller, [scanner, git_writer]

@@ -1,6 +1,6 @@
 """Commit messages, write-branch names and pull-request texts of the git write-back.
 
-Templates are Go ``text/template`` text (see :mod:`~argocd_image_updater.writeback.gotemplate`),
+Templates are Go ``text/template`` text (see :mod:`~argocd_image_updater.kits.gotemplate`),
 so templates written for the original work unchanged.
 
 **Commit message** data: ``.AppName`` and ``.AppChanges``, a list of ``{Image, OldTag, NewTag,
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+from argocd_image_updater.kits.gotemplate import Template, TemplateError
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.plan.model import ImageChange
-from argocd_image_updater.writeback.gotemplate import Template, TemplateError
 
 __all__ = [
     "DEFAULT_COMMIT_MESSAGE_TEMPLATE",

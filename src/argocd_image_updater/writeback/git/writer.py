@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from argocd_image_updater.config.update_config import AppUpdateConfig
+from argocd_image_updater.kits.gotemplate import Template
 from argocd_image_updater.plan.model import AppPlan, ImageChange
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.writeback.base import BatchResult
@@ -34,7 +35,6 @@ from argocd_image_updater.writeback.git.credentials import (
     GitCredentialsResolver,
 )
 from argocd_image_updater.writeback.git.repo import RepoCache, WorkTree
-from argocd_image_updater.writeback.gotemplate import Template
 from argocd_image_updater.writeback.helmvalues import update_values, values_for_plan
 from argocd_image_updater.writeback.kustomization import (
     find_kustomization,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from argocd_image_updater.writeback.gotemplate import Template, TemplateError
+from argocd_image_updater.kits.gotemplate import Template, TemplateError
 
 DEFAULT_COMMIT_MESSAGE = (
     "build: automatic update of {{ .AppName }}\n"

@@ -1,0 +1,241 @@
+"""The executor: walks a parsed template with a value as ``.``, writing Go's output."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from argocd_image_updater.kits.gotemplate.errors import ExecError, TemplateError
+from argocd_image_updater.kits.gotemplate.formatting import (
+    NO_VALUE,
+    format_v,
+    go_quote,
+    is_struct,
+    sorted_items,
+    type_name,
+)
+from argocd_image_updater.kits.gotemplate.funcs import FUNCS, truth
+from argocd_image_updater.kits.gotemplate.parser import (
+    Action,
+    Chain,
+    Command,
+    Control,
+    Dot,
+    Field,
+    Function,
+    Invoke,
+    Literal,
+    Pipe,
+    Text,
+    Variable,
+)
+
+if TYPE_CHECKING:
+    from argocd_image_updater.kits.gotemplate.template import Template
+
+MAX_TEMPLATE_DEPTH = 100
+_NO_FINAL = object()  # no value piped in from a previous command
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class State:
+    def __init__(self, tmpl: Template, data: Any, depth: int = 0) -> None:
+        self.tmpl = tmpl
+        self.vars: list[list[Any]] = [["$", data]]
+        self.out: list[str] = []
+        self.depth = depth
+
+    def fail(self, cmd_pos: int, src: str, msg: str) -> NoReturn:
+        line, col = self.tmpl.line_col(cmd_pos)
+        name, file = self.tmpl.name, self.tmpl.file
+        raise TemplateError(f'template: {file}:{line}:{col}: executing "{name}" at <{src}>: {msg}')
+
+    def invoke(self, dot: Any, node: Invoke) -> None:
+        templates = self.tmpl.templates or {}
+        target = templates.get(node.name)
+        if target is None:
+            self.fail(node.pos, node.src, f"template {go_quote(node.name)} not defined")
+        if self.depth >= MAX_TEMPLATE_DEPTH:
+            self.fail(node.pos, node.src, f"exceeded maximum template depth ({MAX_TEMPLATE_DEPTH})")
+        value = None if node.pipe is None else self.pipeline(dot, node.pipe)
+        if value is NO_VALUE:
+            value = None
+        inner = State(target, value, self.depth + 1)
+        inner.out = self.out
+        try:
+            inner.walk(value, target.nodes)
+        except ExecError as exc:
+            raise TemplateError(
+                f'template: {target.file}: executing "{target.name}": {exc}'
+            ) from None
+
+    def walk(self, dot: Any, nodes: list[Any]) -> None:
+        for node in nodes:
+            if isinstance(node, Text):
+                self.out.append(node.text)
+            elif isinstance(node, Action):
+                value = self.pipeline(dot, node.pipe)
+                if not node.pipe.decl:
+                    self.out.append("<no value>" if value is NO_VALUE else format_v(value))
+            elif isinstance(node, Invoke):
+                self.invoke(dot, node)
+            elif isinstance(node, Control):
+                mark = len(self.vars)
+                try:
+                    if node.kind == "range":
+                        self.walk_range(dot, node)
+                    else:
+                        value = self.pipeline(dot, node.pipe)
+                        if truth(value):
+                            self.walk(value if node.kind == "with" else dot, node.body)
+                        else:
+                            self.walk(dot, node.else_body)
+                finally:
+                    del self.vars[mark:]
+            else:
+                raise _Break() if node.kind == "break" else _Continue()
+
+    def walk_range(self, dot: Any, node: Control) -> None:
+        value = self.pipeline(dot, node.pipe)
+        if value is NO_VALUE or value is None:
+            self.walk(dot, node.else_body)
+            return
+        if isinstance(value, list | tuple):
+            items: list[tuple[Any, Any]] = list(enumerate(value))
+        elif isinstance(value, Mapping):
+            items = sorted_items(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if len(node.pipe.decl) > 1:
+                cmd = node.pipe.cmds[0]
+                self.fail(cmd.pos, cmd.src, "can't use two iteration variables with an int")
+            items = [(i, i) for i in range(value)]
+        else:
+            cmd = node.pipe.cmds[0]
+            self.fail(cmd.pos, cmd.src, f"range can't iterate over {format_v(value)}")
+        if not items:
+            self.walk(dot, node.else_body)
+            return
+        decl = node.pipe.decl
+        for key, elem in items:
+            if decl:
+                pairs = [(decl[-1], elem)] + ([(decl[0], key)] if len(decl) == 2 else [])
+                for name, v in pairs:
+                    if node.pipe.is_assign:
+                        self.set_var(name, v)
+                    else:
+                        self.vars[len(self.vars) - len(decl) + decl.index(name)][1] = v
+            mark = len(self.vars)
+            try:
+                self.walk(elem, node.body)
+            except _Break:
+                break
+            except _Continue:
+                continue
+            finally:
+                del self.vars[mark:]
+
+    def set_var(self, name: str, value: Any) -> None:
+        for entry in reversed(self.vars):
+            if entry[0] == name:
+                entry[1] = value
+                return
+        raise ExecError(f"undefined variable: {name}")
+
+    def var(self, name: str, cmd: Command) -> Any:
+        for entry in reversed(self.vars):
+            if entry[0] == name:
+                return entry[1]
+        self.fail(cmd.pos, cmd.src, f"undefined variable: {name}")
+
+    def pipeline(self, dot: Any, pipe: Pipe) -> Any:
+        value: Any = _NO_FINAL
+        for cmd in pipe.cmds:
+            value = self.command(dot, cmd, value)
+        if value is None:
+            value = NO_VALUE  # a nil interface value prints as "<no value>", like Go
+        for name in pipe.decl:
+            if pipe.is_assign:
+                self.set_var(name, value)
+            else:
+                self.vars.append([name, value])
+        return value
+
+    def command(self, dot: Any, cmd: Command, final: Any) -> Any:
+        try:
+            first = cmd.args[0]
+            if isinstance(first, Function):
+                return self.call(dot, first.name, cmd, cmd.args[1:], final)
+            return self.operand(dot, first, cmd)
+        except ExecError as exc:
+            self.fail(cmd.pos, cmd.src, str(exc))
+
+    def operand(self, dot: Any, node: Any, cmd: Command) -> Any:
+        if isinstance(node, Literal):
+            return node.value
+        if isinstance(node, Dot):
+            return dot
+        if isinstance(node, Field):
+            return self.fields(dot, node.names)
+        if isinstance(node, Variable):
+            return self.fields(self.var(node.name, cmd), node.names)
+        if isinstance(node, Pipe):
+            return self.pipeline(dot, node)
+        if isinstance(node, Chain):
+            return self.fields(self.pipeline(dot, node.node), node.names)
+        if isinstance(node, Function):
+            return self.call(dot, node.name, cmd, [], _NO_FINAL)
+        return None  # Nil as an argument
+
+    def argument(self, dot: Any, node: Any, cmd: Command) -> Any:
+        value = self.operand(dot, node, cmd)
+        return None if value is NO_VALUE else value
+
+    def fields(self, receiver: Any, names: list[str]) -> Any:
+        for name in names:
+            if receiver is NO_VALUE:
+                return NO_VALUE
+            if receiver is None:
+                raise ExecError(f"nil pointer evaluating interface {{}}.{name}")
+            if isinstance(receiver, Mapping):
+                receiver = receiver.get(name, NO_VALUE)
+            elif is_struct(receiver) and name in {f.name for f in dataclasses.fields(receiver)}:
+                receiver = getattr(receiver, name)
+            else:
+                raise ExecError(f"can't evaluate field {name} in type {type_name(receiver)}")
+        return receiver
+
+    def call(self, dot: Any, name: str, cmd: Command, args: list[Any], final: Any) -> Any:
+        extra = self.tmpl.funcs.get(name)
+        if extra is not None:
+            values = [self.argument(dot, node, cmd) for node in args]
+            if final is not _NO_FINAL:
+                values.append(None if final is NO_VALUE else final)
+            try:
+                return extra(*values)
+            except Exception as exc:
+                raise ExecError(f"error calling {name}: {exc}") from None
+        if name in ("and", "or"):
+            # Go evaluates and/or lazily: stop at the first falsy (and) / truthy (or) argument.
+            result: Any = None
+            for node in args:
+                result = self.argument(dot, node, cmd)
+                if truth(result) == (name == "or"):
+                    return result
+            if final is not _NO_FINAL:
+                result = None if final is NO_VALUE else final
+            return result
+        values = [self.argument(dot, node, cmd) for node in args]
+        if final is not _NO_FINAL:
+            values.append(None if final is NO_VALUE else final)
+        try:
+            return FUNCS[name](*values)
+        except ExecError as exc:
+            raise ExecError(f"error calling {name}: {exc}") from None

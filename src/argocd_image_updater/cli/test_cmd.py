@@ -31,8 +31,15 @@ from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.policy.filters import parse_allow_tags
 from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
-from argocd_image_updater.policy.select import Policy, PolicyError, Reason, Selection, choose
-from argocd_image_updater.policy.strategy import Strategy, parse_strategy
+from argocd_image_updater.policy.select import (
+    Policy,
+    PolicyError,
+    Selection,
+    TagVerdict,
+    choose,
+    needs_metadata,
+)
+from argocd_image_updater.policy.strategies import listed_names, parse_strategy
 from argocd_image_updater.registry.cloud.detect import detect
 from argocd_image_updater.registry.cloud.hosts import registry_host
 from argocd_image_updater.registry.errors import RegistryError
@@ -40,7 +47,7 @@ from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import log as logging_setup
 from argocd_image_updater.report.log import Logger, get_logger
 
-if TYPE_CHECKING:  # loaded with --verify-key only (cryptography is not needed otherwise)
+if TYPE_CHECKING:  # loaded with --verify-* only (cryptography is not needed otherwise)
     from argocd_image_updater.verify.policy import TrustPolicy
     from argocd_image_updater.verify.verifier import Verdict
 
@@ -72,6 +79,18 @@ class TestOptions:
     plain_http: bool = False
     verify_key: str = ""
     verify_cosign_repository: str = ""
+    verify_identity: str = ""
+    verify_issuer: str = ""
+    verify_trusted_root: str = ""
+
+    @property
+    def verifies(self) -> bool:
+        return bool(
+            self.verify_key
+            or self.verify_identity
+            or self.verify_issuer
+            or self.verify_trusted_root
+        )
 
 
 def load_registries(path: str, log: Logger) -> RegistryConfig:
@@ -141,7 +160,7 @@ class Explained:
     tags: tuple[TagInfo, ...]
     order_hint: Mapping[str, int] | None
     verdict: Verdict | None = None
-    """The signature check of the chosen tag (``--verify-key``)."""
+    """The signature check of the chosen tag (``--verify-key``, ``--verify-identity``)."""
     trust: TrustPolicy | None = None
 
 
@@ -165,12 +184,18 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
     except PolicyError as err:
         raise TestFailed(str(err)) from None
     trust: TrustPolicy | None = None
-    if opts.verify_key:
+    if opts.verifies:
         from argocd_image_updater.verify.explain import policy_from_files
         from argocd_image_updater.verify.policy import PolicyProblem
 
         try:
-            trust = policy_from_files(opts.verify_key, opts.verify_cosign_repository)
+            trust = policy_from_files(
+                opts.verify_key,
+                opts.verify_cosign_repository,
+                identity=opts.verify_identity,
+                issuer=opts.verify_issuer,
+                trusted_root_file=opts.verify_trusted_root,
+            )
         except PolicyProblem as err:
             raise TestFailed(str(err)) from None
 
@@ -201,11 +226,9 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
         request = ScanRequest(
             endpoint=endpoint,
             repository=image.name,
-            metadata=policy.strategy.needs_metadata and not endpoint.tag_sort_mode.is_time_sorted,
+            metadata=needs_metadata(policy, time_sorted=endpoint.tag_sort_mode.is_time_sorted),
             platforms=tuple(p for p in policy.platforms.platforms),
-            only_tags=frozenset({policy.constraint})
-            if policy.strategy is Strategy.DIGEST
-            else None,
+            only_tags=frozenset(policy.strategy.only_tags(policy.constraint)) or None,
             credentials=credentials,
         )
         log.info("Fetching available tags and metadata from registry")
@@ -225,7 +248,7 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
         from argocd_image_updater.verify.explain import verify_chosen
 
         chosen = selection.chosen
-        digest = chosen.digest if policy.strategy is Strategy.DIGEST else ""
+        digest = chosen.digest if policy.strategy.pins_digest else ""
         verdict = await verify_chosen(
             endpoint,
             endpoint.repository_path(image.name),
@@ -260,9 +283,7 @@ def print_explain(explained: Explained) -> None:
 @click.command("test", help="Test the behaviour of argocd-image-updater for IMAGE")
 @click.argument("image")
 @click.option("--semver-constraint", default="", help="only consider tags matching this constraint")
-@click.option(
-    "--update-strategy", default="semver", help="semver, newest-build, alphabetical or digest"
-)
+@click.option("--update-strategy", default="semver", help=listed_names())
 @click.option(
     "--allow-tags", default="", help="only consider tags matching: regexp:<expression> or any"
 )
@@ -302,10 +323,31 @@ def print_explain(explained: Explained) -> None:
     "carries the verified digest (exit 5 when it does not verify)",
 )
 @click.option(
+    "--verify-identity",
+    default="",
+    metavar="IDENTITY",
+    help="verify the chosen tag's keyless signature: the certificate identity (email or URI; "
+    "exact or regexp:<expression>), with --verify-issuer (exit 5 when it does not verify)",
+)
+@click.option(
+    "--verify-issuer",
+    default="",
+    metavar="ISSUER",
+    help="with --verify-identity: the certificate's OIDC issuer (exact or regexp:<expression>)",
+)
+@click.option(
+    "--verify-trusted-root",
+    default="",
+    metavar="FILE",
+    help="with --verify-identity: a Sigstore trusted_root.json [default: the public Sigstore "
+    "trusted root]",
+)
+@click.option(
     "--verify-cosign-repository",
     default="",
     metavar="REGISTRY/REPOSITORY",
-    help="with --verify-key: read signatures from this repository (cosignRepository)",
+    help="with --verify-key or --verify-identity: read signatures from this repository "
+    "(cosignRepository)",
 )
 @click.option(
     "--cloud-credentials-auto/--no-cloud-credentials-auto",
@@ -337,7 +379,7 @@ def test_command(image: str, loglevel: str, **kwargs: Any) -> None:
     chosen = selection.chosen
     parsed = ImageRef.parse(image)
     tag = chosen.name
-    digest = chosen.digest if opts.update_strategy.strip().lower() == "digest" else ""
+    digest = chosen.digest if explained.policy.strategy.pins_digest else ""
     verdict = explained.verdict
     if verdict is not None:
         if not verdict.passed:
@@ -348,4 +390,11 @@ def test_command(image: str, loglevel: str, **kwargs: Any) -> None:
     log.info("latest image according to constraint is %s", result.full_name_with_tag)
 
 
-__all__ = ["Explained", "Reason", "TestOptions", "run_test", "run_test_explained", "test_command"]
+__all__ = [
+    "Explained",
+    "TagVerdict",
+    "TestOptions",
+    "run_test",
+    "run_test_explained",
+    "test_command",
+]

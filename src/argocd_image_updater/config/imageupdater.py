@@ -42,7 +42,8 @@ MSG_ONE_TARGET: Final = (
 MSG_PLUGIN_NAME: Final = "At least one of spec or name must be specified in plugin target."
 MSG_ONE_PROVIDER: Final = "Exactly one of github or gitlab must be set"
 MSG_VERIFICATION: Final = (
-    "at least one verification method (cosignKey) is required when verification is enabled"
+    "at least one verification method (cosignKey or keyless) is required when verification is "
+    "enabled"
 )
 
 
@@ -269,24 +270,43 @@ class SecretRef(_Model):
     key: str
 
 
+class Keyless(_Model):
+    """Keyless (Fulcio certificate) signatures: who must have signed, as cosign's
+    ``--certificate-identity(-regexp)`` and ``--certificate-oidc-issuer(-regexp)``."""
+
+    issuer: str = Field(min_length=1)
+    identity: str = Field(min_length=1)
+
+
+class ConfigMapRef(_Model):
+    config_map_name: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+
+
 class ImagesVerification(_Model):
     enabled: bool = True
     cosign_key: SecretRef | None = None
     cosign_repository: str | None = Field(default=None, min_length=1)
+    keyless: Keyless | None = None
+    trusted_root: ConfigMapRef | None = None
 
     @model_validator(mode="after")
     def _needs_method(self) -> ImagesVerification:
-        if self.enabled and self.cosign_key is None:
+        if self.enabled and self.cosign_key is None and self.keyless is None:
             raise _invalid(MSG_VERIFICATION)
         return self
 
     def to_verification(self) -> uc.Verification:
-        key = self.cosign_key
+        key, keyless, root = self.cosign_key, self.keyless, self.trusted_root
         return uc.Verification(
             enabled=self.enabled,
             cosign_secret_name=key.secret_name if key is not None else None,
             cosign_key=key.key if key is not None else None,
             cosign_repository=self.cosign_repository,
+            keyless_issuer=keyless.issuer if keyless is not None else None,
+            keyless_identity=keyless.identity if keyless is not None else None,
+            trusted_root_config_map=root.config_map_name if root is not None else None,
+            trusted_root_key=root.key if root is not None else None,
         )
 
 

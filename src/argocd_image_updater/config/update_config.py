@@ -4,8 +4,8 @@ Values here are plain and already merged over their scopes (spec → application
 
 * :class:`UpdateSettings` — field by field, a set (non-``None``) field of a later scope wins;
   an explicit empty list (``ignoreTags: []``) therefore clears the inherited value.
-* :class:`Verification` — ``enabled`` and the cosign key, field by field; no block at any scope
-  means no policy (``None``).
+* :class:`Verification` — ``enabled``, the cosign key, the signature repository, ``keyless`` and
+  the trusted root, field by field; no block at any scope means no policy (``None``).
 * :class:`WriteBack` — spec → ref only: ``method`` inherits when unset, ``gitConfig``
   repository/branch/writeBackTarget field by field, ``pullRequest`` replaced as a whole.
 * :class:`ManifestTarget` — image level only, never merged.
@@ -341,18 +341,28 @@ def _check_credentials(ref: str, namespace: str | None, qualified: bool) -> None
 
 @dataclass(frozen=True, slots=True)
 class Verification:
-    """Cosign verification policy of one scope, or merged."""
+    """Cosign verification policy of one scope, or merged. ``cosignKey``, ``keyless`` and
+    ``trustedRoot`` are each merged as a whole (their fields are required together)."""
 
     enabled: bool = True
     cosign_secret_name: str | None = None
     cosign_key: str | None = None
     cosign_repository: str | None = None
     """``<registry host>/<repository>`` holding the signatures (cosign's COSIGN_REPOSITORY)."""
+    keyless_issuer: str | None = None
+    """The OIDC issuer a keyless certificate must name (exact, or ``regexp:<expression>``)."""
+    keyless_identity: str | None = None
+    """The identity (email or URI) a keyless certificate must name (exact or ``regexp:``)."""
+    trusted_root_config_map: str | None = None
+    trusted_root_key: str | None = None
+    """ConfigMap (in the ImageUpdater's namespace) and key holding a ``trusted_root.json``."""
 
     def merged(self, over: Verification | None) -> Verification:
         if over is None:
             return self
         has_key = over.cosign_secret_name is not None or over.cosign_key is not None
+        has_keyless = over.keyless_issuer is not None or over.keyless_identity is not None
+        has_root = over.trusted_root_config_map is not None or over.trusted_root_key is not None
         return Verification(
             enabled=over.enabled,
             cosign_secret_name=over.cosign_secret_name if has_key else self.cosign_secret_name,
@@ -360,6 +370,12 @@ class Verification:
             cosign_repository=over.cosign_repository
             if over.cosign_repository is not None
             else self.cosign_repository,
+            keyless_issuer=over.keyless_issuer if has_keyless else self.keyless_issuer,
+            keyless_identity=over.keyless_identity if has_keyless else self.keyless_identity,
+            trusted_root_config_map=over.trusted_root_config_map
+            if has_root
+            else self.trusted_root_config_map,
+            trusted_root_key=over.trusted_root_key if has_root else self.trusted_root_key,
         )
 
     @classmethod
@@ -373,8 +389,16 @@ class Verification:
         return result
 
     @property
-    def has_method(self) -> bool:
+    def has_key(self) -> bool:
         return bool(self.cosign_secret_name) and bool(self.cosign_key)
+
+    @property
+    def has_keyless(self) -> bool:
+        return bool(self.keyless_issuer) and bool(self.keyless_identity)
+
+    @property
+    def has_method(self) -> bool:
+        return self.has_key or self.has_keyless
 
 
 @dataclass(frozen=True, slots=True)

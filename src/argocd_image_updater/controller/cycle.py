@@ -35,6 +35,7 @@ from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import metrics
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.verify.gate import Gate, verified_plan
+from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
 from argocd_image_updater.writeback.base import AppWriter, BatchResult, ConflictError
 
@@ -376,6 +377,7 @@ async def run_cycle(
     batch_writer: BatchWriter | None = None,
     may_write: Callable[[], bool] | None = None,
     verifier: Verifier | None = None,
+    config_maps: ConfigMapReader | None = None,
 ) -> CycleResult:
     """One cycle; ``verifier`` (kept across cycles for its cache) checks signatures of images
     whose verification is enabled; without one such images are refused, never written."""
@@ -398,7 +400,9 @@ async def run_cycle(
         scan_round=scan_round,
     )
     result.scans = len(scans)
-    gate = Gate(verifier, registries.endpoint_for, credentials.for_job, credentials.secrets)
+    gate = Gate(
+        verifier, registries.endpoint_for, credentials.for_job, credentials.secrets, config_maps
+    )
 
     limit = asyncio.Semaphore(max_concurrent_apps)
 

@@ -35,6 +35,7 @@ from argocd_image_updater.report import metrics
 from argocd_image_updater.report.cycle_metrics import forget_cr
 from argocd_image_updater.report.health import Health
 from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
 from argocd_image_updater.writeback.base import AppWriter
 
@@ -76,6 +77,8 @@ class Controller:
     """Completes the selection before planning (local mode: live images read from files)."""
     verifier: Verifier | None = None
     """Checks image signatures (made from ``scanner`` when not given; kept for its cache)."""
+    config_maps: ConfigMapReader | None = None
+    """Reads trusted root ConfigMaps of keyless verification (``kube`` when not given)."""
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -114,6 +117,7 @@ class Controller:
             batch_writer=self.batch_writer,
             may_write=self.is_leader,
             verifier=self.verifier,
+            config_maps=self.config_maps or self.kube,
         )
 
     async def run(self, once: bool = False, stop: asyncio.Event | None = None) -> None:

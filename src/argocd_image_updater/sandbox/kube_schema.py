@@ -134,8 +134,8 @@ def _exactly_one(*keys: str) -> Callable[[Any], bool]:
 
 
 CEL_RULES: Final[Mapping[str, Callable[[Any], bool]]] = {
-    "self.enabled == false || has(self.cosignKey)": (
-        lambda o: o.get("enabled") is False or _has(o, "cosignKey")
+    "self.enabled == false || has(self.cosignKey) || has(self.keyless)": (
+        lambda o: o.get("enabled") is False or _has(o, "cosignKey") or _has(o, "keyless")
     ),
     "has(self.spec) || has(self.name)": lambda o: _has(o, "spec") or _has(o, "name"),
     "(has(self.helm) ? 1 : 0) + (has(self.kustomize) ? 1 : 0) + (has(self.plugin) ? 1 : 0) == 1": (

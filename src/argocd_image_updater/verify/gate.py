@@ -22,7 +22,12 @@ from argocd_image_updater.model.registry import CredentialProvider, RegistryEndp
 from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.plan.model import SIGNATURE_CHECK_PENDING, AppPlan, SignatureCheck
-from argocd_image_updater.verify.policy import PolicyProblem, TrustPolicy, resolve
+from argocd_image_updater.verify.policy import (
+    ConfigMapReader,
+    PolicyProblem,
+    TrustPolicy,
+    resolve,
+)
 from argocd_image_updater.verify.verifier import Target, Verifier
 
 EndpointFor = Callable[[str, str], RegistryEndpoint]
@@ -48,12 +53,14 @@ def _unavailable(chosen: str) -> SignatureCheck:
 @dataclass(slots=True)
 class Gate:
     """What verification needs from the cycle; ``verifier`` ``None`` refuses every image that
-    asks for verification. One gate serves one cycle: each policy's key Secret is read once."""
+    asks for verification. One gate serves one cycle: each policy's key Secret and trusted root
+    ConfigMap are read once."""
 
     verifier: Verifier | None
     endpoint_for: EndpointFor
     credentials_for: CredentialsFor
     secrets: SecretReader | None
+    config_maps: ConfigMapReader | None = None
     _policies: dict[tuple[Verification, str], asyncio.Task[TrustPolicy]] = field(
         default_factory=dict
     )
@@ -62,7 +69,9 @@ class Gate:
         key = (verification, namespace)
         task = self._policies.get(key)
         if task is None:
-            task = asyncio.ensure_future(resolve(verification, namespace, self.secrets))
+            task = asyncio.ensure_future(
+                resolve(verification, namespace, self.secrets, self.config_maps)
+            )
             self._policies[key] = task
         return await asyncio.shield(task)
 

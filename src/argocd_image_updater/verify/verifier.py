@@ -8,7 +8,8 @@ The digest is the one that will be written: the chosen tag is resolved once (or 
    refused: anti-replay);
 2. the signature must verify with a configured key over what was signed (payload bytes, or the
    DSSE pre-authentication encoding). Key-based signatures need no transparency-log entry, as in
-   the original.
+   the original; or, with ``keyless``, it must be a keyless signature whose certificate, identity,
+   issuer and transparency-log entry pass (:mod:`~argocd_image_updater.verify.keyless`).
 
 Anything else — no signature, an unreadable one, a registry error, a Secret that cannot be read —
 is a refusal with its cause: verification fails closed.
@@ -27,6 +28,7 @@ from argocd_image_updater.registry.singleflight import SingleFlight
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.verify.cache import CacheKey, VerdictCache
 from argocd_image_updater.verify.discovery import Discovery
+from argocd_image_updater.verify.keyless import KeylessResult, check_keyless
 from argocd_image_updater.verify.payloads import PayloadError, Signed, signed_digests
 from argocd_image_updater.verify.policy import TrustPolicy
 
@@ -43,6 +45,8 @@ class Finding:
     where: str
     layout: str
     problem: str = ""
+    signer: str = ""
+    """The keyless certificate's identity and issuer, when one was read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,23 +79,39 @@ class Target:
     """``registry/repository`` for messages."""
 
 
-def check_signature(signed: Signed, digest: str, policy: TrustPolicy) -> str:
-    """Why ``signed`` does not vouch for ``digest`` under ``policy`` (``""`` when it does)."""
+def assess(signed: Signed, digest: str, policy: TrustPolicy) -> KeylessResult:
+    """Whether ``signed`` vouches for ``digest`` under ``policy`` (``problem`` ``""`` when it
+    does); ``signer`` names a keyless certificate's identity and issuer."""
     try:
         digests = signed_digests(signed)
     except PayloadError as err:
-        return str(err)
+        return KeylessResult(str(err))
     if digest not in digests:
-        return (
+        return KeylessResult(
             f"it signs {', '.join(digests) or 'no digest'}, not the image's {digest} "
             "(a signature of another image)"
         )
-    if not policy.keys:
-        return "no key is configured to check it with"
+    if not policy.keys and policy.keyless is None:
+        return KeylessResult("no key is configured to check it with")
+    problems = []
     for key in policy.keys:
         if key.verify(signed.signature, signed.message):
-            return ""
-    return f"the signature does not verify with the {policy.keys[0].description}"
+            return KeylessResult()
+    if policy.keys:
+        problems.append(f"the signature does not verify with the {policy.keys[0].description}")
+    signer = ""
+    if policy.keyless is not None:
+        result = check_keyless(signed, policy.keyless)
+        if not result.problem:
+            return result
+        problems.append(result.problem)
+        signer = result.signer
+    return KeylessResult("; ".join(problems), signer)
+
+
+def check_signature(signed: Signed, digest: str, policy: TrustPolicy) -> str:
+    """Why ``signed`` does not vouch for ``digest`` under ``policy`` (``""`` when it does)."""
+    return assess(signed, digest, policy).problem
 
 
 @dataclass(slots=True)
@@ -156,8 +176,11 @@ class Verifier:
             if candidate.signed is None:
                 findings.append(Finding(candidate.where, "unreadable", candidate.problem))
                 continue
-            problem = check_signature(candidate.signed, digest, policy)
-            findings.append(Finding(candidate.where, candidate.signed.layout, problem))
+            result = assess(candidate.signed, digest, policy)
+            problem = result.problem
+            findings.append(
+                Finding(candidate.where, candidate.signed.layout, problem, result.signer)
+            )
             if not problem:
                 log.debug(
                     "signature verified",
@@ -170,7 +193,9 @@ class Verifier:
                     digest, "", tuple(findings), tuple(discovery.notes), location=location
                 )
         if findings:
-            causes = "; ".join(f"{f.where}: {f.problem}" for f in findings)
+            causes = "; ".join(
+                f"{f.where}: {f.problem}" + (f" ({f.signer})" if f.signer else "") for f in findings
+            )
             error = f"no valid signature for {name}@{digest} ({causes})"
         else:
             error = (

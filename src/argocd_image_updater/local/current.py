@@ -26,6 +26,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from argocd_image_updater.config.update_config import AppUpdateConfig, ImageSpec
+from argocd_image_updater.kits.yamltext import YamlEditError, get_dotted_value
 from argocd_image_updater.model.application import Application, SourceType
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.plan.jobs import edit_kind
@@ -38,7 +39,6 @@ from argocd_image_updater.plan.params import (
     thaw,
 )
 from argocd_image_updater.writeback.targets import KUSTOMIZATION_FILE_NAMES, TargetKind
-from argocd_image_updater.writeback.yamledit import YamlEditError, get_dotted_value
 
 _BLOCKS = (
     ("helm", SourceType.HELM),

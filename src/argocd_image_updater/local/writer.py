@@ -2,7 +2,7 @@
 
 The plan becomes the same JSON patch the Kubernetes API would receive; it is applied to the
 Application's document in its file surgically (only the changed values' bytes change, see
-:mod:`argocd_image_updater.writeback.yamlpatch`).
+:mod:`argocd_image_updater.kits.yamltext.patch`).
 
 * Manifests in a directory: all files of a cycle are written atomically and, when the directory
   is inside a Git work tree, committed together in one commit that holds only those files
@@ -25,6 +25,7 @@ from pathlib import Path
 
 from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.cycle import BatchWriter
+from argocd_image_updater.kits.yamltext import YamlPatchError, apply_patch
 from argocd_image_updater.local.manifests import Manifest, file_digest
 from argocd_image_updater.local.store import LocalStore, RepoSource
 from argocd_image_updater.plan.model import AppPlan
@@ -41,7 +42,6 @@ from argocd_image_updater.writeback.git.repo import (
 )
 from argocd_image_updater.writeback.git.writer import CommitSettings
 from argocd_image_updater.writeback.messages import grouped_commit_message
-from argocd_image_updater.writeback.yamlpatch import YamlPatchError, apply_patch
 
 log = get_logger("local")
 

@@ -12,7 +12,7 @@ list keyed by ``name``, like ``kustomize edit set image``:
   indentation style (a new ``images:`` list follows the style of the file's other lists);
 * values that YAML would not read back as the same string (``"123"``, ``"1.10"``) are quoted.
 
-Changed values go through :mod:`~argocd_image_updater.writeback.yamledit`; added or removed
+Changed values go through :mod:`~argocd_image_updater.kits.yamltext.edit`; added or removed
 elements and fields are spliced into the text at line boundaries. Comments, blank lines, key
 order, a leading comment, ``%YAML`` directive or ``---`` marker and everything outside
 ``images:`` keep their bytes. The result is parsed again and must hold exactly the expected data,
@@ -32,12 +32,12 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from argocd_image_updater.kits.yamltext import YamlEditError, is_safe_plain, set_value
 from argocd_image_updater.model.application import AppSource
 from argocd_image_updater.plan.model import ParamEdit
 from argocd_image_updater.plan.params import apply_edits, kustomize_images
 from argocd_image_updater.writeback.override_file import document_prefix
 from argocd_image_updater.writeback.targets import KUSTOMIZATION_FILE_NAMES
-from argocd_image_updater.writeback.yamledit import YamlEditError, is_safe_plain, set_value
 
 __all__ = [
     "KustomizationError",

@@ -16,7 +16,7 @@ the repository:
 
 Format: like the original's YAML encoder (2-space indent, sequences not indented under their
 key, ``forcestring``). When the existing file parses, only values change and no entry moves,
-the values are edited in place through :mod:`~argocd_image_updater.writeback.yamledit`, so the
+the values are edited in place through :mod:`~argocd_image_updater.kits.yamltext.edit`, so the
 diff is one line per value. Otherwise the file is rendered again: other keys of the file are
 kept (their scalars verbatim; comments inside the document are lost), a leading block of
 comments, ``%`` directives and a ``---`` marker is kept byte for byte. A file that does not
@@ -39,6 +39,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from argocd_image_updater.kits.yamltext import YamlEditError, is_safe_plain, set_value
 from argocd_image_updater.model.application import AppSource, SourceType
 from argocd_image_updater.model.image import ImageRef, ImageRefError, tags_equal
 from argocd_image_updater.plan.model import ParamEdit
@@ -49,7 +50,6 @@ from argocd_image_updater.plan.params import (
     kustomize_match,
     plugin_env,
 )
-from argocd_image_updater.writeback.yamledit import YamlEditError, is_safe_plain, set_value
 
 __all__ = [
     "OverrideFileError",

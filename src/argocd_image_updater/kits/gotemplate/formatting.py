@@ -83,7 +83,8 @@ def _go_float(value: float) -> str:
 
 
 def go_quote(text: str, quote: str = '"') -> str:
-    """Go's ``strconv.Quote`` (what ``printf "%q"`` prints for a string); ``QuoteRune`` with ``'``."""
+    """Go's ``strconv.Quote`` (what ``printf "%q"`` prints for a string); with ``quote="'"``
+    Go's ``QuoteRune``."""
     out = [quote]
     for ch in text:
         code = ord(ch)

@@ -8,8 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from argocd_image_updater.writeback import yamledit
-from argocd_image_updater.writeback.yamledit import (
+from argocd_image_updater.kits.yamltext import (
     YamlEditError,
     format_path,
     get_dotted_value,
@@ -20,6 +19,7 @@ from argocd_image_updater.writeback.yamledit import (
     set_value,
     set_values,
 )
+from argocd_image_updater.kits.yamltext import edit as yamledit
 
 
 def helm_set(text: str, key: str, value: str) -> str:
@@ -599,10 +599,10 @@ def test_document_selection() -> None:
 
 
 def test_self_check_refuses_a_wrong_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(yamledit, "_render", lambda value, style, in_flow: value + "\nextra: 1")
+    monkeypatch.setattr(yamledit, "render", lambda value, style, in_flow: value + "\nextra: 1")
     with pytest.raises(YamlEditError, match="would change more than the target value"):
         set_value("a: 1\nb: 2\n", ["a"], "x")
-    monkeypatch.setattr(yamledit, "_render", lambda value, style, in_flow: "[unclosed")
+    monkeypatch.setattr(yamledit, "render", lambda value, style, in_flow: "[unclosed")
     with pytest.raises(YamlEditError, match="would break the file"):
         set_value("a: 1\nb: 2\n", ["a"], "x")
 

@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 from plans import make_plan
 from ruamel.yaml import YAML
 
+from argocd_image_updater.kits.yamltext import YamlPatchError, apply_patch, is_safe_plain
+from argocd_image_updater.kits.yamltext import patch as yamlpatch
+from argocd_image_updater.kits.yamltext.jsonpatch import apply_plain
+from argocd_image_updater.kits.yamltext.scalars import double_quoted
 from argocd_image_updater.plan.model import (
     ParamEdit,
 )
 from argocd_image_updater.plan.patch import json_patch_ops
-from argocd_image_updater.writeback import yamlpatch
-from argocd_image_updater.writeback.yamledit import _double_quoted, is_safe_plain
-from argocd_image_updater.writeback.yamlpatch import YamlPatchError, apply_patch
 
 Op = dict[str, Any]
 
@@ -766,7 +767,7 @@ def _scenario(draw: st.DrawFn) -> tuple[str, list[Op], list[str]]:
         if draw(st.booleans()):
             comments.append(f"{dash}# comment {n}")
             lines.append(comments[-1])
-        quoted = value if is_safe_plain(value) else _double_quoted(value)
+        quoted = value if is_safe_plain(value) else double_quoted(value)
         lines.append(f"{dash}- name: {name}")
         lines.append(f"{dash}  value: {quoted}  # c{n}")
         comments.append(f"# c{n}")
@@ -800,7 +801,7 @@ def _scenario(draw: st.DrawFn) -> tuple[str, list[Op], list[str]]:
 def test_property_parameters(scenario: tuple[str, list[Op], list[str]]) -> None:
     text, ops, comments = scenario
     out = apply_patch(text, ops)
-    assert load_all(out) == [yamlpatch._apply_plain(load_all(text)[0], ops)]
+    assert load_all(out) == [apply_plain(load_all(text)[0], ops)]
     for comment in comments:
         assert comment in out
     kept = [line for line in text.splitlines() if line.lstrip().startswith("#")]

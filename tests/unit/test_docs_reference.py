@@ -33,8 +33,8 @@ from argocd_image_updater.config.settings import FILE_KEYS, OPTIONS
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.plan.model import Reason as ImageReason
 from argocd_image_updater.policy.select import Policy, choose
-from argocd_image_updater.policy.select import Reason as TagReason
-from argocd_image_updater.policy.strategy import Strategy
+from argocd_image_updater.policy.strategies import named, strategies
+from argocd_image_updater.policy.verdicts import TagVerdict
 from argocd_image_updater.report.metrics import REGISTRY
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -239,8 +239,26 @@ def test_every_metric_is_documented_with_type_and_labels() -> None:
 
 
 def test_every_reason_code_is_documented() -> None:
-    codes = {f"`{r.value}`" for r in ImageReason} | {f"`{r.value}`" for r in TagReason}
+    codes = {f"`{r.value}`" for r in ImageReason} | {f"`{r.value}`" for r in TagVerdict}
     assert _missing(codes, _all_docs()) == []
+
+
+# --- update strategies ----------------------------------------------------------------------
+
+
+def test_every_update_strategy_is_documented() -> None:
+    """Each strategy (and legacy name) has its row in the strategies table, and says what
+    "below the running tag" means for it."""
+    text = _read("strategies.md")
+    missing: list[str] = []
+    for strategy in strategies():
+        names = " ".join(f"`{n}`" for n in strategy.legacy_names)
+        row = re.search(rf"^\| `{re.escape(strategy.name)}`[^\n]*\|[^\n]*$", text, re.M)
+        if row is None or any(f"`{n}`" not in row.group(0) for n in strategy.legacy_names):
+            missing.append(f"strategies table: `{strategy.name}` {names}".strip())
+        if not re.search(rf"^\| `{re.escape(strategy.name)}` \| [^|]+ \|$", text, re.M):
+            missing.append(f"never-downgrade table: `{strategy.name}`")
+    assert missing == []
 
 
 # --- strategies.md examples -----------------------------------------------------------------
@@ -264,7 +282,7 @@ def _semver_examples() -> tuple[list[str], list[tuple[str, str | None]]]:
 @pytest.mark.parametrize(("constraint", "chosen"), _semver_examples()[1])
 def test_semver_examples_are_what_the_policy_chooses(constraint: str, chosen: str | None) -> None:
     tags, _ = _semver_examples()
-    selection = choose(Policy(Strategy.SEMVER, constraint), [TagInfo(t) for t in tags])
+    selection = choose(Policy(named("semver"), constraint), [TagInfo(t) for t in tags])
     assert (selection.chosen.name if selection.chosen else None) == chosen
 
 

@@ -22,7 +22,7 @@ from argocd_image_updater.plan.jobs import plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageResult, Outcome, Reason
 from argocd_image_updater.policy.downgrade import downgrade
 from argocd_image_updater.policy.platforms import PlatformFilter
-from argocd_image_updater.policy.strategy import Strategy
+from argocd_image_updater.policy.strategies import UpdateStrategy, named
 
 P = "argocd-image-updater.argoproj.io"
 IMAGE = "example.io/team/web"
@@ -46,18 +46,18 @@ def built(name: str, day: int) -> TagInfo:
 @pytest.mark.parametrize(
     ("strategy", "running", "chosen", "lower"),
     [
-        (Strategy.SEMVER, "1.5.0", "1.3.0", True),
-        (Strategy.SEMVER, "1.3.0", "1.5.0", False),
-        (Strategy.SEMVER, "v1.5", "1.5.0", False),  # equal precedence is not lower
-        (Strategy.SEMVER, "latest", "1.3.0", False),  # the running tag has no order
-        (Strategy.SEMVER, "1.5.0", "1.5.0-rc.1", True),
-        (Strategy.ALPHABETICAL, "b", "a", True),
-        (Strategy.ALPHABETICAL, "a", "b", False),
-        (Strategy.DIGEST, "1.5.0", "1.3.0", False),  # not applicable
+        (named("semver"), "1.5.0", "1.3.0", True),
+        (named("semver"), "1.3.0", "1.5.0", False),
+        (named("semver"), "v1.5", "1.5.0", False),  # equal precedence is not lower
+        (named("semver"), "latest", "1.3.0", False),  # the running tag has no order
+        (named("semver"), "1.5.0", "1.5.0-rc.1", True),
+        (named("alphabetical"), "b", "a", True),
+        (named("alphabetical"), "a", "b", False),
+        (named("digest"), "1.5.0", "1.3.0", False),  # not applicable
     ],
 )
 def test_each_strategy_orders_by_its_own_rule(
-    strategy: Strategy, running: str, chosen: str, lower: bool
+    strategy: UpdateStrategy, running: str, chosen: str, lower: bool
 ) -> None:
     why = downgrade(strategy, running, TagInfo(chosen))
     assert (why is not None) is lower
@@ -68,14 +68,14 @@ def test_each_strategy_orders_by_its_own_rule(
 def test_newest_build_compares_build_dates_when_both_are_known() -> None:
     old, new = built("b", 1), built("a", 2)
     wanted = PlatformFilter([LINUX])
-    why = downgrade(Strategy.NEWEST_BUILD, "a", old, tags=[old, new], platforms=wanted)
+    why = downgrade(named("newest-build"), "a", old, tags=[old, new], platforms=wanted)
     assert why is not None and "2026-01-01" in why and "2026-01-02" in why
-    assert downgrade(Strategy.NEWEST_BUILD, "b", new, tags=[old, new], platforms=wanted) is None
+    assert downgrade(named("newest-build"), "b", new, tags=[old, new], platforms=wanted) is None
     # the running tag is not in the list: its date is unknown, nothing is said
-    assert downgrade(Strategy.NEWEST_BUILD, "gone", old, tags=[old], platforms=wanted) is None
+    assert downgrade(named("newest-build"), "gone", old, tags=[old], platforms=wanted) is None
     # registries listing tags by age: the list position stands for the date
     hint = {"a": 2, "b": 1}
-    assert downgrade(Strategy.NEWEST_BUILD, "a", TagInfo("b"), order_hint=hint) is not None
+    assert downgrade(named("newest-build"), "a", TagInfo("b"), order_hint=hint) is not None
 
 
 # --- planning from an ImageUpdater ---------------------------------------------------------------

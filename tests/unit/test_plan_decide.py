@@ -42,7 +42,7 @@ from argocd_image_updater.plan.model import (
     SignatureCheck,
 )
 from argocd_image_updater.plan.patch import json_patch_ops
-from argocd_image_updater.policy.strategy import Strategy
+from argocd_image_updater.policy.strategies import UpdateStrategy, named
 
 D = "sha256:" + "1234567890abcdef" * 4
 N = "sha256:" + "1" * 64
@@ -844,25 +844,25 @@ def _ref(text: str) -> ImageRef:
 @pytest.mark.parametrize(
     ("live", "chosen", "strategy", "expected"),
     [
-        ("a/b:1.0", TagInfo("1.0"), Strategy.SEMVER, False),
-        ("a/b:1.0", TagInfo("1.1"), Strategy.SEMVER, True),
-        ("a/b", TagInfo("1.0"), Strategy.SEMVER, True),
-        ("a/b:1.0", TagInfo("1.0", digest=D), Strategy.DIGEST, True),
-        (f"a/b:1.0@{D}", TagInfo("1.0", digest=D), Strategy.DIGEST, False),
-        (f"a/b:1.0@{N}", TagInfo("1.0", digest=D), Strategy.DIGEST, True),
-        (f"a/b:old@{D}", TagInfo("new", digest=D), Strategy.NEWEST_BUILD, False),
-        ("a/b:1.0", TagInfo("1.0", digest=D), Strategy.NEWEST_BUILD, True),
+        ("a/b:1.0", TagInfo("1.0"), named("semver"), False),
+        ("a/b:1.0", TagInfo("1.1"), named("semver"), True),
+        ("a/b", TagInfo("1.0"), named("semver"), True),
+        ("a/b:1.0", TagInfo("1.0", digest=D), named("digest"), True),
+        (f"a/b:1.0@{D}", TagInfo("1.0", digest=D), named("digest"), False),
+        (f"a/b:1.0@{N}", TagInfo("1.0", digest=D), named("digest"), True),
+        (f"a/b:old@{D}", TagInfo("new", digest=D), named("newest-build"), False),
+        ("a/b:1.0", TagInfo("1.0", digest=D), named("newest-build"), True),
     ],
 )
-def test_needs_update(live: str, chosen: TagInfo, strategy: Strategy, expected: bool) -> None:
+def test_needs_update(live: str, chosen: TagInfo, strategy: UpdateStrategy, expected: bool) -> None:
     assert needs_update(_ref(live), _ref("a/b:1.x"), chosen, strategy) is expected
 
 
 def test_needs_update_forced_and_kustomize_rename() -> None:
-    assert needs_update(None, _ref("a/b:1.x"), TagInfo("1.0"), Strategy.SEMVER)
+    assert needs_update(None, _ref("a/b:1.x"), TagInfo("1.0"), named("semver"))
     live, cfg = _ref("a/b:1.0"), _ref("gcr.io/a/b:1.x")
-    assert not needs_update(live, cfg, TagInfo("1.0"), Strategy.SEMVER)
-    assert needs_update(live, cfg, TagInfo("1.0"), Strategy.SEMVER, kustomize_target=True)
+    assert not needs_update(live, cfg, TagInfo("1.0"), named("semver"))
+    assert needs_update(live, cfg, TagInfo("1.0"), named("semver"), kustomize_target=True)
 
 
 def test_labels_of_chosen_tag_are_carried() -> None:

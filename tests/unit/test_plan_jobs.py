@@ -34,7 +34,7 @@ from argocd_image_updater.plan.jobs import (
 from argocd_image_updater.plan.model import ImageResult, Outcome, Reason
 from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.policy.platforms import runtime_platform
-from argocd_image_updater.policy.strategy import Strategy
+from argocd_image_updater.policy.strategies import named
 
 CR = "imageupdater ns/iu"
 
@@ -118,7 +118,7 @@ def test_ua40_forced_digest_keeps_constraint_on_configured_image() -> None:
     job = only_job(plan(app([]), spec("n", "nginx:1.14", force_update=True, strategy="digest")))
     assert job.forced
     assert job.cfg.tag == "1.14"
-    assert job.policy.strategy is Strategy.DIGEST
+    assert job.policy.strategy is named("digest")
     assert job.policy.constraint == "1.14"
 
 
@@ -181,7 +181,7 @@ def test_non_live_image_is_skipped_before_config_is_checked() -> None:
 
 def test_strategy_warnings_are_kept() -> None:
     job = only_job(plan(app(["nginx:1.0"]), spec("a", "nginx:1.x", strategy="latest")))
-    assert job.policy.strategy is Strategy.NEWEST_BUILD
+    assert job.policy.strategy is named("newest-build")
     assert job.warnings and "deprecated" in job.warnings[0]
 
 

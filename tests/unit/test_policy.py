@@ -25,13 +25,13 @@ from argocd_image_updater.policy.platforms import (
 from argocd_image_updater.policy.select import (
     Policy,
     PolicyError,
-    Reason,
     Selection,
     choose,
     needs_metadata,
     time_order_hint,
 )
-from argocd_image_updater.policy.strategy import Strategy, parse_strategy
+from argocd_image_updater.policy.strategies import UpdateStrategy, named, parse_strategy
+from argocd_image_updater.policy.verdicts import TagVerdict
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 AMD64 = Platform("linux", "amd64")
@@ -60,22 +60,22 @@ def chosen(selection: Selection) -> str | None:
 @pytest.mark.parametrize(
     ("text", "strategy", "warns"),
     [
-        pytest.param("semver", Strategy.SEMVER, None, id="ST-1-semver"),
-        pytest.param("newest-build", Strategy.NEWEST_BUILD, None, id="ST-1-newest-build"),
-        pytest.param("latest", Strategy.NEWEST_BUILD, "deprecated", id="ST-1-latest"),
-        pytest.param("name", Strategy.ALPHABETICAL, "deprecated", id="ST-1-name"),
-        pytest.param("alphabetical", Strategy.ALPHABETICAL, None, id="ST-1-alphabetical"),
-        pytest.param("digest", Strategy.DIGEST, None, id="ST-1-digest"),
+        pytest.param("semver", named("semver"), None, id="ST-1-semver"),
+        pytest.param("newest-build", named("newest-build"), None, id="ST-1-newest-build"),
+        pytest.param("latest", named("newest-build"), "deprecated", id="ST-1-latest"),
+        pytest.param("name", named("alphabetical"), "deprecated", id="ST-1-name"),
+        pytest.param("alphabetical", named("alphabetical"), None, id="ST-1-alphabetical"),
+        pytest.param("digest", named("digest"), None, id="ST-1-digest"),
         pytest.param(
-            "invalid", Strategy.SEMVER, "Unknown sort option invalid -- using semver", id="ST-1-bad"
+            "invalid", named("semver"), "Unknown sort option invalid -- using semver", id="ST-1-bad"
         ),
-        pytest.param(None, Strategy.SEMVER, None, id="ST-1-unset"),
-        pytest.param("", Strategy.SEMVER, None, id="ST-1-empty"),
-        pytest.param("Newest-Build", Strategy.NEWEST_BUILD, None, id="case-insensitive"),
-        pytest.param("LATEST", Strategy.NEWEST_BUILD, "use 'newest-build'", id="alias-upper"),
+        pytest.param(None, named("semver"), None, id="ST-1-unset"),
+        pytest.param("", named("semver"), None, id="ST-1-empty"),
+        pytest.param("Newest-Build", named("newest-build"), None, id="case-insensitive"),
+        pytest.param("LATEST", named("newest-build"), "use 'newest-build'", id="alias-upper"),
     ],
 )
-def test_parse_strategy(text: str | None, strategy: Strategy, warns: str | None) -> None:
+def test_parse_strategy(text: str | None, strategy: UpdateStrategy, warns: str | None) -> None:
     got, warning = parse_strategy(text)
     assert got is strategy
     if warns is None:
@@ -88,27 +88,27 @@ def test_parse_strategy(text: str | None, strategy: Strategy, warns: str | None)
 @pytest.mark.parametrize(
     ("strategy", "text", "cacheable", "metadata", "constraint"),
     [
-        pytest.param(Strategy.SEMVER, "semver", True, False, False, id="ST-2-5-semver"),
-        pytest.param(Strategy.NEWEST_BUILD, "newest-build", True, True, False, id="ST-2-5-newest"),
-        pytest.param(Strategy.ALPHABETICAL, "alphabetical", True, False, False, id="ST-2-5-alpha"),
-        pytest.param(Strategy.DIGEST, "digest", False, True, True, id="ST-2-5-digest"),
+        pytest.param(named("semver"), "semver", True, False, False, id="ST-2-5-semver"),
+        pytest.param(named("newest-build"), "newest-build", True, True, False, id="ST-2-5-newest"),
+        pytest.param(named("alphabetical"), "alphabetical", True, False, False, id="ST-2-5-alpha"),
+        pytest.param(named("digest"), "digest", False, True, True, id="ST-2-5-digest"),
     ],
 )
 def test_strategy_properties(
-    strategy: Strategy, text: str, cacheable: bool, metadata: bool, constraint: bool
+    strategy: UpdateStrategy, text: str, cacheable: bool, metadata: bool, constraint: bool
 ) -> None:
     assert str(strategy) == text
-    assert strategy.is_cacheable is cacheable
-    assert strategy.needs_metadata is metadata
+    assert strategy.cacheable is cacheable
+    assert strategy.needs_metadata() is metadata
     assert strategy.needs_constraint is constraint
 
 
 def test_needs_metadata_for_policy() -> None:
     assert not needs_metadata(Policy())
-    assert not needs_metadata(Policy(Strategy.ALPHABETICAL))
-    assert needs_metadata(Policy(Strategy.NEWEST_BUILD))
-    assert not needs_metadata(Policy(Strategy.NEWEST_BUILD), time_sorted=True)
-    assert needs_metadata(Policy(Strategy.DIGEST, "latest"), time_sorted=True)
+    assert not needs_metadata(Policy(named("alphabetical")))
+    assert needs_metadata(Policy(named("newest-build")))
+    assert not needs_metadata(Policy(named("newest-build")), time_sorted=True)
+    assert needs_metadata(Policy(named("digest"), "latest"), time_sorted=True)
 
 
 # --- allowTags / ignoreTags ---------------------------------------------------------------------
@@ -417,14 +417,14 @@ def test_semver_verdicts_explain_every_tag() -> None:
     assert chosen(selection) == "1.0.5"
     reasons = {v.tag: v.reason for v in selection.verdicts}
     assert reasons == {
-        "0.9": Reason.OUTSIDE_CONSTRAINT,
-        "1.0.0": Reason.OLDER,
-        "1.0.5": Reason.CHOSEN,
-        "1.0.6-rc.1": Reason.PRERELEASE,
-        "1.1.0": Reason.OUTSIDE_CONSTRAINT,
-        "latest": Reason.NOT_ALLOWED,
-        "v1.0.3": Reason.IGNORED,
-        "dev": Reason.NOT_ALLOWED,
+        "0.9": TagVerdict.OUTSIDE_CONSTRAINT,
+        "1.0.0": TagVerdict.OLDER,
+        "1.0.5": TagVerdict.CHOSEN,
+        "1.0.6-rc.1": TagVerdict.PRERELEASE,
+        "1.1.0": TagVerdict.OUTSIDE_CONSTRAINT,
+        "latest": TagVerdict.NOT_ALLOWED,
+        "v1.0.3": TagVerdict.IGNORED,
+        "dev": TagVerdict.NOT_ALLOWED,
     }
     assert [v.tag for v in selection.verdicts] == [t.name for t in tags]
     assert selection.verdict("v1.0.3") is not None
@@ -441,14 +441,14 @@ def test_summary_when_nothing_is_chosen() -> None:
     assert selection.summary == (
         "no tag satisfies constraint '~1.0' (7 tags: 5 outside-constraint, 2 not-semver)"
     )
-    assert selection.counts() == {Reason.OUTSIDE_CONSTRAINT: 5, Reason.NOT_SEMVER: 2}
+    assert selection.counts() == {TagVerdict.OUTSIDE_CONSTRAINT: 5, TagVerdict.NOT_SEMVER: 2}
     assert choose(Policy(), []).summary == "the registry lists no tags for this image"
 
 
 def test_invalid_allow_tags_reports_why() -> None:
     selection = choose(Policy(allow=parse_allow_tags("v1.*")), names("v1.0", "v1.1"))
     assert selection.chosen is None
-    assert {v.reason for v in selection.verdicts} == {Reason.NOT_ALLOWED}
+    assert {v.reason for v in selection.verdicts} == {TagVerdict.NOT_ALLOWED}
     assert "invalid match option syntax 'v1.*'" in selection.verdicts[0].detail
 
 
@@ -470,7 +470,7 @@ def test_filters_in_choice(allow: str, ignore: tuple[str, ...], expected: str | 
 def test_at15_match_none_filters_everything() -> None:
     selection = choose(Policy(allow=TagMatcher("none")), names("1.2.0", "1.2.1", "1.2.2"))
     assert selection.chosen is None
-    assert selection.counts() == {Reason.NOT_ALLOWED: 3}
+    assert selection.counts() == {TagVerdict.NOT_ALLOWED: 3}
 
 
 # --- the choice: newest-build, alphabetical, digest ----------------------------------------------
@@ -478,7 +478,7 @@ def test_at15_match_none_filters_everything() -> None:
 
 def test_vs10_newest_build_later_duplicate_wins() -> None:
     tags = dated(("zz", 0), ("bb", 5), ("yy", 10), ("cc", 15), ("yy", 20), ("aa", 25), ("ll", 30))
-    selection = choose(Policy(Strategy.NEWEST_BUILD), tags)
+    selection = choose(Policy(named("newest-build")), tags)
     assert chosen(selection) == "ll"
     assert len(selection.verdicts) == 6
     assert selection.summary == "chose 'll': newest build (6 tags)"
@@ -486,19 +486,19 @@ def test_vs10_newest_build_later_duplicate_wins() -> None:
 
 def test_vs10_duplicate_keeps_later_date() -> None:
     tags = dated(("yy", 40), ("ll", 30), ("yy", 20))
-    assert chosen(choose(Policy(Strategy.NEWEST_BUILD), tags)) == "ll"
+    assert chosen(choose(Policy(named("newest-build")), tags)) == "ll"
 
 
 def test_vs12_alphabetical_ignores_constraint() -> None:
     tags = names("zz", "bb", "yy", "cc", "yy", "aa", "ll")
-    assert chosen(choose(Policy(Strategy.ALPHABETICAL, "~1.0"), tags)) == "zz"
+    assert chosen(choose(Policy(named("alphabetical"), "~1.0"), tags)) == "zz"
 
 
 def test_tg11_alphabetical_byte_order() -> None:
     tags = names("wohoo", "bazar", "alpha", "jesus", "zebra", "Zulu", "2024.01")
-    selection = choose(Policy(Strategy.ALPHABETICAL), tags)
+    selection = choose(Policy(named("alphabetical")), tags)
     assert chosen(selection) == "zebra"
-    assert selection.verdict("Zulu").reason is Reason.OLDER  # type: ignore[union-attr]
+    assert selection.verdict("Zulu").reason is TagVerdict.OLDER  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -518,7 +518,7 @@ def test_tg11_alphabetical_byte_order() -> None:
     ],
 )
 def test_newest_build_by_date_then_name(pairs: list[tuple[str, int]], expected: str) -> None:
-    assert chosen(choose(Policy(Strategy.NEWEST_BUILD), dated(*pairs))) == expected
+    assert chosen(choose(Policy(named("newest-build")), dated(*pairs))) == expected
 
 
 def test_newest_build_uses_newest_matching_platform_image() -> None:
@@ -532,23 +532,23 @@ def test_newest_build_uses_newest_matching_platform_image() -> None:
         ),
     )
     single = dated(("single", 2 * 86400))[0]
-    everything = choose(Policy(Strategy.NEWEST_BUILD), [multi, single])
+    everything = choose(Policy(named("newest-build")), [multi, single])
     assert chosen(everything) == "multi"
-    arm_only = Policy(Strategy.NEWEST_BUILD, platforms=PlatformFilter(["linux/arm"]))
+    arm_only = Policy(named("newest-build"), platforms=PlatformFilter(["linux/arm"]))
     selection = choose(arm_only, [multi, single])
     assert chosen(selection) == "multi"
-    assert selection.verdict("single").reason is Reason.PLATFORM_MISMATCH  # type: ignore[union-attr]
-    arm_v7 = Policy(Strategy.NEWEST_BUILD, platforms=PlatformFilter(["linux/arm/v7"]))
+    assert selection.verdict("single").reason is TagVerdict.PLATFORM_MISMATCH  # type: ignore[union-attr]
+    arm_v7 = Policy(named("newest-build"), platforms=PlatformFilter(["linux/arm/v7"]))
     older_multi = TagInfo("multi", images=(PlatformImage(ARM_V7, created=EPOCH),))
     assert chosen(choose(arm_v7, [older_multi, *dated(("x", 5), platform=ARM_V7)])) == "x"
 
 
 def test_pl17_platform_mismatch_is_reported() -> None:
     tags = dated(("1.0", 1), ("2.0", 2), platform=Platform("testOS", "testArch", "testVariant"))
-    policy = Policy(Strategy.NEWEST_BUILD, platforms=PlatformFilter(["linux/amd64"]))
+    policy = Policy(named("newest-build"), platforms=PlatformFilter(["linux/amd64"]))
     selection = choose(policy, tags)
     assert selection.chosen is None
-    assert selection.counts() == {Reason.PLATFORM_MISMATCH: 2}
+    assert selection.counts() == {TagVerdict.PLATFORM_MISMATCH: 2}
     detail = selection.verdicts[0].detail
     assert "linux/amd64" in detail and "testOS/testArch/testVariant" in detail
     assert "2 platform-mismatch" in selection.summary
@@ -558,14 +558,14 @@ def test_naive_and_missing_dates() -> None:
     naive = TagInfo("naive", images=(PlatformImage(AMD64, created=datetime(2030, 1, 1)),))
     aware = dated(("aware", 10))[0]
     undated = TagInfo("undated", images=(PlatformImage(AMD64),))
-    assert chosen(choose(Policy(Strategy.NEWEST_BUILD), [undated, aware, naive])) == "naive"
-    assert chosen(choose(Policy(Strategy.NEWEST_BUILD), [undated])) == "undated"
+    assert chosen(choose(Policy(named("newest-build")), [undated, aware, naive])) == "naive"
+    assert chosen(choose(Policy(named("newest-build")), [undated])) == "undated"
 
 
 def test_newest_build_without_metadata() -> None:
-    selection = choose(Policy(Strategy.NEWEST_BUILD), names("a", "b"))
+    selection = choose(Policy(named("newest-build")), names("a", "b"))
     assert selection.chosen is None
-    assert selection.counts() == {Reason.NO_METADATA: 2}
+    assert selection.counts() == {TagVerdict.NO_METADATA: 2}
 
 
 @pytest.mark.parametrize(
@@ -579,16 +579,16 @@ def test_rc19_order_hint_replaces_dates(mode: TagSortMode, expected: str) -> Non
     listed = ["c", "b", "a"]
     hint = time_order_hint(listed, mode)
     assert hint is not None
-    selection = choose(Policy(Strategy.NEWEST_BUILD), names(*listed), hint)
+    selection = choose(Policy(named("newest-build")), names(*listed), hint)
     assert chosen(selection) == expected
     assert time_order_hint(listed, TagSortMode.NONE) is None
     assert time_order_hint(listed, TagSortMode.LATEST_FIRST) == {"c": 3, "b": 2, "a": 1}
 
 
 def test_order_hint_missing_tag_and_other_strategies() -> None:
-    selection = choose(Policy(Strategy.NEWEST_BUILD), names("a", "b"), {"a": 1})
+    selection = choose(Policy(named("newest-build")), names("a", "b"), {"a": 1})
     assert chosen(selection) == "a"
-    assert selection.verdict("b").reason is Reason.NO_METADATA  # type: ignore[union-attr]
+    assert selection.verdict("b").reason is TagVerdict.NO_METADATA  # type: ignore[union-attr]
     # The hint only stands in for dates; semver ignores it.
     assert chosen(choose(Policy(), names("1.0", "2.0"), {"1.0": 9, "2.0": 1})) == "2.0"
 
@@ -598,24 +598,24 @@ def test_vs13_digest_follows_the_constraint_tag() -> None:
         TagInfo("latest", digest="sha256:abcdefg", images=(PlatformImage(AMD64),)),
         TagInfo("1.0", digest="sha256:other", images=(PlatformImage(AMD64),)),
     ]
-    selection = choose(Policy(Strategy.DIGEST, "latest"), tags)
+    selection = choose(Policy(named("digest"), "latest"), tags)
     assert selection.chosen == tags[0]
     assert selection.chosen is not None and selection.chosen.digest == "sha256:abcdefg"
-    assert selection.verdict("1.0").reason is Reason.NOT_CONSTRAINT_TAG  # type: ignore[union-attr]
+    assert selection.verdict("1.0").reason is TagVerdict.NOT_CONSTRAINT_TAG  # type: ignore[union-attr]
     assert selection.summary == "chose 'latest' at digest sha256:abcdefg"
 
 
 def test_digest_without_digest_or_tag() -> None:
-    undigested = choose(Policy(Strategy.DIGEST, "latest"), names("latest"))
+    undigested = choose(Policy(named("digest"), "latest"), names("latest"))
     assert undigested.chosen is None
-    assert undigested.counts() == {Reason.NO_METADATA: 1}
+    assert undigested.counts() == {TagVerdict.NO_METADATA: 1}
     assert "tag 'latest' is not usable: manifest digest not fetched" in undigested.summary
-    missing = choose(Policy(Strategy.DIGEST, "main"), names("latest"))
+    missing = choose(Policy(named("digest"), "main"), names("latest"))
     assert missing.summary.startswith("tag 'main' is not in the registry (1 tag:")
 
 
 def test_vs19_digest_without_constraint() -> None:
-    policy = Policy(Strategy.DIGEST)
+    policy = Policy(named("digest"))
     message = (
         "cannot use update strategy 'digest' for image 'quay.io/org/app' without a version "
         "constraint"
@@ -628,9 +628,9 @@ def test_vs19_digest_without_constraint() -> None:
 
 
 def test_other_strategies_accept_any_constraint_text() -> None:
-    Policy(Strategy.ALPHABETICAL, "latest").validate("x")
-    Policy(Strategy.NEWEST_BUILD, "not a constraint").validate("x")
-    Policy(Strategy.DIGEST, "main").validate("x")
+    Policy(named("alphabetical"), "latest").validate("x")
+    Policy(named("newest-build"), "not a constraint").validate("x")
+    Policy(named("digest"), "main").validate("x")
 
 
 def test_choice_is_deterministic_under_shuffling() -> None:

@@ -52,7 +52,7 @@ from argocd_image_updater.plan.params import (
 from argocd_image_updater.policy.downgrade import downgrade
 from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.select import PolicyError, choose
-from argocd_image_updater.policy.strategy import Strategy
+from argocd_image_updater.policy.strategies import UpdateStrategy
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 
@@ -74,14 +74,14 @@ def needs_update(
     live: ImageRef | None,
     cfg: ImageRef,
     chosen: TagInfo,
-    strategy: Strategy,
+    strategy: UpdateStrategy,
     *,
     kustomize_target: bool = False,
 ) -> bool:
     """The original's rule; ``live`` is ``None`` for a forced image (treated as tagless)."""
     live_tag = live.tag if live is not None else None
     live_digest = live.digest if live is not None else ""
-    if strategy is Strategy.DIGEST and (not live_digest or live_digest != chosen.digest):
+    if strategy.pins_digest and (not live_digest or live_digest != chosen.digest):
         return True
     if not tags_equal(live_tag, live_digest, chosen.name, chosen.digest):
         return True
@@ -192,12 +192,12 @@ class _Planner:
             return
 
         strategy = job.policy.strategy
-        if strategy is not Strategy.DIGEST and chosen.digest:
-            # Only the digest strategy pins digests (GT-9): other strategies compare and write
+        if not strategy.pins_digest and chosen.digest:
+            # Only a strategy that pins digests writes them (GT-9): others compare and write
             # tag names, even when the scan learned the digest while reading metadata.
             chosen = dataclasses.replace(chosen, digest="")
         live = job.live
-        if strategy is Strategy.DIGEST and chosen.digest:
+        if strategy.pins_digest and chosen.digest:
             picked = match_for_digest_update(job.cfg, job.live_candidates, chosen.digest)
             if picked is not None:
                 live = picked

@@ -36,7 +36,7 @@ from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.policy.filters import parse_allow_tags
 from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
 from argocd_image_updater.policy.select import Policy, PolicyError, needs_metadata
-from argocd_image_updater.policy.strategy import Strategy, parse_strategy
+from argocd_image_updater.policy.strategies import parse_strategy
 
 EndpointFor = Callable[[str, str], RegistryEndpoint]
 _SECRET_PREFIXES: Final = ("pullsecret:", "secret:")
@@ -221,14 +221,13 @@ def _scan_key(
     policy: Policy, endpoint: RegistryEndpoint, repository: str, credentials: str
 ) -> ScanKey:
     metadata = needs_metadata(policy, time_sorted=endpoint.tag_sort_mode.is_time_sorted)
-    digest = policy.strategy is Strategy.DIGEST
     return ScanKey(
         api_url=endpoint.api_url,
         repository=repository,
         credentials=credentials,
         metadata=metadata,
         platforms=tuple(policy.platforms.keys) if metadata else (),
-        only_tags=(policy.constraint,) if digest else (),
+        only_tags=policy.strategy.only_tags(policy.constraint),
     )
 
 

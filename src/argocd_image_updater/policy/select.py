@@ -1,62 +1,47 @@
 """The tag choice: which tag an image should run, and why every other tag was not chosen.
 
-Filters run in the original's order: ``allowTags``, ``ignoreTags``, and for ``digest`` every tag
-but the followed one. Tags whose manifests were fetched are then matched against the wanted
-platforms (a tag's creation date is the newest ``created`` among its matching images). Last,
-the strategy orders the eligible tags and the greatest wins:
-
-* ``semver``: tags that are versions and satisfy the constraint, by precedence; equal versions
-  by their text (``v1.0`` after ``1.0``).
-* ``newest-build``: by creation date, equal dates by name. When the registry lists tags by age,
-  the caller passes each tag's list position as ``order_hint`` and no metadata is needed.
-* ``alphabetical``: by name (code point order, which equals Go's byte order).
-* ``digest``: the one tag named by the constraint; its digest is the result.
+Filters run in the original's order: ``allowTags``, ``ignoreTags``, then what the strategy never
+considers (for ``digest`` every tag but the followed one). Tags whose manifests were fetched are
+then matched against the wanted platforms. Last, the strategy orders the eligible tags and the
+greatest wins (see :mod:`~argocd_image_updater.policy.strategies`, one module per strategy).
+When the registry lists tags by age, the caller passes each tag's list position as
+``order_hint``; ``newest-build`` uses it instead of creation dates.
 """
 
 from __future__ import annotations
 
-import enum
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Final
 
 from argocd_image_updater.model.registry import TagSortMode
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.policy.filters import MATCH_ANY, TagMatcher, is_ignored
 from argocd_image_updater.policy.platforms import PlatformFilter
-from argocd_image_updater.policy.semver import Constraint, ConstraintError, Version
-from argocd_image_updater.policy.strategy import Strategy
+from argocd_image_updater.policy.strategies import UpdateStrategy, default_strategy
+from argocd_image_updater.policy.strategies.base import Key
+from argocd_image_updater.policy.verdicts import PolicyError, TagVerdict, Verdict
 
-_NO_DATE: Final = datetime.min.replace(tzinfo=UTC)  # images without ``created`` sort first
+__all__ = [
+    "Policy",
+    "PolicyError",
+    "Selection",
+    "TagVerdict",
+    "Verdict",
+    "choose",
+    "needs_metadata",
+    "time_order_hint",
+]
+
 _ANY_PLATFORM: Final = PlatformFilter()
-
-
-class Reason(enum.StrEnum):
-    """Why a tag was (not) chosen."""
-
-    IGNORED = "ignored"
-    NOT_ALLOWED = "not-allowed"
-    NOT_SEMVER = "not-semver"
-    OUTSIDE_CONSTRAINT = "outside-constraint"
-    PRERELEASE = "prerelease"
-    PLATFORM_MISMATCH = "platform-mismatch"
-    NOT_CONSTRAINT_TAG = "not-constraint-tag"
-    NO_METADATA = "no-metadata"
-    OLDER = "older"
-    CHOSEN = "chosen"
-
-
-class PolicyError(ValueError):
-    """A policy that cannot be applied to an image (bad constraint, digest without one)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
     """How to choose a tag for one image."""
 
-    strategy: Strategy = Strategy.SEMVER
+    strategy: UpdateStrategy = field(default_factory=default_strategy)
     constraint: str = ""
     """The image's tag part: a semver constraint, or the followed tag for ``digest``."""
     allow: TagMatcher = MATCH_ANY
@@ -65,14 +50,7 @@ class Policy:
 
     def validate(self, image: str) -> None:
         """Raise :class:`PolicyError` naming ``image`` when the policy cannot be used."""
-        _checked_constraint(self, image)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    tag: str
-    reason: Reason
-    detail: str = ""
+        self.strategy.prepare(self.constraint, image, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +59,9 @@ class Selection:
     verdicts: tuple[Verdict, ...]
     """One per distinct tag name, in the order the tags were given."""
     summary: str
-    """What was chosen, or why nothing was (with counts per reason)."""
+    """What was chosen, or why nothing was (with counts per verdict)."""
 
-    def counts(self) -> dict[Reason, int]:
+    def counts(self) -> dict[TagVerdict, int]:
         return dict(Counter(v.reason for v in self.verdicts))
 
     def verdict(self, tag: str) -> Verdict | None:
@@ -91,14 +69,9 @@ class Selection:
 
 
 def needs_metadata(policy: Policy, *, time_sorted: bool = False) -> bool:
-    """Whether the scan must fetch manifests for ``policy``.
-
-    ``digest`` always does (for the digest); ``newest-build`` does unless the registry lists
-    tags by age (``time_sorted``), in which case the list order stands in for dates.
-    """
-    if policy.strategy is Strategy.NEWEST_BUILD:
-        return not time_sorted
-    return policy.strategy is Strategy.DIGEST
+    """Whether the scan must fetch manifests for ``policy`` (``time_sorted``: the registry lists
+    tags by age, which ``newest-build`` uses instead of dates)."""
+    return policy.strategy.needs_metadata(time_sorted=time_sorted)
 
 
 def time_order_hint(names: Sequence[str], mode: TagSortMode) -> dict[str, int] | None:
@@ -115,25 +88,6 @@ def time_order_hint(names: Sequence[str], mode: TagSortMode) -> dict[str, int] |
     return {name: i for i, name in enumerate(names)}
 
 
-def _checked_constraint(policy: Policy, image: str) -> Constraint | None:
-    if policy.strategy is Strategy.DIGEST:
-        if not policy.constraint.strip():
-            raise PolicyError(
-                f"cannot use update strategy 'digest' for image '{image}' without a version "
-                "constraint"
-            )
-        return None
-    if policy.strategy is not Strategy.SEMVER:
-        return None
-    try:
-        return Constraint.parse(policy.constraint)
-    except ConstraintError as err:
-        raise PolicyError(f"image '{image}': {err}") from None
-
-
-_Key = tuple[Any, ...]
-
-
 def choose(
     policy: Policy, tags: Sequence[TagInfo], order_hint: Mapping[str, int] | None = None
 ) -> Selection:
@@ -144,117 +98,59 @@ def choose(
     for ``newest-build``. Raises :class:`PolicyError` when the policy is unusable (see
     :meth:`Policy.validate`).
     """
-    constraint = _checked_constraint(policy, "")
     strategy = policy.strategy
+    ranker = strategy.prepare(policy.constraint, "", order_hint)
     unique: dict[str, TagInfo] = {}
     for tag in tags:
         unique[tag.name] = tag
 
     rejected: dict[str, Verdict] = {}
-    eligible: list[tuple[_Key, TagInfo]] = []
+    eligible: list[tuple[Key, TagInfo]] = []
     allow, ignore, platforms = policy.allow, policy.ignore, policy.platforms
-    use_hint = order_hint is not None and strategy is Strategy.NEWEST_BUILD
     for name, tag in unique.items():
         verdict: Verdict | None = None
-        created: datetime | None = None
         if not allow.matches(name):
-            verdict = Verdict(name, Reason.NOT_ALLOWED, allow.error or f"does not match {allow}")
-        elif ignore and (pattern := is_ignored(name, ignore)) is not None:
-            verdict = Verdict(name, Reason.IGNORED, f"matches ignore pattern '{pattern}'")
-        elif strategy is Strategy.DIGEST and name != policy.constraint:
             verdict = Verdict(
-                name, Reason.NOT_CONSTRAINT_TAG, f"digest strategy follows '{policy.constraint}'"
+                name, TagVerdict.NOT_ALLOWED, allow.error or f"does not match {allow}"
             )
-        elif tag.images:
-            matching = [image for image in tag.images if platforms.wants(image.platform)]
-            if not matching:
-                offered = ", ".join(sorted({str(image.platform) for image in tag.images}))
-                verdict = Verdict(
-                    name, Reason.PLATFORM_MISMATCH, f"no image for {platforms} (has {offered})"
-                )
-            else:
-                created = build_date(tag, platforms)
+        elif ignore and (pattern := is_ignored(name, ignore)) is not None:
+            verdict = Verdict(name, TagVerdict.IGNORED, f"matches ignore pattern '{pattern}'")
+        elif (excluded := ranker.excludes(name)) is not None:
+            verdict = excluded
+        elif tag.images and not any(platforms.wants(image.platform) for image in tag.images):
+            offered = ", ".join(sorted({str(image.platform) for image in tag.images}))
+            verdict = Verdict(
+                name, TagVerdict.PLATFORM_MISMATCH, f"no image for {platforms} (has {offered})"
+            )
         if verdict is not None:
             rejected[name] = verdict
             continue
-        if strategy is Strategy.SEMVER:
-            assert constraint is not None
-            version = Version.parse(name)
-            if version is None:
-                rejected[name] = Verdict(name, Reason.NOT_SEMVER, "not a semantic version")
-            elif constraint.check(version):
-                eligible.append(((version.precedence, name), tag))
-            elif version.prerelease and constraint.check(version, include_prerelease=True):
-                rejected[name] = Verdict(
-                    name,
-                    Reason.PRERELEASE,
-                    f"pre-release; constraint '{_shown(policy.constraint)}' has no pre-release "
-                    "part (append -0, e.g. '2.x-0', to admit pre-releases)",
-                )
-            else:
-                rejected[name] = Verdict(
-                    name,
-                    Reason.OUTSIDE_CONSTRAINT,
-                    f"outside constraint '{_shown(policy.constraint)}'",
-                )
-        elif strategy is Strategy.NEWEST_BUILD:
-            if use_hint:
-                assert order_hint is not None
-                rank = order_hint.get(name)
-                if rank is None:
-                    rejected[name] = Verdict(
-                        name, Reason.NO_METADATA, "not in the registry's tag order"
-                    )
-                else:
-                    eligible.append(((rank, name), tag))
-            elif not tag.images:
-                rejected[name] = Verdict(name, Reason.NO_METADATA, "no creation date fetched")
-            else:
-                eligible.append(((created or _NO_DATE, name), tag))
-        elif strategy is Strategy.DIGEST and not tag.digest:
-            rejected[name] = Verdict(name, Reason.NO_METADATA, "manifest digest not fetched")
+        ranked = ranker.rank(tag, platforms)
+        if isinstance(ranked, Verdict):
+            rejected[name] = ranked
         else:
-            eligible.append(((name,), tag))
+            eligible.append((ranked, tag))
 
     chosen = max(eligible, key=lambda item: item[0])[1] if eligible else None
     verdicts = _verdicts(unique, rejected, chosen, strategy)
     return Selection(chosen, verdicts, _summary(policy, chosen, verdicts))
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def build_date(tag: TagInfo, platforms: PlatformFilter) -> datetime | None:
-    """A tag's creation date: the newest ``created`` among its images of a wanted platform."""
-    dates = [i.created for i in tag.images if i.created is not None and platforms.wants(i.platform)]
-    return max(map(_aware, dates)) if dates else None
-
-
-def _shown(constraint: str) -> str:
-    return constraint if constraint.strip() else "*"
-
-
 def _verdicts(
     unique: Mapping[str, TagInfo],
     rejected: Mapping[str, Verdict],
     chosen: TagInfo | None,
-    strategy: Strategy,
+    strategy: UpdateStrategy,
 ) -> tuple[Verdict, ...]:
     if chosen is None:
         return tuple(rejected.values())
-    won = Verdict(chosen.name, Reason.CHOSEN)
-    if strategy is Strategy.SEMVER:
-        lost = f"lower than '{chosen.name}'"
-    elif strategy is Strategy.ALPHABETICAL:
-        lost = f"sorts before '{chosen.name}'"
-    else:
-        lost = f"older than '{chosen.name}'"
+    won = Verdict(chosen.name, TagVerdict.CHOSEN)
+    lost = f"{strategy.beaten} '{chosen.name}'"
     out: list[Verdict] = []
     for name in unique:
         verdict = rejected.get(name)
         if verdict is None:
-            verdict = won if name == chosen.name else Verdict(name, Reason.OLDER, lost)
+            verdict = won if name == chosen.name else Verdict(name, TagVerdict.OLDER, lost)
         out.append(verdict)
     return tuple(out)
 
@@ -263,29 +159,13 @@ def _summary(policy: Policy, chosen: TagInfo | None, verdicts: Sequence[Verdict]
     total = len(verdicts)
     if total == 0:
         return "the registry lists no tags for this image"
-    strategy = policy.strategy
     if chosen is not None:
-        if strategy is Strategy.SEMVER:
-            what = f"highest version satisfying '{_shown(policy.constraint)}'"
-        elif strategy is Strategy.NEWEST_BUILD:
-            what = "newest build"
-        elif strategy is Strategy.ALPHABETICAL:
-            what = "last in alphabetical order"
-        else:
-            return f"chose '{chosen.name}' at digest {chosen.digest}"
-        return f"chose '{chosen.name}': {what} ({_count(total)})"
+        return policy.strategy.chosen_summary(chosen, policy.constraint, _count(total))
     counts = Counter(v.reason for v in verdicts)
-    order = list(Reason)
+    order = list(TagVerdict)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], order.index(item[0])))
     detail = f"{_count(total)}: " + ", ".join(f"{n} {reason}" for reason, n in ranked)
-    if strategy is Strategy.SEMVER:
-        return f"no tag satisfies constraint '{_shown(policy.constraint)}' ({detail})"
-    if strategy is Strategy.DIGEST:
-        followed = next((v for v in verdicts if v.tag == policy.constraint), None)
-        if followed is None:
-            return f"tag '{policy.constraint}' is not in the registry ({detail})"
-        return f"tag '{policy.constraint}' is not usable: {followed.detail} ({detail})"
-    return f"no tag is eligible for strategy '{strategy}' ({detail})"
+    return policy.strategy.none_summary(policy.constraint, verdicts, detail)
 
 
 def _count(n: int) -> str:

@@ -1,4 +1,4 @@
-"""``test --verify-key``: the real CLI against the real registry, signatures laid out by cosign's
+"""``test --verify-key`` and ``--verify-identity``: the real CLI against the real registry, signatures laid out by cosign's
 rules with keys made here."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 from test_cli_test_command import cli, conf_for
 
 from argocd_image_updater.sandbox import cosign
+from argocd_image_updater.sandbox.keyless import Sigstore
 from argocd_image_updater.sandbox.push import ImagePusher
 from argocd_image_updater.sandbox.registry import RegistryServer
 
@@ -75,3 +76,84 @@ async def test_unusable_key_file_names_the_flag(
         )
         assert result.returncode == 1
         assert f"--verify-key {path}: {problem}" in result.stdout + result.stderr
+
+
+async def test_verify_identity_explains_the_certificate_found(
+    registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    image = f"{registry.host}/{repo}"
+    sigstore = Sigstore()
+    (tmp_path / "trusted_root.json").write_bytes(sigstore.trusted_root())
+    async with ImagePusher(registry.url) as pusher:
+        await pusher.push_image(repo, "1.0.0", created=CREATED)
+        digest = await pusher.push_image(repo, "1.1.0", created=CREATED)
+        payload, signature, annotations = sigstore.sign_sig_layer(
+            image, digest, "dev@example.com", "https://issuer.example"
+        )
+        await cosign.push_signature_tag(
+            pusher, repo, digest, [(payload, signature)], extra_annotations=annotations
+        )
+    args = ["test", image, "--registries-conf-path", str(conf_for(tmp_path, registry))]
+    args += ["--verify-trusted-root", str(tmp_path / "trusted_root.json"), "--explain"]
+    sig_tag = f"tag {digest.replace(':', '-')}.sig"
+
+    stranger = cli(*args, "--verify-identity", "ops@example.com", "--verify-issuer", "regexp:.*")
+    assert stranger.returncode == 5, stranger.stdout + stranger.stderr
+    assert "verification: keyless: identity ops@example.com, issuer regexp:.*" in stranger.stdout
+    assert (
+        f"signature: {sig_tag} (simple signing): refused: the identity does not match "
+        "ops@example.com" in stranger.stdout
+    )
+    assert (
+        f"signature: {sig_tag}: certificate identity dev@example.com, issuer "
+        "https://issuer.example" in stranger.stdout
+    )
+
+    public = cli(
+        *args[:-3],
+        "--explain",
+        "--verify-identity",
+        "dev@example.com",
+        "--verify-issuer",
+        "https://issuer.example",
+    )
+    assert public.returncode == 5  # the public Sigstore root does not know the test's log
+    assert "(trusted root: the public Sigstore trusted root)" in public.stdout
+    assert "is not in the public Sigstore trusted root" in public.stdout
+
+    signed = cli(
+        *args,
+        "--verify-identity",
+        "regexp:dev@example\\.com",
+        "--verify-issuer",
+        "https://issuer.example",
+    )
+    assert signed.returncode == 0, signed.stdout + signed.stderr
+    assert f"signature: {sig_tag} (simple signing): verified" in signed.stdout
+    assert f"latest image according to constraint is {image}:1.1.0@{digest}" in signed.stdout
+
+
+def test_keyless_flags_are_checked_naming_the_flag(tmp_path: Path) -> None:
+    (tmp_path / "root.json").write_text('{"mediaType": "something else"}')
+    for flags, problem in (
+        (["--verify-identity", "a@b.c"], "--verify-identity and --verify-issuer must be given"),
+        (["--verify-trusted-root", "x.json"], "--verify-trusted-root needs --verify-identity"),
+        (
+            ["--verify-identity", "regexp:(", "--verify-issuer", "i"],
+            "--verify-identity: 'regexp:(' is not a valid regular expression",
+        ),
+        (
+            [
+                "--verify-identity",
+                "a",
+                "--verify-issuer",
+                "i",
+                "--verify-trusted-root",
+                str(tmp_path / "root.json"),
+            ],
+            f"--verify-trusted-root {tmp_path / 'root.json'}: mediaType is 'something else'",
+        ),
+    ):
+        result = cli("test", "localhost:1/x", *flags)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert problem in result.stdout + result.stderr

@@ -1,10 +1,10 @@
-"""The registry package's pure parts, with plain values: challenges, tokens, retries, dates,
+"""The registry package's pure parts, with plain values: challenges, tokens, dates,
 manifests, caches and pacing (no server needed)."""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
@@ -34,7 +34,6 @@ from argocd_image_updater.registry.manifest import (
     sha256_digest,
 )
 from argocd_image_updater.registry.ratelimit import RateLimiter
-from argocd_image_updater.registry.retry import RetryPolicy, parse_retry_after
 from argocd_image_updater.registry.scanner import order_hint
 from argocd_image_updater.registry.singleflight import SingleFlight
 
@@ -139,30 +138,6 @@ async def test_token_cache_reuses_until_shortly_before_expiry_and_merges_fetches
     assert await cache.get(key, fetch) == "t3"
     other = TokenKey("https://r", "repository:a:pull", "env:X")
     assert await cache.get(other, fetch) == "t4"
-
-
-# --- retries ----------------------------------------------------------------------------------
-
-
-def test_retry_after_seconds_and_dates():
-    now = datetime(2024, 1, 1, 12, 0, 0, tzinfo=UTC)
-    assert parse_retry_after("1") == 1.0
-    assert parse_retry_after(" 120 ") == 120.0
-    assert parse_retry_after("Mon, 01 Jan 2024 12:00:30 GMT", now) == 30.0
-    assert parse_retry_after("Mon, 01 Jan 2024 11:00:00 GMT", now) == 0.0
-    assert parse_retry_after("soon") is None
-    assert parse_retry_after("-5") is None
-
-
-def test_retry_delay_honours_and_caps_retry_after_and_backs_off():
-    policy = RetryPolicy(attempts=5, base_delay=0.5, max_delay=4.0, max_retry_after=10.0)
-    assert policy.delay(0, "3") == 3.0
-    assert policy.delay(0, "3600") == 10.0
-    for retry, ceiling in [(0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (6, 4.0)]:
-        delay = policy.delay(retry, None)
-        assert ceiling / 2 <= delay <= ceiling
-    with pytest.raises(ValueError, match="at least 1"):
-        RetryPolicy(attempts=0)
 
 
 # --- dates, manifests, configs ----------------------------------------------------------------
@@ -389,12 +364,6 @@ async def test_metadata_cache_is_bounded_lru():
 def test_token_scope_ignores_case_and_path_of_azure_host():
     assert token_scope("https://X.AzureCR.io/v2", "a").endswith("metadata_read,content_read")
     assert token_scope("https://azurecr.io.evil.example", "a").endswith(":pull")
-
-
-def test_retry_backoff_grows_and_is_bounded():
-    policy = RetryPolicy(base_delay=1.0, max_delay=3.0)
-    assert all(policy.backoff(r) <= 3.0 for r in range(10))
-    assert timedelta(seconds=policy.backoff(0)) <= timedelta(seconds=1)
 
 
 @pytest.mark.parametrize("api_url", ["", "registry.example.com", "ftp://registry.example.com"])

@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from argocd_image_updater.model.retry import RetryPolicy
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.errors import (
     RegistryProtocolError,
     RegistryUnavailable,
     RepositoryNotFound,
 )
-from argocd_image_updater.registry.retry import RetryPolicy
 from argocd_image_updater.report.metrics import REGISTRY
 from argocd_image_updater.sandbox.push import ImagePusher
 

@@ -1,4 +1,5 @@
-"""When and how long to wait before retrying a registry request (pure)."""
+"""When and how long to wait before retrying an HTTP request: the registry client and the
+pull/merge request clients share it (pure)."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ from typing import Any, Final
 import httpx
 
 from argocd_image_updater.model.registry import CredentialProvider, Credentials, RegistryEndpoint
+from argocd_image_updater.model.retry import RETRY_STATUSES, RetryPolicy
 from argocd_image_updater.registry.auth import (
     Challenge,
     Token,
@@ -60,7 +61,6 @@ from argocd_image_updater.registry.manifest import (
     sha256_digest,
 )
 from argocd_image_updater.registry.ratelimit import EndpointLimits
-from argocd_image_updater.registry.retry import RETRY_STATUSES, RetryPolicy
 from argocd_image_updater.registry.stats import RequestKind, RequestStats
 from argocd_image_updater.registry.transport import http_client
 from argocd_image_updater.report.log import get_logger, register_secret

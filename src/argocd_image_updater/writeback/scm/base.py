@@ -20,7 +20,7 @@ from typing import Any, Final, NamedTuple, Protocol, Self
 
 import httpx
 
-from argocd_image_updater.registry.retry import parse_retry_after
+from argocd_image_updater.model.retry import parse_retry_after
 from argocd_image_updater.report.log import get_logger, redact, register_secret
 from argocd_image_updater.writeback.scm.repo_url import RepoLocation
 

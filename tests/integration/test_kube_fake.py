@@ -544,7 +544,23 @@ def _ref(**image: Any) -> dict[str, Any]:
         (
             {"applicationRefs": [REF], "imagesVerification": {}},
             "spec.imagesVerification",
-            "at least one verification method (cosignKey)",
+            "at least one verification method (cosignKey or keyless)",
+        ),
+        (
+            {"applicationRefs": [REF], "imagesVerification": {"keyless": {"issuer": "i"}}},
+            "spec.imagesVerification.keyless.identity",
+            "Required value",
+        ),
+        (
+            {
+                "applicationRefs": [REF],
+                "imagesVerification": {
+                    "keyless": {"issuer": "i", "identity": "a@b.c"},
+                    "trustedRoot": {"configMapName": "", "key": "k"},
+                },
+            },
+            "spec.imagesVerification.trustedRoot.configMapName",
+            "should be at least 1 chars long",
         ),
         (
             {
@@ -614,6 +630,13 @@ async def test_pruning_defaults_and_field_validation(
     assert (
         strict.status_code == 400 and 'unknown field "spec.namespace"' in strict.json()["message"]
     )
+
+
+async def test_keyless_alone_satisfies_the_verification_rule(co: client.CustomObjectsApi) -> None:
+    keyless = {"keyless": {"issuer": "https://issuer.example", "identity": "regexp:.*@example.com"}}
+    spec = {"imagesVerification": keyless, "applicationRefs": [_ref(imagesVerification=keyless)]}
+    created = await co.create_namespaced_custom_object(*IU, objects.image_updater("iu", spec=spec))
+    assert created["spec"]["imagesVerification"] == {**keyless, "enabled": True}
 
 
 @pytest.mark.parametrize(

@@ -99,10 +99,9 @@ class KeylessResult:
 
 
 def _certificates(data: bytes) -> list[x509.Certificate]:
-    text = data.strip()
-    if text.startswith(b"-----BEGIN"):
-        return x509.load_pem_x509_certificates(text)
-    return [x509.load_der_x509_certificate(text)]
+    if data.lstrip().startswith(b"-----BEGIN"):
+        return x509.load_pem_x509_certificates(data.strip())
+    return [x509.load_der_x509_certificate(data)]  # DER: its last bytes may look like spaces
 
 
 def identities(cert: x509.Certificate) -> list[str]:

@@ -13,7 +13,6 @@ from argocd_image_updater.writeback.targets import (
     TargetError,
     default_override_name,
     group_key,
-    normalize_repo_url,
     resolve_target,
 )
 
@@ -316,18 +315,6 @@ def target_key_of(repo: str, branch: str, target: str) -> str:
 
 
 # ------------------------------------------------------------------------------- grouping
-
-
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [
-        ("https://github.com/Org/Repo.git", "https://github.com/org/repo"),
-        ("https://github.com/org/repo/", "https://github.com/org/repo.git"),
-        ("git@github.com:org/repo.git", "git@github.com:org/repo"),
-    ],
-)
-def test_normalize_repo_url(a: str, b: str) -> None:
-    assert normalize_repo_url(a) == normalize_repo_url(b)
 
 
 def test_group_key_groups_apps_of_one_repository_and_branch() -> None:

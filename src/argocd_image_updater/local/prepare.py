@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.sources import Collected, CRState
 from argocd_image_updater.local.current import TargetText, fill_current
+from argocd_image_updater.model.repo_url import repository_key
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
 from argocd_image_updater.writeback.git.repo import RepoCache, WorkTree
-from argocd_image_updater.writeback.kustomization import find_kustomization, kustomization_path
 from argocd_image_updater.writeback.targets import GitTarget, resolve_target
 
 log = get_logger("local")
@@ -43,13 +43,16 @@ class RepoFiles:
 
     async def read(self, requests: Iterable[FileRequest]) -> dict[FileRequest, object]:
         """Each request's result: ``str`` (file text), ``list[str]`` (names), ``None`` (missing)
-        or the ``Exception`` met reading it. One checkout per repository and branch."""
+        or the ``Exception`` met reading it. One checkout per repository (by
+        :func:`~argocd_image_updater.model.repo_url.same_repository`) and branch."""
         groups: dict[tuple[str, str], list[FileRequest]] = {}
         for request in requests:
-            groups.setdefault((request.repo_url, request.branch), []).append(request)
+            key = (repository_key(request.repo_url), request.branch)
+            groups.setdefault(key, []).append(request)
         results: dict[FileRequest, object] = {}
-        for (url, branch), group in groups.items():
+        for (_, branch), group in groups.items():
             first = group[0]
+            url = first.repo_url
             try:
                 creds = await self._credentials.resolve(first.credentials_ref, url, first.namespace)
                 async with self._cache.checkout(url, creds, branch or "HEAD") as work:
@@ -76,7 +79,7 @@ def _target_request(config: AppUpdateConfig, target: GitTarget) -> FileRequest:
         target.repo_url,
         target.base_branch,
         target.file_path,
-        listing=target.kind == "kustomization",
+        listing=target.format.lists_directory,
         credentials_ref=config.write_back.git_credentials_ref or "repocreds",
         namespace=config.app.namespace,
     )
@@ -101,28 +104,28 @@ class LocalPreparer:
                 continue  # the git writer reports it with the app
             targets[index] = (target, _target_request(config, target))
         found = await self._files.read(r for _, r in targets.values())
-        kustomizations: dict[int, FileRequest] = {}
+        listed: dict[int, FileRequest] = {}  # the file chosen from a directory listing
         for index, (target, request) in targets.items():
             names = found.get(request)
-            if target.kind == "kustomization" and isinstance(names, list):
+            if target.format.lists_directory and isinstance(names, list):
                 try:
-                    name = find_kustomization(names, target.file_path)
+                    path = target.format.file_path(target.file_path, names)
                 except ValueError:
                     continue
-                kustomizations[index] = FileRequest(
+                listed[index] = FileRequest(
                     request.repo_url,
                     request.branch,
-                    kustomization_path(target.file_path, name),
+                    path,
                     credentials_ref=request.credentials_ref,
                     namespace=request.namespace,
                 )
-        found.update(await self._files.read(kustomizations.values()))
+        found.update(await self._files.read(listed.values()))
         configs: list[tuple[AppUpdateConfig, CRState | None]] = []
         for index, (config, cr) in enumerate(collected.configs):
             text: TargetText | None = None
             if index in targets:
                 target, request = targets[index]
-                request = kustomizations.get(index, request)
+                request = listed.get(index, request)
                 value = found.get(request)
                 if isinstance(value, Exception):
                     log.warning(

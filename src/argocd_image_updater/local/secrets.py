@@ -3,8 +3,8 @@
 The layout is the one Kubernetes uses when it mounts a Secret or ConfigMap: one file per key,
 in ``<dir>/<namespace>/<name>/<key>``. So ``secret:``/``pullsecret:`` registry credentials,
 ``git:secret:`` references, Argo CD repository secrets (any secret with a ``url`` key in the
-Argo CD namespace: an exact URL match is a repository secret, otherwise the longest matching URL
-prefix is used as a credential template) and the ``argocd-ssh-known-hosts-cm`` /
+Argo CD namespace: the same URL by Argo CD's rules is a repository secret, otherwise the longest
+matching URL prefix is used as a credential template) and the ``argocd-ssh-known-hosts-cm`` /
 ``argocd-tls-certs-cm`` ConfigMaps work without a cluster. Names are checked like Kubernetes
 names, so a reference cannot reach outside the directory.
 """

@@ -1,8 +1,9 @@
 """Which credentials to push with: Argo CD's repository settings or a Secret of the tenant.
 
 * ``repocreds`` (default): Argo CD repository Secrets (label
-  ``argocd.argoproj.io/secret-type: repository``, exact URL) or credential templates
-  (``repo-creds``, longest URL prefix) in the Argo CD namespace.
+  ``argocd.argoproj.io/secret-type: repository``, the same URL by Argo CD's rules) or credential
+  templates (``repo-creds``, the longest covering URL prefix) in the Argo CD namespace; see
+  :mod:`argocd_image_updater.model.repo_url`.
 * ``secret:<name>`` / ``secret:<namespace>/<name>``: a Secret in the ImageUpdater's namespace —
   another namespace is refused, so tenants cannot reach each other's Secrets.
 
@@ -17,6 +18,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
 from argocd_image_updater.kube.errors import KubeError
+from argocd_image_updater.model.repo_url import (
+    host_of,
+    is_ssh_url,
+    normalize_git_url,
+    same_repository,
+    template_covers,
+)
 from argocd_image_updater.report.log import register_secret
 from argocd_image_updater.writeback.git.auth import (
     GitCredentials,
@@ -50,28 +58,6 @@ class ClusterObjects(Protocol):
     ) -> list[dict[str, Any]]: ...
 
     async def read_configmap(self, namespace: str, name: str) -> dict[str, str]: ...
-
-
-def normalise_url(url: str) -> str:
-    text = url.strip().rstrip("/")
-    text = text.removesuffix(".git")
-    scheme, sep, rest = text.partition("://")
-    if sep:
-        host, slash, path = rest.partition("/")
-        return f"{scheme.lower()}://{host.lower()}{slash}{path}"
-    return text
-
-
-def is_ssh_url(url: str) -> bool:
-    return url.startswith("ssh://") or ("@" in url.split("/", 1)[0] and "://" not in url)
-
-
-def host_of(url: str) -> str:
-    if "://" in url:
-        rest = url.split("://", 1)[1]
-        host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
-        return host.split(":", 1)[0]
-    return url.split("@", 1)[-1].split(":", 1)[0]
 
 
 def _text(data: Mapping[str, bytes], key: str) -> str:
@@ -185,19 +171,19 @@ class GitCredentialsResolver:
             secrets = await self._kube.list_secrets(self._namespace, SECRET_TYPE_LABEL)
         except KubeError as err:
             raise GitCredentialsError(f"cannot list Argo CD repository secrets: {err}") from None
-        wanted = normalise_url(url)
         best: tuple[int, dict[str, bytes], str] | None = None
         for secret in secrets:
             kind = secret["labels"].get(SECRET_TYPE_LABEL, "")
             data: dict[str, bytes] = secret["data"]
-            candidate = normalise_url(data.get("url", b"").decode())
-            if not candidate:
+            candidate = data.get("url", b"").decode()
+            if not candidate.strip():
                 continue
-            if kind == "repository" and candidate == wanted:
+            if kind == "repository" and same_repository(candidate, url):
                 return await self._from_data(url, data, f"repository secret {secret['name']}")
-            longer = best is None or len(candidate) > best[0]
-            if kind == "repo-creds" and wanted.startswith(candidate) and longer:
-                best = (len(candidate), data, secret["name"])
+            length = len(normalize_git_url(candidate))
+            longer = best is None or length > best[0]
+            if kind == "repo-creds" and template_covers(candidate, url) and longer:
+                best = (length, data, secret["name"])
         if best is not None:
             return await self._from_data(url, best[1], f"repository credentials {best[2]}")
         raise GitCredentialsError(

@@ -15,6 +15,7 @@ from typing import Literal
 
 import httpx
 
+from argocd_image_updater.model.repo_url import RepoLocation, RepoUrlError, parse_repo_url
 from argocd_image_updater.writeback.scm.base import (
     MAX_BODY_RUNES,
     MAX_TITLE_RUNES,
@@ -38,7 +39,6 @@ from argocd_image_updater.writeback.scm.github import (
     github_app_token,
 )
 from argocd_image_updater.writeback.scm.gitlab import GitLabClient, gitlab_base_url, project_id
-from argocd_image_updater.writeback.scm.repo_url import RepoLocation, RepoUrlError, parse_repo_url
 
 __all__ = [
     "MAX_BODY_RUNES",

@@ -20,9 +20,9 @@ from typing import Any, Final, NamedTuple, Protocol, Self
 
 import httpx
 
+from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.model.retry import parse_retry_after
 from argocd_image_updater.report.log import get_logger, redact, register_secret
-from argocd_image_updater.writeback.scm.repo_url import RepoLocation
 
 MAX_TITLE_RUNES: Final = 255
 MAX_BODY_RUNES: Final = 65536

@@ -22,6 +22,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.report.log import get_logger, register_secret
 from argocd_image_updater.writeback.scm.base import (
     MAX_PAGES,
@@ -37,7 +38,6 @@ from argocd_image_updater.writeback.scm.base import (
     same_origin,
     send,
 )
-from argocd_image_updater.writeback.scm.repo_url import RepoLocation
 
 PUBLIC_API: Final = "https://api.github.com"
 API_VERSION: Final = "2022-11-28"

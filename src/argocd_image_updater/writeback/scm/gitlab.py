@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
+from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.writeback.scm.base import (
     MAX_PAGES,
@@ -27,7 +28,6 @@ from argocd_image_updater.writeback.scm.base import (
     raise_for_status,
     response_text,
 )
-from argocd_image_updater.writeback.scm.repo_url import RepoLocation
 
 PUBLIC_URL: Final = "https://gitlab.com"
 _STATES: Final = {"opened": "open", "closed": "closed", "merged": "merged", "locked": "locked"}

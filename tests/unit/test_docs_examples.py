@@ -43,7 +43,7 @@ from argocd_image_updater.config.registries import parse_registries_conf
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.webhook.events import WebhookRequest
-from argocd_image_updater.webhook.parsers import CloudEventsParser
+from argocd_image_updater.webhook.types.cloudevents import CloudEventsParser
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

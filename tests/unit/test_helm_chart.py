@@ -18,7 +18,7 @@ from argocd_image_updater.cli.main import cli
 from argocd_image_updater.config.registries import parse_registries_conf
 from argocd_image_updater.config.settings import KNOWN_CONFIGMAP_KEYS, OPTIONS
 from argocd_image_updater.sandbox.manifest_checks import flag_problems, reference_problems
-from argocd_image_updater.webhook.parsers import SECRET_ENV_VARS, SECRET_KEYS
+from argocd_image_updater.webhook.registry import SECRET_ENV_VARS, SECRET_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_CRD = ROOT / "src" / "argocd_image_updater" / "sandbox" / "crds" / "imageupdater-crd.yaml"

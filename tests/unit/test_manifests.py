@@ -20,7 +20,7 @@ from argocd_image_updater.sandbox.manifest_checks import (
     objects_of,
     reference_problems,
 )
-from argocd_image_updater.webhook.parsers import SECRET_ENV_VARS, SECRET_KEYS
+from argocd_image_updater.webhook.registry import SECRET_ENV_VARS, SECRET_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "manifests" / "install.yaml"

@@ -24,20 +24,19 @@ from argocd_image_updater.webhook import (
     repository_key,
     sign_generic,
 )
-from argocd_image_updater.webhook.parsers import (
-    AcrParser,
-    AliyunAcrParser,
+from argocd_image_updater.webhook.signatures import verify_prefixed_signature
+from argocd_image_updater.webhook.types.acr import AcrParser
+from argocd_image_updater.webhook.types.aliyun_acr import AliyunAcrParser
+from argocd_image_updater.webhook.types.cloudevents import (
     CloudEventsParser,
-    DockerHubParser,
-    GenericParser,
-    GhcrParser,
-    HarborParser,
-    QuayParser,
     ecr_registry,
-    registry_from_docker_url,
     registry_from_source,
 )
-from argocd_image_updater.webhook.signatures import verify_prefixed_signature
+from argocd_image_updater.webhook.types.docker import DockerHubParser
+from argocd_image_updater.webhook.types.generic import GenericParser
+from argocd_image_updater.webhook.types.ghcr import GhcrParser
+from argocd_image_updater.webhook.types.harbor import HarborParser
+from argocd_image_updater.webhook.types.quay import QuayParser, registry_from_docker_url
 
 NOW = 1_700_000_000
 SECRET = "s3cr3t-webhook-value"

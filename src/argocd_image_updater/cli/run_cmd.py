@@ -276,7 +276,7 @@ def serves(address: str) -> bool:
 
 async def webhook_secrets(settings: Settings, kube: KubeClient | None) -> dict[str, str]:
     """Each type's secret: flag/environment first, else the argocd-image-updater-secret key."""
-    from argocd_image_updater.webhook.parsers import SECRET_ENV_VARS, SECRET_KEYS
+    from argocd_image_updater.webhook.registry import webhook_types
 
     secrets: dict[str, str] = {}
     stored: dict[str, bytes] = {}
@@ -285,12 +285,12 @@ async def webhook_secrets(settings: Settings, kube: KubeClient | None) -> dict[s
             stored = await kube.read_secret(kube.namespace, IMAGE_UPDATER_SECRET)
         except KubeError as err:
             log.debug("cannot read %s: %s", IMAGE_UPDATER_SECRET, str(err))
-    for type_name, env_var in SECRET_ENV_VARS.items():
-        value = str(settings.values.get(env_var.lower(), "") or "")
+    for webhook_type in webhook_types():
+        value = str(settings.values.get(webhook_type.option, "") or "")
         if not value:
-            value = stored.get(SECRET_KEYS[type_name], b"").decode()
+            value = stored.get(webhook_type.secret_key, b"").decode()
         if value:
-            secrets[type_name] = value
+            secrets[webhook_type.name] = value
             register_secret(value)
     return secrets
 

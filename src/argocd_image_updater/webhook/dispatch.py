@@ -31,7 +31,7 @@ from prometheus_client import Counter, Histogram
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.report.metrics import REGISTRY
 from argocd_image_updater.webhook.events import RegistryEvent, repository_key
-from argocd_image_updater.webhook.parsers import SECRET_KEYS
+from argocd_image_updater.webhook.registry import type_names
 
 _P = "argocd_image_updater_"
 
@@ -54,7 +54,7 @@ WEBHOOK_EVENT_HANDLING: Final = Histogram(
     registry=REGISTRY,
 )
 
-KNOWN_TYPES: Final = frozenset(SECRET_KEYS)
+KNOWN_TYPES: Final = frozenset(type_names())
 UNKNOWN_TYPE: Final = "unknown"
 
 Handler: TypeAlias = Callable[[RegistryEvent], Awaitable[None]]

@@ -24,14 +24,15 @@ from typing import Final
 from aiohttp import web
 
 from argocd_image_updater.report.log import Logger, get_logger, register_secret
+from argocd_image_updater.webhook.checks import MAX_BODY_BYTES
 from argocd_image_updater.webhook.dispatch import EventDispatcher, metric_type, record_rejection
 from argocd_image_updater.webhook.events import RegistryEvent, WebhookRejected, WebhookRequest
-from argocd_image_updater.webhook.parsers import MAX_BODY_BYTES, WebhookParsers, detect_type
 from argocd_image_updater.webhook.ratelimit import (
     DEFAULT_PER_SOURCE_PER_MINUTE,
     WebhookRateLimiter,
     retry_after,
 )
+from argocd_image_updater.webhook.router import WebhookParsers, detect_type
 
 ACCEPTED_TEXT: Final = "Webhook received and processing"
 NOT_LEADER_TEXT: Final = "not the leader; retry against the leader"

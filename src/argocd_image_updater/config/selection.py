@@ -48,7 +48,12 @@ from argocd_image_updater.config.update_config import (
     WriteBack,
     WriteBackError,
 )
-from argocd_image_updater.model.application import Application, ApplicationError, SourceType
+from argocd_image_updater.model.application import (
+    Application,
+    ApplicationError,
+    SourceType,
+    forced_source_type,
+)
 
 _CLASS_RE: Final = re.compile(r"\[.*?]")
 _EXACT_BONUS: Final = 1_000_000
@@ -297,7 +302,7 @@ def select_applications_v0(
         if not ann.is_annotated(app):
             continue
         target = app.annotations.get(ann.WRITE_BACK_TARGET_KEY, "")
-        forced = target if target.startswith("kustomization") else None
+        forced = target if forced_source_type(target) is SourceType.KUSTOMIZE else None
         source_type = app.source_type(forced)
         if source_type not in (SourceType.HELM, SourceType.KUSTOMIZE):
             reason = _not_supported(app, source_type)

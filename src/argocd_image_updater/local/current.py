@@ -7,8 +7,9 @@ the images running (``status.summary.images``). In local mode there is no Argo C
   ``helm``/``kustomize``/``plugin``/``directory`` block, a ``chart`` (Helm repository), else the
   files in the source's path (``kustomization.yaml``/``.yml``/``Kustomization`` → Kustomize,
   ``Chart.yaml`` → Helm, anything else → Directory);
-* the **current image** of each configured image is read from where the write-back writes it:
-  the ``.argocd-source-<app>.yaml`` file merged over the Application's own parameters, the
+* the **current image** of each configured image is read from where the write-back writes it,
+  by the target's format (:mod:`~argocd_image_updater.writeback.formats`): the
+  ``.argocd-source-<app>.yaml`` file merged over the Application's own parameters, the
   kustomization's ``images``, or the Helm values keys; for the ``argocd`` method, the
   Application's own parameters. An image found nowhere is treated like ``forceUpdate``: it is
   planned as if it had no tag, so the first run writes it and later runs see it.
@@ -22,23 +23,14 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
 from argocd_image_updater.config.update_config import AppUpdateConfig, ImageSpec
-from argocd_image_updater.kits.yamltext import YamlEditError, get_dotted_value
 from argocd_image_updater.model.application import Application, SourceType
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.plan.jobs import edit_kind
-from argocd_image_updater.plan.params import (
-    ParamNames,
-    helm_image,
-    kustomize_image,
-    plugin_image,
-    set_kustomize_image,
-    thaw,
-)
-from argocd_image_updater.writeback.targets import KUSTOMIZATION_FILE_NAMES, TargetKind
+from argocd_image_updater.plan.params import thaw
+from argocd_image_updater.writeback.formats import named as target_format
+from argocd_image_updater.writeback.formats.base import ImageLookup
+from argocd_image_updater.writeback.kustomization import KUSTOMIZATION_FILE_NAMES
 
 _BLOCKS = (
     ("helm", SourceType.HELM),
@@ -105,95 +97,16 @@ def with_status(
 
 @dataclass(frozen=True, slots=True)
 class TargetText:
-    """The git write-back target of an Application as found in the repository."""
+    """The git write-back target of an Application as found in the repository: its format's
+    name (see :mod:`~argocd_image_updater.writeback.formats`) and text (``None``: missing)."""
 
-    kind: TargetKind
+    kind: str
     text: str | None
-
-
-def _load(text: str | None) -> Any:
-    if not text or not text.strip():
-        return None
-    try:
-        return YAML(typ="safe", pure=True).load(text)
-    except YAMLError:
-        return None
-
-
-def _merge_named(base: list[Any], over: Any) -> list[Any]:
-    out = list(base)
-    if not isinstance(over, list):
-        return out
-    for item in over:
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            continue
-        for i, existing in enumerate(out):
-            if isinstance(existing, Mapping) and existing.get("name") == item["name"]:
-                out[i] = dict(item)
-                break
-        else:
-            out.append(dict(item))
-    return out
-
-
-def _overlay_override(source: dict[str, Any], data: Any) -> dict[str, Any]:
-    """Argo CD's merge of ``.argocd-source-<app>.yaml`` into the source."""
-    if not isinstance(data, Mapping):
-        return source
-    out = dict(source)
-    for block, key in (("helm", "parameters"), ("plugin", "env")):
-        over = data.get(block)
-        if isinstance(over, Mapping) and key in over:
-            section = dict(out.get(block) or {})
-            section[key] = _merge_named(list(section.get(key) or []), over[key])
-            out[block] = section
-    over = data.get("kustomize")
-    if isinstance(over, Mapping) and isinstance(over.get("images"), list):
-        section = dict(out.get("kustomize") or {})
-        images = [i for i in section.get("images") or [] if isinstance(i, str)]
-        for entry in over["images"]:
-            if isinstance(entry, str):
-                images = set_kustomize_image(images, entry)
-        section["images"] = images
-        out["kustomize"] = section
-    return out
-
-
-def _kustomization_entries(data: Any) -> list[str]:
-    """A kustomization's ``images:`` as Argo CD override strings (``name=newName:tag@digest``)."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("images"), list):
-        return []
-    out = []
-    for item in data["images"]:
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            continue
-        name = item["name"]
-        new_name = item.get("newName")
-        image = f"{name}={new_name}" if new_name and new_name != name else name
-        if item.get("newTag") is not None:
-            image += f":{item['newTag']}"
-        if item.get("digest"):
-            image += f"@{item['digest']}"
-        out.append(image)
-    return out
 
 
 def _image_text(value: str) -> str:
     """The image of a parameter value or kustomize entry (``name=image`` → ``image``)."""
     return value.split("=", 1)[1] if "=" in value.split(":", 1)[0] else value
-
-
-def _from_values(text: str | None, names: ParamNames) -> str:
-    if text is None:
-        return ""
-    try:
-        if names.spec:
-            return get_dotted_value(text, names.spec) or ""
-        name = get_dotted_value(text, names.name)
-        tag = get_dotted_value(text, names.tag)
-    except YamlEditError:
-        return ""
-    return f"{name}:{tag}" if name and tag else ""
 
 
 def current_image(
@@ -213,19 +126,11 @@ def current_image(
     kind, names, kustomize_name = edit_kind(
         app.source_type(forced_target), spec.target, config.write_back
     )
-    if target is not None and target.kind == "helmvalues":
-        return _from_values(target.text, names if kind == "helm" else ParamNames.helm())
-    if target is not None and target.kind == "override":
-        source = _overlay_override(source, _load(target.text))
-    if target is not None and target.kind == "kustomization":
-        entries = _kustomization_entries(_load(target.text))
-        source = {"kustomize": {"images": entries}}
-    if kind == "kustomize":
-        found = kustomize_image(source, kustomize_name, cfg)
-    elif kind == "plugin":
-        found = plugin_image(source, names)
+    lookup = ImageLookup(kind, names, kustomize_name, cfg)
+    if target is None:
+        found = lookup.in_source(source)
     else:
-        found = helm_image(source, names)
+        found = target_format(target.kind).current_image(target.text, source, lookup)
     return _image_text(found) if found else ""
 
 

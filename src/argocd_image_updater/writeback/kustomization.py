@@ -37,9 +37,9 @@ from argocd_image_updater.model.application import AppSource
 from argocd_image_updater.plan.model import ParamEdit
 from argocd_image_updater.plan.params import apply_edits, kustomize_images
 from argocd_image_updater.writeback.override_file import document_prefix
-from argocd_image_updater.writeback.targets import KUSTOMIZATION_FILE_NAMES
 
 __all__ = [
+    "KUSTOMIZATION_FILE_NAMES",
     "KustomizationError",
     "KustomizeImage",
     "find_kustomization",
@@ -48,6 +48,9 @@ __all__ = [
     "parse_image_override",
     "update_kustomization",
 ]
+
+KUSTOMIZATION_FILE_NAMES: Final = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+"""The file names kustomize recognises, in the order they are looked for."""
 
 _FIELDS: Final = ("name", "newName", "newTag", "digest")
 

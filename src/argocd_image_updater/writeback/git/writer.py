@@ -35,19 +35,11 @@ from argocd_image_updater.writeback.git.credentials import (
     GitCredentialsResolver,
 )
 from argocd_image_updater.writeback.git.repo import RepoCache, WorkTree
-from argocd_image_updater.writeback.helmvalues import update_values, values_for_plan
-from argocd_image_updater.writeback.kustomization import (
-    find_kustomization,
-    images_for_plan,
-    kustomization_path,
-    update_kustomization,
-)
 from argocd_image_updater.writeback.messages import (
     branch_name,
     grouped_commit_message,
     pr_title_body,
 )
-from argocd_image_updater.writeback.override_file import render_override
 from argocd_image_updater.writeback.scm import client_for, ensure_pull_request, parse_repo_url
 from argocd_image_updater.writeback.targets import GitTarget, group_key, resolve_target
 
@@ -103,20 +95,14 @@ def held_aliases(work: WorkTree, member: _Member, rendered: tuple[str, str] | No
 
 def render_member(work: WorkTree, member: _Member) -> tuple[str, str] | None:
     """(path, new text) of one Application's target file, or None when it is already right."""
-    config, plan, target = member.config, member.plan, member.target
-    source = config.app.write_source(config.write_back.write_back_target)
-    if target.kind == "kustomization":
+    target = member.target
+    fmt = target.format
+    listing: list[str] | None = None
+    if fmt.lists_directory:
         directory = work.path / target.file_path if target.file_path != "." else work.path
-        names = [p.name for p in directory.iterdir()] if directory.is_dir() else []
-        path = kustomization_path(target.file_path, find_kustomization(names, target.file_path))
-        text = work.read(path) or ""
-        new = update_kustomization(text, images_for_plan(source, plan.managed), path=path)
-    elif target.kind == "helmvalues":
-        path = target.file_path
-        new = update_values(work.read(path), values_for_plan(config, plan), path=path)
-    else:
-        path = target.file_path
-        new = render_override(work.read(path), source, plan.source_type, plan.managed, path=path)
+        listing = [p.name for p in directory.iterdir()] if directory.is_dir() else None
+    path = fmt.file_path(target.file_path, listing)
+    new = fmt.render(work.read(path), path, member.config, member.plan)
     return None if new is None else (path, new)
 
 

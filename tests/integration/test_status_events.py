@@ -15,7 +15,7 @@ from argocd_image_updater.controller.cycle import AppOutcome, CycleResult
 from argocd_image_updater.controller.sources import CRState
 from argocd_image_updater.kube.client import KubeClient
 from argocd_image_updater.model.image import ImageRef
-from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageResult, Outcome, Reason
+from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageReason, ImageResult, Outcome
 from argocd_image_updater.report.events import EventRecorder
 from argocd_image_updater.report.status import IMAGES, StatusWriter, compute_status
 from argocd_image_updater.sandbox import objects
@@ -59,7 +59,7 @@ def outcome(
 ) -> AppOutcome:
     results = [
         ImageResult(
-            "web", "nginx", "nginx:1.20", "nginx:1.21", Outcome.UPDATED, Reason.UPDATED, "x"
+            "web", "nginx", "nginx:1.20", "nginx:1.21", Outcome.UPDATED, ImageReason.UPDATED, "x"
         ),
         ImageResult("db", "redis", "redis:7.2", "redis:7.2", Outcome.UP_TO_DATE, "up-to-date", ""),
     ]
@@ -71,7 +71,7 @@ def outcome(
                 "ghcr.io/org/api:1.0",
                 None,
                 Outcome.ERROR,
-                Reason.REGISTRY_ERROR,
+                ImageReason.REGISTRY_ERROR,
                 "Could not get tags from registry: 401 Unauthorized",
             )
         )

@@ -19,7 +19,7 @@ from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.cycle import CycleResult
 from argocd_image_updater.controller.runner import Controller
-from argocd_image_updater.plan.model import Outcome, Reason
+from argocd_image_updater.plan.model import ImageReason, Outcome
 from argocd_image_updater.sandbox import cosign, objects
 from argocd_image_updater.sandbox.argocd import ArgoCDApiServer
 from argocd_image_updater.sandbox.git_servers import bare_repo, git, log_subjects, show
@@ -113,7 +113,7 @@ def assert_refused(result: CycleResult) -> None:
     [app] = result.apps
     assert app.plan is not None and not app.plan.has_changes
     [image] = app.plan.results
-    assert (image.outcome, image.reason) == (Outcome.ERROR, Reason.VERIFICATION_FAILED)
+    assert (image.outcome, image.reason) == (Outcome.ERROR, ImageReason.VERIFICATION_FAILED)
     assert "no signature found" in image.message, image.message
     assert image.current is not None and image.current.endswith(":1.0.0")
 

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from argocd_image_updater.controller.cycle import AppOutcome, CycleResult
 from argocd_image_updater.controller.sources import CRState
 from argocd_image_updater.model.image import ImageRef
-from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageResult, Outcome, Reason
+from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageReason, ImageResult, Outcome
 from argocd_image_updater.report.cycle_metrics import forget_cr, record_cycle
 from argocd_image_updater.report.metrics import REGISTRY
 
@@ -69,17 +69,19 @@ def app(
         image = f"img{i}"
         results.append(
             ImageResult(
-                image, image, f"{image}:1", f"{image}:2", Outcome.UPDATED, Reason.UPDATED, ""
+                image, image, f"{image}:1", f"{image}:2", Outcome.UPDATED, ImageReason.UPDATED, ""
             )
         )
         changes.append(ImageChange(image, ImageRef.parse(image), "1", "2", ""))
     for i in range(errors):
         results.append(
-            ImageResult(f"e{i}", "x", "x:1", None, Outcome.ERROR, Reason.REGISTRY_ERROR, "boom")
+            ImageResult(
+                f"e{i}", "x", "x:1", None, Outcome.ERROR, ImageReason.REGISTRY_ERROR, "boom"
+            )
         )
     for i in range(current):
         results.append(
-            ImageResult(f"c{i}", "y", "y:1", "y:1", Outcome.UP_TO_DATE, Reason.UP_TO_DATE, "")
+            ImageResult(f"c{i}", "y", "y:1", "y:1", Outcome.UP_TO_DATE, ImageReason.UP_TO_DATE, "")
         )
     plan = AppPlan.build(
         app_name=name,

@@ -31,11 +31,12 @@ from argocd_image_updater.config.credentials import CredentialKind
 from argocd_image_updater.config.registries import RegistryEntry
 from argocd_image_updater.config.settings import FILE_KEYS, OPTIONS
 from argocd_image_updater.model.tags import TagInfo
-from argocd_image_updater.plan.model import Reason as ImageReason
+from argocd_image_updater.plan.model import ImageReason
 from argocd_image_updater.policy.select import Policy, choose
 from argocd_image_updater.policy.strategies import named, strategies
 from argocd_image_updater.policy.verdicts import TagVerdict
 from argocd_image_updater.report.metrics import REGISTRY
+from argocd_image_updater.writeback.formats import formats as target_formats
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 DOCS: Final = ROOT / "docs"
@@ -259,6 +260,14 @@ def test_every_update_strategy_is_documented() -> None:
         if not re.search(rf"^\| `{re.escape(strategy.name)}` \| [^|]+ \|$", text, re.M):
             missing.append(f"never-downgrade table: `{strategy.name}`")
     assert missing == []
+
+
+def test_every_write_back_target_format_is_documented() -> None:
+    """Each target format with a prefix has its rows in the writeBackTarget table."""
+    text = _read("write-back.md")
+    prefixes = [f.prefix for f in target_formats() if f.prefix is not None]
+    assert prefixes
+    assert [p for p in prefixes if not re.search(rf"^\| `{re.escape(p)}[`:]", text, re.M)] == []
 
 
 # --- strategies.md examples -----------------------------------------------------------------

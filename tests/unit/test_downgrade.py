@@ -19,7 +19,7 @@ from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
 from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import plan_scans
-from argocd_image_updater.plan.model import AppPlan, ImageResult, Outcome, Reason
+from argocd_image_updater.plan.model import AppPlan, ImageReason, ImageResult, Outcome
 from argocd_image_updater.policy.downgrade import downgrade
 from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.strategies import UpdateStrategy, named
@@ -125,7 +125,7 @@ def test_a_lower_version_is_not_written_and_names_both_tags() -> None:
     (config,) = configs_of(cr(), app_object("web", "1.5.0"))
     result, image = only_result(config, TRUNCATED)
     assert not result.changes
-    assert (image.outcome, image.reason) == (Outcome.SKIPPED, Reason.WOULD_DOWNGRADE)
+    assert (image.outcome, image.reason) == (Outcome.SKIPPED, ImageReason.WOULD_DOWNGRADE)
     assert "'1.3.0' is a lower version than the running '1.5.0'" in image.message
     assert image.chosen == f"{IMAGE}:1.3.0" and image.current == f"{IMAGE}:1.5.0"
     assert (result.skipped, result.errors, result.updated) == (1, 0, 0)
@@ -134,7 +134,7 @@ def test_a_lower_version_is_not_written_and_names_both_tags() -> None:
 def test_a_higher_version_is_still_written() -> None:
     (config,) = configs_of(cr(), app_object("web", "1.0.0"))
     result, image = only_result(config, TRUNCATED)
-    assert image.reason == Reason.UPDATED and [c.new_tag for c in result.changes] == ["1.3.0"]
+    assert image.reason == ImageReason.UPDATED and [c.new_tag for c in result.changes] == ["1.3.0"]
 
 
 @pytest.mark.parametrize(
@@ -148,13 +148,13 @@ def test_a_higher_version_is_still_written() -> None:
 def test_allow_downgrade_in_the_imageupdater(iu: Any) -> None:
     (config,) = configs_of(iu, app_object("web", "1.5.0"))
     result, image = only_result(config, TRUNCATED)
-    assert image.reason == Reason.UPDATED and [c.new_tag for c in result.changes] == ["1.3.0"]
+    assert image.reason == ImageReason.UPDATED and [c.new_tag for c in result.changes] == ["1.3.0"]
 
 
 def test_allow_downgrade_false_at_the_image_wins_over_the_ref() -> None:
     iu = cr({"allowDowngrade": True}, commonUpdateSettings={"allowDowngrade": False})
     (config,) = configs_of(iu, app_object("web", "1.5.0"))
-    assert only_result(config, TRUNCATED)[1].reason == Reason.WOULD_DOWNGRADE
+    assert only_result(config, TRUNCATED)[1].reason == ImageReason.WOULD_DOWNGRADE
 
 
 def test_allow_downgrade_annotation_with_use_annotations() -> None:
@@ -166,7 +166,7 @@ def test_allow_downgrade_annotation_with_use_annotations() -> None:
     )
     annotations = {f"{P}/image-list": f"web={IMAGE}", f"{P}/web.allow-downgrade": "true"}
     (config,) = configs_of(iu, app_object("web", "1.5.0", annotations))
-    assert only_result(config, TRUNCATED)[1].reason == Reason.UPDATED
+    assert only_result(config, TRUNCATED)[1].reason == ImageReason.UPDATED
     annotations[f"{P}/web.allow-downgrade"] = "yes please"
     selection = select_applications(
         iu, [Application.from_object(app_object("web", "1.5.0", annotations))]
@@ -181,7 +181,7 @@ def test_allow_downgrade_annotation_v0(value: str, allowed: bool) -> None:
     app = Application.from_object(app_object("web", "1.5.0", annotations))
     (config,) = select_applications_v0([app]).configs
     reason = only_result(config, TRUNCATED)[1].reason
-    assert reason == (Reason.UPDATED if allowed else Reason.WOULD_DOWNGRADE)
+    assert reason == (ImageReason.UPDATED if allowed else ImageReason.WOULD_DOWNGRADE)
 
 
 # --- problems name the object and the field ------------------------------------------------------
@@ -190,7 +190,7 @@ def test_allow_downgrade_annotation_v0(value: str, allowed: bool) -> None:
 def test_unknown_strategy_warns_with_the_field_and_the_value() -> None:
     (config,) = configs_of(cr({"updateStrategy": "newest-buildz"}), app_object("web", "1.0.0"))
     _, image = only_result(config, TRUNCATED)
-    assert image.reason == Reason.UPDATED  # semver, as in the original
+    assert image.reason == ImageReason.UPDATED  # semver, as in the original
     assert image.warnings == (
         "ImageUpdater argocd/team field spec.applicationRefs[0].commonUpdateSettings."
         "updateStrategy: Unknown sort option newest-buildz -- using semver",
@@ -201,7 +201,7 @@ def test_invalid_allow_tags_warns_with_the_expression() -> None:
     iu = cr(commonUpdateSettings={"allowTags": "regexp:^1.("})
     (config,) = configs_of(iu, app_object("web", "1.0.0"))
     _, image = only_result(config, TRUNCATED)
-    assert image.reason == Reason.NO_CANDIDATE
+    assert image.reason == ImageReason.NO_CANDIDATE
     (warning,) = image.warnings
     assert warning.startswith(
         "ImageUpdater argocd/team field spec.applicationRefs[0].images[0].commonUpdateSettings."
@@ -224,7 +224,7 @@ def test_bad_pull_secret_is_the_image_error_naming_the_field() -> None:
     iu = cr({"pullSecret": "nonsense:whatever"})
     (config,) = configs_of(iu, app_object("web", "1.0.0"))
     result, image = only_result(config, TRUNCATED)
-    assert (image.outcome, image.reason) == (Outcome.ERROR, Reason.INVALID_CONFIG)
+    assert (image.outcome, image.reason) == (Outcome.ERROR, ImageReason.INVALID_CONFIG)
     assert image.message.startswith(
         "ImageUpdater argocd/team field spec.applicationRefs[0].commonUpdateSettings.pullSecret: "
         "invalid credential reference"

@@ -37,8 +37,8 @@ from argocd_image_updater.plan.jobs import AppJobs, ScanKey, plan_scans
 from argocd_image_updater.plan.model import (
     SIGNATURE_CHECK_PENDING,
     AppPlan,
+    ImageReason,
     Outcome,
-    Reason,
     SignatureCheck,
 )
 from argocd_image_updater.plan.patch import json_patch_ops
@@ -316,7 +316,7 @@ def test_ua8_ua9_pull_secret_in_other_namespace_is_an_error(secret: str, namespa
     assert r.counters() == (1, 0, 0, 1)
     assert r.requested == []
     (result,) = r.plan.results
-    assert result.reason == Reason.PULL_SECRET_NAMESPACE
+    assert result.reason == ImageReason.PULL_SECRET_NAMESPACE
     assert result.message == (
         f"commonUpdateSettings.pullSecret namespace '{namespace}' differs from app namespace "
         "'guestbook'"
@@ -344,7 +344,7 @@ def test_ua11_ua12_ua21_registry_error(error: Exception) -> None:
     assert r.counters() == (1, 0, 0, 1)
     (result,) = r.plan.results
     assert result.outcome is Outcome.ERROR
-    assert result.reason == Reason.REGISTRY_ERROR
+    assert result.reason == ImageReason.REGISTRY_ERROR
     assert str(error) in result.message
     assert json_patch_ops(obj, r.plan) == []
 
@@ -356,7 +356,7 @@ def test_missing_scan_result_is_an_error() -> None:
     )
     plan = plan_app(plan_scans(config, endpoint_for), {})
     assert (plan.considered, plan.errors) == (1, 1)
-    assert plan.results[0].reason == Reason.REGISTRY_ERROR
+    assert plan.results[0].reason == ImageReason.REGISTRY_ERROR
 
 
 def test_ua13_image_not_live_is_skipped() -> None:
@@ -364,7 +364,7 @@ def test_ua13_image_not_live_is_skipped() -> None:
     r = run(obj, [image("a", "jannfis/barbar:1.0.1")], {})
     assert r.counters() == (0, 0, 1, 0)
     (result,) = r.plan.results
-    assert result.reason == Reason.NOT_LIVE
+    assert result.reason == ImageReason.NOT_LIVE
     assert (
         result.message
         == "Image 'jannfis/barbar' seems not to be live in this application, skipping"
@@ -413,7 +413,7 @@ def test_ua17_no_semver_tag_is_skipped() -> None:
     )
     assert r.counters() == (1, 0, 1, 0)
     (result,) = r.plan.results
-    assert result.reason == Reason.NO_CANDIDATE
+    assert result.reason == ImageReason.NO_CANDIDATE
     assert result.detail
     assert result.detail in result.message
 
@@ -469,7 +469,7 @@ def test_ua24_invalid_constraint_is_an_error_without_scan() -> None:
     r = run(obj, [image("a", "jannfis/foobar:stable")], {})
     assert r.counters() == (1, 0, 0, 1)
     assert r.requested == []
-    assert r.plan.results[0].reason == Reason.INVALID_CONFIG
+    assert r.plan.results[0].reason == ImageReason.INVALID_CONFIG
 
 
 # --- digest strategy (UA-25..27, UA-32, UA-33 / HP-15, IP-44) ----------------------------------------
@@ -625,7 +625,7 @@ def test_ua28_verification_disabled_updates() -> None:
 def test_ua29_verification_without_method_is_an_error() -> None:
     r = _verified_run(Verification(enabled=True))
     assert r.counters() == (1, 0, 0, 1)
-    assert r.plan.results[0].reason == Reason.VERIFICATION_FAILED
+    assert r.plan.results[0].reason == ImageReason.VERIFICATION_FAILED
     assert not r.plan.has_changes
 
 
@@ -638,7 +638,7 @@ def test_verification_fails_closed_without_a_check_of_the_chosen_tag() -> None:
         assert r.counters() == (1, 0, 0, 1)
         (result,) = r.plan.results
         assert (result.reason, result.detail) == (
-            Reason.VERIFICATION_FAILED,
+            ImageReason.VERIFICATION_FAILED,
             SIGNATURE_CHECK_PENDING,
         )
         assert result.chosen == "gcr.io/jannfis/foobar:1.0.2"
@@ -677,7 +677,7 @@ def test_ua34_new_image_already_in_spec_is_not_an_update() -> None:
     r = run(obj, [image("a", "jannfis/foobar:1.0.x")], {"jannfis/foobar": tags("1.0.1")})
     assert r.counters() == (1, 0, 0, 0)
     (result,) = r.plan.results
-    assert (result.outcome, result.reason) == (Outcome.UP_TO_DATE, Reason.ALREADY_SET)
+    assert (result.outcome, result.reason) == (Outcome.UP_TO_DATE, ImageReason.ALREADY_SET)
     assert result.message == "New image jannfis/foobar:1.0.1 already set in spec"
     assert json_patch_ops(obj, r.plan) == []
     assert len(r.plan.managed) == 2

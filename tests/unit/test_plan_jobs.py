@@ -31,7 +31,7 @@ from argocd_image_updater.plan.jobs import (
     plan_scans,
     pull_secret_namespace,
 )
-from argocd_image_updater.plan.model import ImageResult, Outcome, Reason
+from argocd_image_updater.plan.model import ImageReason, ImageResult, Outcome
 from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.policy.platforms import runtime_platform
 from argocd_image_updater.policy.strategies import named
@@ -98,12 +98,12 @@ def test_ua37_live_images_matched_by_registry_and_name() -> None:
     assert lives == ["nginx:1.12.2", "that/image", "quay.io/dexidp/dex:v1.23.0", None]
     last = jobs.items[3]
     assert isinstance(last, ImageResult)
-    assert last.reason == Reason.NOT_LIVE
+    assert last.reason == ImageReason.NOT_LIVE
 
 
 def test_ua38_no_live_images_means_nothing_is_live() -> None:
     result = only_result(plan(app([]), spec("n", "nginx:1.x")))
-    assert (result.outcome, result.reason) == (Outcome.SKIPPED, Reason.NOT_LIVE)
+    assert (result.outcome, result.reason) == (Outcome.SKIPPED, ImageReason.NOT_LIVE)
     assert result.message == "Image 'nginx' seems not to be live in this application, skipping"
     assert not result.considered
 
@@ -169,14 +169,14 @@ def test_unparsable_live_image_is_ignored() -> None:
 def test_invalid_configuration_is_an_error(image_spec: ImageSpec, fragment: str) -> None:
     result = only_result(plan(app(["nginx:1.0"]), image_spec))
     assert result.outcome is Outcome.ERROR
-    assert result.reason == Reason.INVALID_CONFIG
+    assert result.reason == ImageReason.INVALID_CONFIG
     assert fragment in result.message
     assert result.considered
 
 
 def test_non_live_image_is_skipped_before_config_is_checked() -> None:
     result = only_result(plan(app(["redis:1"]), spec("a", "nginx:stable")))
-    assert result.reason == Reason.NOT_LIVE
+    assert result.reason == ImageReason.NOT_LIVE
 
 
 def test_strategy_warnings_are_kept() -> None:
@@ -266,7 +266,7 @@ def test_equal_configuration_across_apps_shares_one_scan() -> None:
 
 def test_explicit_docker_hub_registry_is_not_the_implicit_one() -> None:
     result = only_result(plan(app(["nginx:1.2"]), spec("web", "docker.io/library/nginx:~1.2")))
-    assert result.reason == Reason.NOT_LIVE
+    assert result.reason == ImageReason.NOT_LIVE
 
 
 def test_scan_keys_of_one_app_are_distinct() -> None:

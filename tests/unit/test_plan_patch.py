@@ -231,7 +231,7 @@ def test_missing_source_raises() -> None:
 
 
 def test_waiting_for_sync_keeps_the_edits_and_drops_the_update() -> None:
-    from argocd_image_updater.plan.model import Outcome, ParamEdit, Reason
+    from argocd_image_updater.plan.model import ImageReason, Outcome, ParamEdit
 
     plan = make_plan(
         [
@@ -243,7 +243,10 @@ def test_waiting_for_sync_keeps_the_edits_and_drops_the_update() -> None:
     assert plan.waiting_for_sync({}) is plan
     waiting = plan.waiting_for_sync({"a": "already in branch main"})
     (result,) = waiting.results
-    assert (result.outcome, result.reason) == (Outcome.WAITING_FOR_SYNC, Reason.WAITING_FOR_SYNC)
+    assert (result.outcome, result.reason) == (
+        Outcome.WAITING_FOR_SYNC,
+        ImageReason.WAITING_FOR_SYNC,
+    )
     assert result.message == "already in branch main"
     assert (waiting.updated, waiting.changes, waiting.considered) == (0, (), 1)
     assert waiting.managed == plan.managed  # a file written for other images lists it still

@@ -10,7 +10,7 @@ from typing import Any
 from argocd_image_updater.controller.cycle import AppOutcome
 from argocd_image_updater.controller.sources import CRState
 from argocd_image_updater.model.image import ImageRef
-from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageResult, Outcome, Reason
+from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageReason, ImageResult, Outcome
 from argocd_image_updater.report.status import (
     IMAGES,
     compute_status,
@@ -34,21 +34,27 @@ def change(image: str, alias: str, old: str, new: str) -> ImageChange:
 
 def updated(alias: str, image: str, old: str, new: str) -> tuple[ImageResult, ImageChange]:
     result = ImageResult(
-        alias, image, f"{image}:{old}", f"{image}:{new}", Outcome.UPDATED, Reason.UPDATED, "update"
+        alias,
+        image,
+        f"{image}:{old}",
+        f"{image}:{new}",
+        Outcome.UPDATED,
+        ImageReason.UPDATED,
+        "update",
     )
     return result, change(image, alias, old, new)
 
 
 def up_to_date(alias: str, image: str, tag: str) -> ImageResult:
     ref = f"{image}:{tag}"
-    return ImageResult(alias, image, ref, ref, Outcome.UP_TO_DATE, Reason.UP_TO_DATE, "latest")
+    return ImageResult(alias, image, ref, ref, Outcome.UP_TO_DATE, ImageReason.UP_TO_DATE, "latest")
 
 
 def failed(
     alias: str, image: str, message: str = "Could not get tags from registry: boom"
 ) -> ImageResult:
     return ImageResult(
-        alias, image, f"{image}:1.0", None, Outcome.ERROR, Reason.REGISTRY_ERROR, message
+        alias, image, f"{image}:1.0", None, Outcome.ERROR, ImageReason.REGISTRY_ERROR, message
     )
 
 
@@ -338,7 +344,7 @@ def test_per_image_lines_explain_why_an_image_was_not_updated() -> None:
         "ghcr.io/org/api:1.0",
         None,
         Outcome.SKIPPED,
-        Reason.NO_CANDIDATE,
+        ImageReason.NO_CANDIDATE,
         "No suitable image tag for upgrade found in list of available tags: 12 tags, 12 excluded by the constraint",
     )
     result, ch = updated("web", "nginx", "1.20", "1.21")

@@ -15,7 +15,7 @@ from argocd_image_updater.config.update_config import (
     WriteBack,
 )
 from argocd_image_updater.model.application import Application
-from argocd_image_updater.plan.model import AppPlan, ImageResult, Outcome, ParamEdit, Reason
+from argocd_image_updater.plan.model import AppPlan, ImageReason, ImageResult, Outcome, ParamEdit
 from argocd_image_updater.writeback.helmvalues import (
     HEADER_COMMENT,
     HelmValuesError,
@@ -315,7 +315,9 @@ def config(app: Application, *specs: ImageSpec) -> AppUpdateConfig:
     return AppUpdateConfig(app=app, images=specs, write_back=wb)
 
 
-def result(spec: ImageSpec, outcome: Outcome, reason: Reason, current: str | None) -> ImageResult:
+def result(
+    spec: ImageSpec, outcome: Outcome, reason: ImageReason, current: str | None
+) -> ImageResult:
     return ImageResult(spec.alias, spec.image, current, None, outcome, reason, "")
 
 
@@ -340,9 +342,9 @@ def test_values_for_plan_writes_checked_images_only() -> None:
     broken = ImageSpec("broken", "repo/broken", target=helm_target("b.repository", "b.tag"))
     p = plan(
         [
-            result(manager, Outcome.UPDATED, Reason.UPDATED, "repo/manager:main-0000000"),
-            result(session, Outcome.SKIPPED, Reason.NOT_LIVE, None),
-            result(broken, Outcome.ERROR, Reason.REGISTRY_ERROR, "repo/broken:v1"),
+            result(manager, Outcome.UPDATED, ImageReason.UPDATED, "repo/manager:main-0000000"),
+            result(session, Outcome.SKIPPED, ImageReason.NOT_LIVE, None),
+            result(broken, Outcome.ERROR, ImageReason.REGISTRY_ERROR, "repo/broken:v1"),
         ],
         [
             ParamEdit("helm", "m.repository", "repo/manager", changed=False),
@@ -363,7 +365,7 @@ def test_values_for_plan_writes_checked_images_only() -> None:
 
 def test_values_for_plan_falls_back_to_app_parameters_then_the_live_image() -> None:
     spec = ImageSpec("nginx", "nginx")
-    p = plan([result(spec, Outcome.UP_TO_DATE, Reason.UP_TO_DATE, "nginx:v0.0.0")], [])
+    p = plan([result(spec, Outcome.UP_TO_DATE, ImageReason.UP_TO_DATE, "nginx:v0.0.0")], [])
     assert values_for_plan(config(application(), spec), p) == (
         ImageValues(
             "nginx",
@@ -382,7 +384,7 @@ def test_values_for_plan_spec_key() -> None:
         "web", "ghcr.io/org/web", target=ManifestTarget(helm=HelmTarget(spec="web.image"))
     )
     p = plan(
-        [result(spec, Outcome.UPDATED, Reason.UPDATED, "ghcr.io/org/web:1.0")],
+        [result(spec, Outcome.UPDATED, ImageReason.UPDATED, "ghcr.io/org/web:1.0")],
         [ParamEdit("helm", "web.image", "ghcr.io/org/web:1.1", changed=True)],
     )
     values = values_for_plan(config(application(), spec), p)
@@ -395,7 +397,7 @@ def test_values_for_plan_spec_key() -> None:
 def test_values_for_plan_forced_image_without_live_image() -> None:
     spec = ImageSpec("x", "org/x", settings=UpdateSettings(force_update=True))
     p = plan(
-        [result(spec, Outcome.UPDATED, Reason.UPDATED, None)],
+        [result(spec, Outcome.UPDATED, ImageReason.UPDATED, None)],
         [
             ParamEdit("helm", "image.name", "org/x", changed=True),
             ParamEdit("helm", "image.tag", "2.0", changed=True),

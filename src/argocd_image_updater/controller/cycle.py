@@ -29,7 +29,7 @@ from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
-from argocd_image_updater.plan.model import AppPlan, Outcome, Reason
+from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.patch import json_patch_ops
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import metrics
@@ -186,7 +186,7 @@ def _log_plan(
         }
         for warning in result.warnings:
             log.warning("%s", warning, **fields)
-        if result.reason == Reason.WOULD_DOWNGRADE:
+        if result.reason == ImageReason.WOULD_DOWNGRADE:
             log.warning("%s", result.message, reason=result.reason, **fields)
         elif result.outcome is Outcome.UPDATED:
             if updates:

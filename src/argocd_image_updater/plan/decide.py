@@ -35,10 +35,10 @@ from argocd_image_updater.plan.model import (
     SIGNATURE_CHECK_PENDING,
     AppPlan,
     ImageChange,
+    ImageReason,
     ImageResult,
     Outcome,
     ParamEdit,
-    Reason,
     SignatureCheck,
     render_tag,
 )
@@ -126,7 +126,7 @@ class _Planner:
         self,
         job: ImageJob,
         outcome: Outcome,
-        reason: Reason,
+        reason: ImageReason,
         message: str,
         *,
         chosen: str | None = None,
@@ -157,7 +157,7 @@ class _Planner:
             self.result(
                 job,
                 Outcome.ERROR,
-                Reason.REGISTRY_ERROR,
+                ImageReason.REGISTRY_ERROR,
                 f"Could not get tags from registry: no scan result for {job.repository}",
             )
             return
@@ -165,7 +165,7 @@ class _Planner:
             self.result(
                 job,
                 Outcome.ERROR,
-                Reason.REGISTRY_ERROR,
+                ImageReason.REGISTRY_ERROR,
                 f"Could not get tags from registry: {scan}",
             )
             return
@@ -175,7 +175,7 @@ class _Planner:
             self.result(
                 job,
                 Outcome.ERROR,
-                Reason.POLICY_ERROR,
+                ImageReason.POLICY_ERROR,
                 f"Unable to find newest version from available tags: {err}",
             )
             return
@@ -184,7 +184,7 @@ class _Planner:
             self.result(
                 job,
                 Outcome.SKIPPED,
-                Reason.NO_CANDIDATE,
+                ImageReason.NO_CANDIDATE,
                 "No suitable image tag for upgrade found in list of available tags: "
                 + selection.summary,
                 detail=selection.summary,
@@ -205,7 +205,7 @@ class _Planner:
         new_text = new_image.full_name_with_tag
         current = live.full_name_with_tag if live is not None else None
 
-        def result(outcome: Outcome, reason: Reason, message: str) -> None:
+        def result(outcome: Outcome, reason: ImageReason, message: str) -> None:
             self.results.append(
                 ImageResult(
                     job.alias,
@@ -227,7 +227,7 @@ class _Planner:
             self.apply(_edits(self.working, job, reset))
             result(
                 Outcome.UP_TO_DATE,
-                Reason.UP_TO_DATE,
+                ImageReason.UP_TO_DATE,
                 f"Image '{live.full_name_with_tag}' already on latest allowed version",
             )
             return
@@ -243,7 +243,7 @@ class _Planner:
             if lower is not None:
                 result(
                     Outcome.SKIPPED,
-                    Reason.WOULD_DOWNGRADE,
+                    ImageReason.WOULD_DOWNGRADE,
                     f"Not updating image '{current}' to '{new_text}': {lower} (update strategy "
                     f"{strategy}); nothing written. The registry may have listed only part of "
                     "its tags; allowDowngrade: true (annotation <alias>.allow-downgrade) "
@@ -264,7 +264,7 @@ class _Planner:
                         current,
                         new_text,
                         Outcome.ERROR,
-                        Reason.VERIFICATION_FAILED,
+                        ImageReason.VERIFICATION_FAILED,
                         f"Not updating image to '{new_text}': its signature was not verified",
                         SIGNATURE_CHECK_PENDING,
                         warnings=job.warnings,
@@ -274,7 +274,7 @@ class _Planner:
             if check.error or not check.digest or chosen.digest not in ("", check.digest):
                 result(
                     Outcome.ERROR,
-                    Reason.VERIFICATION_FAILED,
+                    ImageReason.VERIFICATION_FAILED,
                     f"Not updating image to '{new_text}': signature verification failed: "
                     + (check.error or f"verified digest {check.digest or 'missing'}"),
                 )
@@ -286,12 +286,14 @@ class _Planner:
         if not any(edit.changed for edit in edits):
             self.managed.extend(edits)
             result(
-                Outcome.UP_TO_DATE, Reason.ALREADY_SET, f"New image {new_text} already set in spec"
+                Outcome.UP_TO_DATE,
+                ImageReason.ALREADY_SET,
+                f"New image {new_text} already set in spec",
             )
             return
         refusal = self.rejected.get(job.key)
         if refusal is not None:
-            result(Outcome.ERROR, Reason.VERIFICATION_FAILED, refusal)
+            result(Outcome.ERROR, ImageReason.VERIFICATION_FAILED, refusal)
             return
 
         self.apply(edits)
@@ -309,7 +311,9 @@ class _Planner:
             )
         )
         result(
-            Outcome.UPDATED, Reason.UPDATED, f"Successfully updated image '{old}' to '{new_text}'"
+            Outcome.UPDATED,
+            ImageReason.UPDATED,
+            f"Successfully updated image '{old}' to '{new_text}'",
         )
 
 
@@ -340,7 +344,7 @@ def plan_app(
                 planner.result(
                     item,
                     Outcome.ERROR,
-                    Reason.INTERNAL_ERROR,
+                    ImageReason.INTERNAL_ERROR,
                     f"could not decide the update of image '{item.key}': "
                     f"{type(err).__name__}: {err}",
                 )

@@ -31,7 +31,7 @@ from argocd_image_updater.config.update_config import (
 from argocd_image_updater.model.application import AppSource, SourceType
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.registry import RegistryEndpoint
-from argocd_image_updater.plan.model import EditKind, ImageResult, Outcome, Reason, SourcePath
+from argocd_image_updater.plan.model import EditKind, ImageReason, ImageResult, Outcome, SourcePath
 from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.policy.filters import parse_allow_tags
 from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
@@ -125,7 +125,7 @@ class AppJobs:
         return tuple(dict.fromkeys(job.scan_key for job in self.jobs))
 
 
-def _error(spec: ImageSpec, reason: Reason, message: str, current: str | None) -> ImageResult:
+def _error(spec: ImageSpec, reason: ImageReason, message: str, current: str | None) -> ImageResult:
     return ImageResult(spec.alias, spec.image, current, None, Outcome.ERROR, reason, message)
 
 
@@ -242,13 +242,13 @@ def _plan_image(
     try:
         cfg = _parse_cfg(spec)
     except ImageRefError as err:
-        return _error(spec, Reason.INVALID_CONFIG, f"{spec.where('imageName')}: {err}", None)
+        return _error(spec, ImageReason.INVALID_CONFIG, f"{spec.where('imageName')}: {err}", None)
 
     target = spec.target
     if target is not None and len(target.kinds) > 1:
         return _error(
             spec,
-            Reason.INVALID_CONFIG,
+            ImageReason.INVALID_CONFIG,
             f"{spec.where('manifestTargets', 'helm.* / kustomize.image-name')}: only one of the "
             f"fields (Helm, Kustomize, Plugin) should be set in manifestTargets of image "
             f"'{spec.key}', found {', '.join(target.kinds)}",
@@ -261,7 +261,7 @@ def _plan_image(
         except ImageRefError as err:
             where = spec.where("manifestTargets.kustomize.name", "kustomize.image-name")
             return _error(
-                spec, Reason.INVALID_CONFIG, f"{where}: kustomize target name: {err}", None
+                spec, ImageReason.INVALID_CONFIG, f"{where}: kustomize target name: {err}", None
             )
 
     matched = find_live(live, cfg, kustomize_ref)
@@ -272,7 +272,7 @@ def _plan_image(
             None,
             None,
             Outcome.SKIPPED,
-            Reason.NOT_LIVE,
+            ImageReason.NOT_LIVE,
             f"Image '{cfg.name}' seems not to be live in this application, skipping",
         )
     current = matched.full_name_with_tag if matched is not None else None
@@ -280,7 +280,7 @@ def _plan_image(
     try:
         policy, warnings = build_policy(spec, cfg)
     except PolicyError as err:
-        return _error(spec, Reason.INVALID_CONFIG, str(err), current)
+        return _error(spec, ImageReason.INVALID_CONFIG, str(err), current)
 
     pull_secret = spec.settings.effective_pull_secret
     if pull_secret:
@@ -288,12 +288,12 @@ def _plan_image(
             parse_credential_ref(pull_secret)
         except CredentialRefError as err:
             where = spec.settings.where("pull_secret")
-            return _error(spec, Reason.INVALID_CONFIG, f"{where}: {err}", current)
+            return _error(spec, ImageReason.INVALID_CONFIG, f"{where}: {err}", current)
     namespace = pull_secret_namespace(pull_secret)
     if namespace is not None and namespace != app.namespace and not config.is_legacy:
         return _error(
             spec,
-            Reason.PULL_SECRET_NAMESPACE,
+            ImageReason.PULL_SECRET_NAMESPACE,
             f"{spec.settings.where('pull_secret')} namespace '{namespace}' differs from app "
             f"namespace '{app.namespace}'",
             current,
@@ -304,7 +304,7 @@ def _plan_image(
     except Exception as err:  # a configuration lookup; its failure is this image's error
         return _error(
             spec,
-            Reason.REGISTRY_CONFIG,
+            ImageReason.REGISTRY_CONFIG,
             f"Could not get registry endpoint from configuration: {err}",
             current,
         )
@@ -345,7 +345,7 @@ def _plan_image_contained(
         where = spec.origin or f"image '{spec.key}'"
         return _error(
             spec,
-            Reason.INTERNAL_ERROR,
+            ImageReason.INTERNAL_ERROR,
             f"{where}: could not plan the image: {type(err).__name__}: {err}",
             None,
         )

@@ -33,7 +33,7 @@ class Outcome(enum.StrEnum):
     synced it yet. Nothing is written, nothing counts as updated."""
 
 
-class Reason(enum.StrEnum):
+class ImageReason(enum.StrEnum):
     """Machine-readable reason codes of an :class:`ImageResult`."""
 
     UPDATED = "updated"
@@ -109,7 +109,7 @@ class ImageResult:
     @property
     def considered(self) -> bool:
         """The original counts every image it found live as considered."""
-        return self.reason != Reason.NOT_LIVE
+        return self.reason != ImageReason.NOT_LIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +226,7 @@ class AppPlan:
             dataclasses.replace(
                 r,
                 outcome=Outcome.WAITING_FOR_SYNC,
-                reason=Reason.WAITING_FOR_SYNC,
+                reason=ImageReason.WAITING_FOR_SYNC,
                 message=messages[r.alias],
             )
             if r.outcome is Outcome.UPDATED and r.alias in messages

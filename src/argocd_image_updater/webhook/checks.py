@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
-from argocd_image_updater.webhook.events import Reason, WebhookRejected, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRejected, WebhookRequest
 from argocd_image_updater.webhook.signatures import secrets_equal
 
 if TYPE_CHECKING:
@@ -19,28 +19,28 @@ MAX_BODY_BYTES: Final = 1 << 20
 """Largest accepted request body (1 MiB), like the original."""
 
 
-def reject(message: str, reason: Reason, status: int = 400) -> WebhookRejected:
+def reject(message: str, reason: RejectionReason, status: int = 400) -> WebhookRejected:
     """The refusal of a call: ``message`` is the answer's text."""
     return WebhookRejected(message, reason=reason, status=status)
 
 
 def require_post(request: WebhookRequest) -> None:
     if request.method != "POST":
-        raise reject(f"invalid HTTP method: {request.method}", Reason.BAD_METHOD)
+        raise reject(f"invalid HTTP method: {request.method}", RejectionReason.BAD_METHOD)
 
 
 def require_content_type(request: WebhookRequest, *accepted: str) -> None:
     content_type = request.header("Content-Type")
     lowered = content_type.lower()
     if not any(kind in lowered for kind in accepted):
-        raise reject(f"invalid content type: {content_type}", Reason.BAD_CONTENT_TYPE)
+        raise reject(f"invalid content type: {content_type}", RejectionReason.BAD_CONTENT_TYPE)
 
 
 def check_shared_secret(given: str, secret: str, missing: str = "missing webhook secret") -> None:
     if not given:
-        raise reject(missing, Reason.MISSING_SECRET)
+        raise reject(missing, RejectionReason.MISSING_SECRET)
     if not secrets_equal(given, secret):
-        raise reject("invalid webhook secret", Reason.BAD_SIGNATURE)
+        raise reject("invalid webhook secret", RejectionReason.BAD_SIGNATURE)
 
 
 def check_query_secret(request: WebhookRequest, secret: str | None) -> None:
@@ -67,7 +67,7 @@ def namespaced(full_name: str, namespace: str, name: str) -> str:
 
 
 def missing(what: str, where: str = "webhook payload") -> WebhookRejected:
-    return reject(f"{what} not found in {where}", Reason.MISSING_FIELD)
+    return reject(f"{what} not found in {where}", RejectionReason.MISSING_FIELD)
 
 
 _PORT = re.compile(r"[0-9]*")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
 
 from argocd_image_updater.webhook.checks import reject
-from argocd_image_updater.webhook.events import Reason, WebhookRejected
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRejected
 
 STR: Final = "string"
 INT: Final = "int"
@@ -55,7 +55,7 @@ def _type_error(value: object, path: str, wanted: str) -> WebhookRejected:
     return reject(
         f"failed to parse webhook payload: cannot unmarshal {_json_kind(value)} "
         f"into field {path} of type {wanted}",
-        Reason.MALFORMED_JSON,
+        RejectionReason.MALFORMED_JSON,
     )
 
 
@@ -170,14 +170,16 @@ def decode_payload(body: bytes, schema: Schema) -> Payload:
             parse_constant=_reject_constant,
         )
     except (ValueError, RecursionError) as exc:
-        raise reject(f"failed to parse webhook payload: {exc}", Reason.MALFORMED_JSON) from None
+        raise reject(
+            f"failed to parse webhook payload: {exc}", RejectionReason.MALFORMED_JSON
+        ) from None
     if value is None:
         value = _Object([])
     if not isinstance(value, _Object):
         raise reject(
             f"failed to parse webhook payload: cannot unmarshal {_json_kind(value)} "
             "into the payload object",
-            Reason.MALFORMED_JSON,
+            RejectionReason.MALFORMED_JSON,
         )
     zero = cast("dict[str, object]", _zero(schema))
     return Payload(_conform_struct(value, schema, "", zero))

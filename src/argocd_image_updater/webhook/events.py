@@ -146,7 +146,7 @@ class WebhookRequest:
         )
 
 
-class Reason(enum.StrEnum):
+class RejectionReason(enum.StrEnum):
     """Short machine-readable codes for why a webhook call was refused (metric labels)."""
 
     BAD_METHOD = "bad-method"
@@ -164,7 +164,8 @@ class Reason(enum.StrEnum):
 
 class WebhookRejected(Exception):
     """A webhook call was refused: ``status`` and ``message`` are the HTTP answer (the original's
-    status code and error text), ``reason`` a short code from :class:`Reason` for metrics."""
+    status code and error text), ``reason`` a short code from :class:`RejectionReason` for
+    metrics."""
 
     def __init__(self, message: str, *, reason: str, status: int = 400) -> None:
         super().__init__(message)

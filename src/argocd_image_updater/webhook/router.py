@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from argocd_image_updater.webhook.checks import MAX_BODY_BYTES, reject
-from argocd_image_updater.webhook.events import Reason, RegistryEvent, WebhookRequest
+from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.registry import webhook_types
 from argocd_image_updater.webhook.types import Clock, WebhookParser
 
@@ -52,7 +52,7 @@ class WebhookParsers:
         if parser is None:
             raise reject(
                 f"invalid registry type: {type_name}. Supported types: {', '.join(self.types)}",
-                Reason.UNSUPPORTED_TYPE,
+                RejectionReason.UNSUPPORTED_TYPE,
             )
         return parser
 
@@ -82,21 +82,21 @@ class WebhookParsers:
     ) -> RegistryEvent:
         """Check and decode one call; :class:`WebhookRejected` carries the answer otherwise."""
         if len(request.body) > max_body:
-            raise reject("request body too large", Reason.TOO_LARGE, status=413)
+            raise reject("request body too large", RejectionReason.TOO_LARGE, status=413)
         registered = self.registered(secrets, require_secret)
         if not registered:
-            raise reject(NO_HANDLERS_MESSAGE, Reason.NO_HANDLERS)
+            raise reject(NO_HANDLERS_MESSAGE, RejectionReason.NO_HANDLERS)
         type_name = detect_type(request)
         supported = ", ".join(registered)
         if not type_name:
             raise reject(
                 f"missing registry type parameter. Supported types: {supported}",
-                Reason.UNSUPPORTED_TYPE,
+                RejectionReason.UNSUPPORTED_TYPE,
             )
         if type_name not in registered:
             raise reject(
                 f"invalid registry type: {type_name}. Supported types: {supported}",
-                Reason.UNSUPPORTED_TYPE,
+                RejectionReason.UNSUPPORTED_TYPE,
             )
         parser = self._parsers[type_name]
         parser.validate(request, secrets.get(type_name) or None)

@@ -12,7 +12,7 @@ from argocd_image_updater.webhook.checks import (
     require_post,
 )
 from argocd_image_updater.webhook.decoding import INT, STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import Reason, RegistryEvent, WebhookRequest
+from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = "acr"
@@ -48,7 +48,7 @@ class AcrParser:
         doc = decode_payload(request.body, SCHEMA)
         action = doc.text("action")
         if action != "push":
-            raise reject(f"ignoring action: {action}", Reason.WRONG_EVENT)
+            raise reject(f"ignoring action: {action}", RejectionReason.WRONG_EVENT)
         repository = doc.text("target.repository")
         if not repository:
             raise missing("repository name")

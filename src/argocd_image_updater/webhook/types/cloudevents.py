@@ -14,7 +14,7 @@ from argocd_image_updater.webhook.checks import (
     require_post,
 )
 from argocd_image_updater.webhook.decoding import MAP, STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import Reason, RegistryEvent, WebhookRequest
+from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = "cloudevents"
@@ -78,10 +78,10 @@ class CloudEventsParser:
     def parse(self, request: WebhookRequest) -> RegistryEvent:
         doc = decode_payload(request.body, SCHEMA)
         if not doc.text("specversion"):
-            raise reject("missing CloudEvents specversion", Reason.MISSING_FIELD)
+            raise reject("missing CloudEvents specversion", RejectionReason.MISSING_FIELD)
         event_type = doc.text("type")
         if not event_type:
-            raise reject("missing CloudEvents type", Reason.MISSING_FIELD)
+            raise reject("missing CloudEvents type", RejectionReason.MISSING_FIELD)
         data = doc.mapping("data")
         repository, tag, digest = "", "", ""
         subject_repo, colon, subject_tag = doc.text("subject").partition(":")
@@ -106,7 +106,7 @@ class CloudEventsParser:
                 registry_url = registry_from_source(doc.text("source"))
             registry = registry_url
         else:
-            raise reject(f"unsupported CloudEvents type: {event_type}", Reason.WRONG_EVENT)
+            raise reject(f"unsupported CloudEvents type: {event_type}", RejectionReason.WRONG_EVENT)
         where = "CloudEvents payload"
         if not repository:
             raise missing("repository name", where)

@@ -16,7 +16,7 @@ from argocd_image_updater.webhook.checks import (
     require_post,
 )
 from argocd_image_updater.webhook.decoding import STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import Reason, RegistryEvent, WebhookRequest
+from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.signatures import (
     GENERIC_TIMESTAMP_TOLERANCE,
     generic_signing_input,
@@ -55,21 +55,23 @@ class GenericParser:
             return
         signature = request.header("X-Signature-256")
         if not signature:
-            raise reject("missing webhook signature", Reason.MISSING_SECRET)
+            raise reject("missing webhook signature", RejectionReason.MISSING_SECRET)
         stamp_text = request.header("X-Timestamp")
         if not stamp_text:
-            raise reject("missing X-Timestamp header", Reason.BAD_TIMESTAMP)
+            raise reject("missing X-Timestamp header", RejectionReason.BAD_TIMESTAMP)
         stamp = parse_timestamp(stamp_text)
         if stamp is None:
-            raise reject("invalid X-Timestamp header: expected unix seconds", Reason.BAD_TIMESTAMP)
+            raise reject(
+                "invalid X-Timestamp header: expected unix seconds", RejectionReason.BAD_TIMESTAMP
+            )
         signed = generic_signing_input(stamp_text, request.body)
         if not verify_prefixed_signature(signature, secret, signed):
-            raise reject("invalid webhook signature", Reason.BAD_SIGNATURE)
+            raise reject("invalid webhook signature", RejectionReason.BAD_SIGNATURE)
         if not timestamp_fresh(stamp, self.clock(), self.tolerance):
             raise reject(
                 f"webhook timestamp is more than {self.tolerance:g} seconds away from "
                 "the current time",
-                Reason.BAD_TIMESTAMP,
+                RejectionReason.BAD_TIMESTAMP,
             )
 
     def parse(self, request: WebhookRequest) -> RegistryEvent:

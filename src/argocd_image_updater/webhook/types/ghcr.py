@@ -10,7 +10,7 @@ from argocd_image_updater.webhook.checks import (
     require_post,
 )
 from argocd_image_updater.webhook.decoding import STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import Reason, RegistryEvent, WebhookRequest
+from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.signatures import (
     verify_prefixed_signature,
 )
@@ -43,24 +43,24 @@ class GhcrParser:
         require_post(request)
         event = request.header("X-GitHub-Event")
         if not event:
-            raise reject("missing X-GitHub-Event header", Reason.WRONG_EVENT)
+            raise reject("missing X-GitHub-Event header", RejectionReason.WRONG_EVENT)
         if event != "package":
-            raise reject(f"unsupported event type: {event}", Reason.WRONG_EVENT)
+            raise reject(f"unsupported event type: {event}", RejectionReason.WRONG_EVENT)
         if secret:
             signature = request.header("X-Hub-Signature-256")
             if not signature:
-                raise reject("missing webhook signature", Reason.MISSING_SECRET)
+                raise reject("missing webhook signature", RejectionReason.MISSING_SECRET)
             if not verify_prefixed_signature(signature, secret, request.body):
-                raise reject("invalid webhook signature", Reason.BAD_SIGNATURE)
+                raise reject("invalid webhook signature", RejectionReason.BAD_SIGNATURE)
 
     def parse(self, request: WebhookRequest) -> RegistryEvent:
         doc = decode_payload(request.body, SCHEMA)
         action = doc.text("action")
         if action != "published":
-            raise reject(f"ignoring action: {action}", Reason.WRONG_EVENT)
+            raise reject(f"ignoring action: {action}", RejectionReason.WRONG_EVENT)
         package_type = doc.text("package.package_type")
         if package_type.lower() != "container":
-            raise reject(f"unsupported package type: {package_type}", Reason.WRONG_EVENT)
+            raise reject(f"unsupported package type: {package_type}", RejectionReason.WRONG_EVENT)
         name = doc.text("package.name")
         if not name:
             raise missing("package name")

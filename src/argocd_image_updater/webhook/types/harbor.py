@@ -16,7 +16,7 @@ from argocd_image_updater.webhook.checks import (
     with_scheme,
 )
 from argocd_image_updater.webhook.decoding import INT, MAP, STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import Reason, RegistryEvent, WebhookRequest
+from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = "harbor"
@@ -61,10 +61,10 @@ class HarborParser:
         doc = decode_payload(request.body, SCHEMA)
         event_type = doc.text("type")
         if event_type != "PUSH_ARTIFACT":
-            raise reject(f"unsupported event type: {event_type}", Reason.WRONG_EVENT)
+            raise reject(f"unsupported event type: {event_type}", RejectionReason.WRONG_EVENT)
         resources = doc.docs("event_data.resources")
         if not resources:
-            raise reject("no resources found in webhook payload", Reason.MISSING_FIELD)
+            raise reject("no resources found in webhook payload", RejectionReason.MISSING_FIELD)
         resource = resources[0]
         tag = resource.text("tag")
         if not tag:

@@ -13,7 +13,7 @@ from argocd_image_updater.webhook.checks import (
     with_scheme,
 )
 from argocd_image_updater.webhook.decoding import STR, STRS, Schema, decode_payload
-from argocd_image_updater.webhook.events import Reason, RegistryEvent, WebhookRequest
+from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = "quay.io"
@@ -49,7 +49,7 @@ class QuayParser:
         doc = decode_payload(request.body, SCHEMA)
         tags = doc.strings("updated_tags")
         if not tags:
-            raise reject("no tags in the payload", Reason.MISSING_FIELD)
+            raise reject("no tags in the payload", RejectionReason.MISSING_FIELD)
         docker_url = doc.text("docker_url")
         registry = registry_from_docker_url(docker_url) if docker_url else "quay.io"
         return RegistryEvent(registry, doc.text("repository"), tags[0], source_type=self.type_name)

@@ -14,11 +14,14 @@ from pathlib import Path
 import pytest
 import trustme
 
-from argocd_image_updater.config.credentials import CredentialsError, EndpointCredentials
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.cloud.jwt import unverified_claims
 from argocd_image_updater.registry.cloud.logins import CloudLogins
+from argocd_image_updater.registry.credentials import (
+    CredentialsError,
+    EndpointCredentials,
+)
 from argocd_image_updater.sandbox.cloud import (
     ACR_NULL_USER,
     AcrFake,

@@ -19,15 +19,17 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from argocd_image_updater.config.credentials import (
-    CredentialsError,
-    EndpointCredentials,
-    ImageCredentials,
-    fetch_credentials,
     parse_credential_ref,
 )
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.cloud.logins import CloudLogins
+from argocd_image_updater.registry.credentials import (
+    CredentialsError,
+    EndpointCredentials,
+    ImageCredentials,
+    fetch_credentials,
+)
 from argocd_image_updater.registry.errors import RegistryAuthError
 from argocd_image_updater.sandbox.cloud import AwsApiRecorder, RecordedRequest, Reply
 from argocd_image_updater.sandbox.push import ImagePusher

@@ -14,13 +14,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from argocd_image_updater.config.credentials import (
+from argocd_image_updater.model.registry import RegistryEndpoint
+from argocd_image_updater.registry.cloud.logins import CloudLogins
+from argocd_image_updater.registry.credentials import (
     CredentialsError,
     EndpointCredentials,
     auto_detected_credentials,
 )
-from argocd_image_updater.model.registry import RegistryEndpoint
-from argocd_image_updater.registry.cloud.logins import CloudLogins
 from argocd_image_updater.sandbox.cloud import GceMetadataServer, OAuthTokenEndpoint
 
 GAR = RegistryEndpoint(

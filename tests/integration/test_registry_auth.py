@@ -9,9 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from argocd_image_updater.config.credentials import EndpointCredentials
 from argocd_image_updater.model.registry import Credentials
 from argocd_image_updater.registry.client import RegistryClient
+from argocd_image_updater.registry.credentials import (
+    EndpointCredentials,
+)
 from argocd_image_updater.registry.errors import RegistryAuthError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import log

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from argocd_image_updater.config.cloud_options import CloudKind, CloudOptions
 from argocd_image_updater.config.credentials import (
     CredentialRefError,
-    CredentialsError,
-    EndpointCredentials,
     parse_credential_ref,
 )
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
@@ -26,7 +25,6 @@ from argocd_image_updater.registry.cloud.ecr import (
 )
 from argocd_image_updater.registry.cloud.errors import CloudLoginError, Failure
 from argocd_image_updater.registry.cloud.hosts import (
-    CloudKind,
     EcrHost,
     cloud_of_host,
     parse_ecr_host,
@@ -34,8 +32,11 @@ from argocd_image_updater.registry.cloud.hosts import (
 )
 from argocd_image_updater.registry.cloud.jwt import expiry_claim, unverified_claims
 from argocd_image_updater.registry.cloud.logins import CloudLogins
-from argocd_image_updater.registry.cloud.options import CloudOptions
 from argocd_image_updater.registry.cloud.refresh import CloudToken, TokenRefresher
+from argocd_image_updater.registry.credentials import (
+    CredentialsError,
+    EndpointCredentials,
+)
 from argocd_image_updater.sandbox.cloud import fake_jwt
 
 

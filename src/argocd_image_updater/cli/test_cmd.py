@@ -15,8 +15,6 @@ from argocd_image_updater.cli.explain import explain_lines, ordered_verdicts
 from argocd_image_updater.config.credentials import (
     CredentialKind,
     CredentialRefError,
-    CredentialsError,
-    EndpointCredentials,
     parse_credential_ref,
 )
 from argocd_image_updater.config.registries import (
@@ -42,6 +40,7 @@ from argocd_image_updater.policy.select import (
 from argocd_image_updater.policy.strategies import listed_names, parse_strategy
 from argocd_image_updater.registry.cloud.detect import detect
 from argocd_image_updater.registry.cloud.hosts import registry_host
+from argocd_image_updater.registry.credentials import CredentialsError, EndpointCredentials
 from argocd_image_updater.registry.errors import RegistryError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import log as logging_setup

@@ -15,11 +15,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from argocd_image_updater.config.credentials import (
-    EndpointCredentials,
-    ImageCredentials,
-    auto_detected_credentials,
-)
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.update_config import AppUpdateConfig
@@ -31,6 +26,11 @@ from argocd_image_updater.model.registry import CredentialProvider, RegistryEndp
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.patch import json_patch_ops
+from argocd_image_updater.registry.credentials import (
+    EndpointCredentials,
+    ImageCredentials,
+    auto_detected_credentials,
+)
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.report import metrics
 from argocd_image_updater.report.log import get_logger

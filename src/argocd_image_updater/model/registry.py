@@ -1,7 +1,7 @@
 """Registry endpoints and credentials as plain values.
 
 ``config.registries`` builds :class:`RegistryEndpoint` values from ``registries.conf`` (or infers
-them), ``config.credentials`` resolves credential references into :class:`Credentials`, and the
+them), ``registry.credentials`` reads credential references into :class:`Credentials`, and the
 ``registry`` package talks HTTP to an endpoint.
 """
 

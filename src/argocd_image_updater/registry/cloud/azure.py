@@ -22,11 +22,11 @@ from typing import Any, Final
 
 import httpx
 
+from argocd_image_updater.config.cloud_options import CloudKind, CloudOptions
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
 from argocd_image_updater.registry.cloud.errors import CloudLoginError, Failure, shorten
-from argocd_image_updater.registry.cloud.hosts import CloudKind, hostname, registry_host
+from argocd_image_updater.registry.cloud.hosts import hostname, registry_host
 from argocd_image_updater.registry.cloud.jwt import expiry_claim, unverified_claims
-from argocd_image_updater.registry.cloud.options import CloudOptions
 from argocd_image_updater.registry.cloud.refresh import CloudToken
 from argocd_image_updater.registry.cloud.sdk import require_sdk
 from argocd_image_updater.registry.errors import RegistryConfigError

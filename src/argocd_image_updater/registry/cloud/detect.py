@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from argocd_image_updater.config.cloud_options import CloudKind, CloudOptions
 from argocd_image_updater.registry.cloud.ecr import resolve_region
-from argocd_image_updater.registry.cloud.hosts import CLOUD_NAMES, CloudKind, cloud_of_host
-from argocd_image_updater.registry.cloud.options import CloudOptions
+from argocd_image_updater.registry.cloud.hosts import CLOUD_NAMES, cloud_of_host
 from argocd_image_updater.registry.cloud.sdk import install_hint, sdk_installed
 
 DMI_DIR: Final = Path("/sys/class/dmi/id")

@@ -18,14 +18,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
+from argocd_image_updater.config.cloud_options import CloudKind, CloudOptions
 from argocd_image_updater.model.registry import Credentials
 from argocd_image_updater.registry.cloud.errors import CloudLoginError, Failure, shorten
-from argocd_image_updater.registry.cloud.hosts import (
-    ECR_PUBLIC_REGION,
-    CloudKind,
-    parse_ecr_host,
-)
-from argocd_image_updater.registry.cloud.options import CloudOptions
+from argocd_image_updater.registry.cloud.hosts import ECR_PUBLIC_REGION, parse_ecr_host
 from argocd_image_updater.registry.cloud.refresh import CloudToken
 from argocd_image_updater.registry.cloud.sdk import require_sdk
 

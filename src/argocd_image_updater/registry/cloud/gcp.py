@@ -14,9 +14,9 @@ import threading
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from argocd_image_updater.config.cloud_options import CloudKind
 from argocd_image_updater.model.registry import Credentials
 from argocd_image_updater.registry.cloud.errors import CloudLoginError, Failure, shorten
-from argocd_image_updater.registry.cloud.hosts import CloudKind
 from argocd_image_updater.registry.cloud.refresh import CloudToken
 from argocd_image_updater.registry.cloud.sdk import require_sdk
 

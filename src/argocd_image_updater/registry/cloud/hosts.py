@@ -5,19 +5,11 @@ Pure functions: no I/O.
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass
 from typing import Final
 
-
-class CloudKind(enum.StrEnum):
-    """A native cloud login; the value is the credential reference type (``ecr:``, …)."""
-
-    ECR = "ecr"
-    GCP = "gcp"
-    AZURE = "azure"
-
+from argocd_image_updater.config.cloud_options import CloudKind
 
 EXTRAS: Final = {CloudKind.ECR: "aws", CloudKind.GCP: "gcp", CloudKind.AZURE: "azure"}
 """The optional dependency group (``pip install 'argocd-image-updater[<extra>]'``) of each kind."""

@@ -10,12 +10,12 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from argocd_image_updater.config.cloud_options import CloudKind, CloudOptions
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.cloud.azure import AzureLogin
 from argocd_image_updater.registry.cloud.ecr import EcrLogin
 from argocd_image_updater.registry.cloud.gcp import GcpLogin
-from argocd_image_updater.registry.cloud.hosts import CloudKind, registry_host
-from argocd_image_updater.registry.cloud.options import CloudOptions
+from argocd_image_updater.registry.cloud.hosts import registry_host
 from argocd_image_updater.registry.cloud.refresh import CloudToken, TokenRefresher
 
 

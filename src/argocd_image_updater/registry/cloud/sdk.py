@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib.util
 from typing import Final
 
+from argocd_image_updater.config.cloud_options import CloudKind
 from argocd_image_updater.registry.cloud.errors import CloudLoginError, Failure
-from argocd_image_updater.registry.cloud.hosts import CLOUD_NAMES, EXTRAS, CloudKind
+from argocd_image_updater.registry.cloud.hosts import CLOUD_NAMES, EXTRAS
 
 _MODULES: Final = {
     CloudKind.ECR: ("boto3", "botocore"),

@@ -1,4 +1,5 @@
-"""The text after ``ecr:``, ``gcp:`` and ``azure:`` in a credential reference.
+"""The native cloud logins a credential reference can name, and the text after ``ecr:``,
+``gcp:`` and ``azure:``.
 
 * ``ecr:`` — nothing, a region (``eu-west-1``), an IAM role ARN to assume
   (``arn:aws:iam::123456789012:role/name``), or both separated by a comma;
@@ -10,11 +11,19 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 from typing import Final
 
-from argocd_image_updater.registry.cloud.hosts import CloudKind
+
+class CloudKind(enum.StrEnum):
+    """A native cloud login; the value is the credential reference type (``ecr:``, …)."""
+
+    ECR = "ecr"
+    GCP = "gcp"
+    AZURE = "azure"
+
 
 _REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d+")
 _ROLE_ARN: Final = re.compile(

@@ -3,8 +3,8 @@
 The ``auths`` keys are written in many ways (``https://ghcr.io``, ``ghcr.io``,
 ``https://index.docker.io/v1/``, ``registry.example.com:5000/v2/``). Each key is reduced to
 ``host[/path]`` (no scheme, no ``/v1`` or ``/v2`` suffix, lower-case host) and compared with the
-endpoint's API URL and registry prefix. For Docker Hub, ``docker.io``, ``index.docker.io``,
-``registry-1.docker.io`` and ``registry.hub.docker.com`` all name the same registry.
+endpoint's API URL and registry prefix. Every Docker Hub host name
+(:data:`~argocd_image_updater.model.dockerhub.DOCKER_HUB_HOSTS`) names the same registry.
 
 When several keys match, the most specific one wins, deterministically: keys that cover the
 registry (the host, or a path that the prefix lies under) beat keys that merely start with the
@@ -21,11 +21,9 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+from argocd_image_updater.model.dockerhub import DOCKER_HUB, is_docker_hub_host
 from argocd_image_updater.model.registry import Credentials
 
-DOCKER_HUB_HOSTS: Final = frozenset(
-    {"docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com"}
-)
 _SCHEME_RE: Final = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 _API_SUFFIX_RE: Final = re.compile(r"/v[12]$")
 
@@ -46,8 +44,8 @@ def canonical_location(location: str) -> str:
     """Like :func:`normalize_location`, with every Docker Hub host spelled ``docker.io``."""
     normalized = normalize_location(location)
     host, sep, path = normalized.partition("/")
-    if host in DOCKER_HUB_HOSTS:
-        host = "docker.io"
+    if is_docker_hub_host(host):
+        host = DOCKER_HUB
     return host + sep + path
 
 

@@ -26,20 +26,20 @@ from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
-from argocd_image_updater.config.dockerconfig import DOCKER_HUB_HOSTS
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
 from argocd_image_updater.config.yaml_errors import yaml_error_position
+from argocd_image_updater.model.dockerhub import API_HOST, is_docker_hub_host
+from argocd_image_updater.model.dockerhub import DOCKER_HUB as DOCKER_HUB_PREFIX
 from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
 from argocd_image_updater.report.log import get_logger
 
 DEFAULT_PATH: Final = "/app/config/registries.conf"
 DEFAULT_TLS_DIR: Final = "/app/config/tls"
-DOCKER_HUB_PREFIX: Final = "docker.io"
 INFERRED_LIMIT: Final = 20.0
 DOCKER_HUB: Final = RegistryEndpoint(
     prefix=DOCKER_HUB_PREFIX,
     name="Docker Hub",
-    api_url="https://registry-1.docker.io",
+    api_url=f"https://{API_HOST}",
     default_ns="library",
     limit=10.0,
     is_default=True,
@@ -81,7 +81,7 @@ def canonical_registry(host: str) -> str:
     """The lookup spelling of a registry host: every Docker Hub alias becomes ``docker.io``."""
     host = host.strip().rstrip("/")
     first, sep, rest = host.partition("/")
-    if first.lower() in DOCKER_HUB_HOSTS:
+    if is_docker_hub_host(first):
         return DOCKER_HUB_PREFIX + sep + rest
     return host
 

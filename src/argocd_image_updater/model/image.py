@@ -24,9 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-DOCKER_HUB: Final = "docker.io"
-_LEGACY_HUB: Final = "index.docker.io"
-_HUB_HOSTS: Final = frozenset({"", DOCKER_HUB, _LEGACY_HUB, "registry-1.docker.io"})
+from argocd_image_updater.model.dockerhub import DOCKER_HUB, LEGACY_HOST, is_docker_hub_host
+
 _OFFICIAL_PREFIX: Final = "library/"
 _NAME_MAX: Final = 255
 _FORMAT_HINT: Final = "write it as [<alias>=][<registry>/]<name>[:<tag or constraint>][@<digest>]"
@@ -126,7 +125,8 @@ class ImageRef:
 
     @property
     def is_docker_hub(self) -> bool:
-        return self.registry in _HUB_HOSTS
+        """No registry written, or one of Docker Hub's host names."""
+        return not self.registry or is_docker_hub_host(self.registry)
 
     def with_tag(self, tag: str | None, digest: str = "") -> ImageRef:
         """The same image (registry, name, alias) with another tag/digest; ``original`` is not kept."""
@@ -215,7 +215,7 @@ def _split_docker_domain(ref: str) -> tuple[str, str]:
         domain, remainder = first, rest
     else:
         domain, remainder = DOCKER_HUB, ref
-    if domain == _LEGACY_HUB:
+    if domain == LEGACY_HOST:
         domain = DOCKER_HUB
     if domain == DOCKER_HUB and "/" not in remainder:
         remainder = _OFFICIAL_PREFIX + remainder
@@ -250,7 +250,7 @@ def _parse_legacy(ref: str) -> _Parts:
 
 
 def _normalize_hub(ref: str, registry: str, name: str, tag: str | None, digest: str) -> _Parts:
-    if registry == _LEGACY_HUB:
+    if registry == LEGACY_HOST:
         registry = DOCKER_HUB
     if registry in ("", DOCKER_HUB) and not ref.startswith(_OFFICIAL_PREFIX):
         name = name.removeprefix(_OFFICIAL_PREFIX)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from argocd_image_updater.webhook.checks import MAX_BODY_BYTES
 from argocd_image_updater.webhook.events import (
-    DOCKER_HUB,
     Headers,
     RegistryEvent,
     RejectionReason,
@@ -24,7 +23,6 @@ from argocd_image_updater.webhook.signatures import sign_generic
 from argocd_image_updater.webhook.types import WebhookParser, WebhookType
 
 __all__ = [
-    "DOCKER_HUB",
     "MAX_BODY_BYTES",
     "SECRET_ENV_VARS",
     "SECRET_KEYS",

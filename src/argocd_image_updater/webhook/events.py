@@ -11,6 +11,8 @@ import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from argocd_image_updater.model.dockerhub import DOCKER_HUB, is_docker_hub_host
+
 
 @dataclass(frozen=True, slots=True)
 class RegistryEvent:
@@ -37,16 +39,13 @@ class RegistryEvent:
         return ref
 
 
-DOCKER_HUB = "docker.io"
-_DOCKER_HUB_HOSTS = frozenset({"", "docker.io", "index.docker.io", "registry-1.docker.io"})
-
-
 def normalise_registry(host: str) -> str:
     """The canonical form of a registry host, for matching events against configured images.
 
     The host is lower-cased, a leading ``http://``/``https://`` and anything after the first ``/``
-    are dropped, and every Docker Hub spelling (``docker.io``, ``index.docker.io``,
-    ``registry-1.docker.io`` and the empty host) becomes ``docker.io``. Ports are kept.
+    are dropped, and every Docker Hub host name
+    (:data:`~argocd_image_updater.model.dockerhub.DOCKER_HUB_HOSTS`) and the empty host become
+    ``docker.io``. Ports are kept.
 
     Upstream matching lets an image *without* a registry host match events from any registry;
     callers wanting that rule must test for the empty host before normalising it.
@@ -55,7 +54,7 @@ def normalise_registry(host: str) -> str:
     if "://" in text:
         text = text.split("://", 1)[1]
     text = text.split("/", 1)[0]
-    return DOCKER_HUB if text in _DOCKER_HUB_HOSTS else text
+    return DOCKER_HUB if not text or is_docker_hub_host(text) else text
 
 
 def repository_key(registry: str, repository: str) -> tuple[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Final
 
+from argocd_image_updater.model.dockerhub import DOCKER_HUB
 from argocd_image_updater.webhook.checks import (
     check_query_secret,
     repository_and_push_tag,
@@ -33,7 +34,7 @@ class DockerHubParser:
     def parse(self, request: WebhookRequest) -> RegistryEvent:
         doc = decode_payload(request.body, SCHEMA)
         repository, tag = repository_and_push_tag(doc, "repository.repo_name")
-        return RegistryEvent("docker.io", repository, tag, source_type=self.type_name)
+        return RegistryEvent(DOCKER_HUB, repository, tag, source_type=self.type_name)
 
 
 WEBHOOK_TYPE: Final = WebhookType(

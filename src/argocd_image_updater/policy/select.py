@@ -20,7 +20,7 @@ from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.policy.filters import MATCH_ANY, TagMatcher, is_ignored
 from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.strategies import UpdateStrategy, default_strategy
-from argocd_image_updater.policy.strategies.base import Key
+from argocd_image_updater.policy.strategies.base import Key, Ranker
 from argocd_image_updater.policy.verdicts import PolicyError, TagVerdict, Verdict
 
 __all__ = [
@@ -107,6 +107,9 @@ def choose(
     rejected: dict[str, Verdict] = {}
     eligible: list[tuple[Key, TagInfo]] = []
     allow, ignore, platforms = policy.allow, policy.ignore, policy.platforms
+    # Most strategies consider every tag: skip the call for them (this loop runs per tag).
+    excludes = ranker.excludes if type(ranker).excludes is not Ranker.excludes else None
+    rank = ranker.rank
     for name, tag in unique.items():
         verdict: Verdict | None = None
         if not allow.matches(name):
@@ -115,7 +118,7 @@ def choose(
             )
         elif ignore and (pattern := is_ignored(name, ignore)) is not None:
             verdict = Verdict(name, TagVerdict.IGNORED, f"matches ignore pattern '{pattern}'")
-        elif (excluded := ranker.excludes(name)) is not None:
+        elif excludes is not None and (excluded := excludes(name)) is not None:
             verdict = excluded
         elif tag.images and not any(platforms.wants(image.platform) for image in tag.images):
             offered = ", ".join(sorted({str(image.platform) for image in tag.images}))
@@ -125,7 +128,7 @@ def choose(
         if verdict is not None:
             rejected[name] = verdict
             continue
-        ranked = ranker.rank(tag, platforms)
+        ranked = rank(tag, platforms)
         if isinstance(ranked, Verdict):
             rejected[name] = ranked
         else:

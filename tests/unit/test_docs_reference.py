@@ -28,8 +28,10 @@ from argocd_image_updater.cli.main import cli
 from argocd_image_updater.cli.options import CONFIG_DIR_ENV
 from argocd_image_updater.config import annotations as ann
 from argocd_image_updater.config.credentials import CredentialKind
+from argocd_image_updater.config.imageupdater import MSG_ONE_PROVIDER
 from argocd_image_updater.config.registries import RegistryEntry
 from argocd_image_updater.config.settings import FILE_KEYS, OPTIONS
+from argocd_image_updater.model.pr_hosts import PR_HOST_KEYS, PR_HOSTS
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.plan.model import ImageReason
 from argocd_image_updater.policy.select import Policy, choose
@@ -242,6 +244,30 @@ def test_every_metric_is_documented_with_type_and_labels() -> None:
 def test_every_reason_code_is_documented() -> None:
     codes = {f"`{r.value}`" for r in ImageReason} | {f"`{r.value}`" for r in TagVerdict}
     assert _missing(codes, _all_docs()) == []
+
+
+# --- pull request hosts ---------------------------------------------------------------------
+
+
+def test_pull_request_hosts_are_documented_and_in_the_crd() -> None:
+    """The PullRequest table of reference.md lists exactly the registered hosts, each with its
+    summary; git-writeback.md names each public API; the CRD has one field per host and the
+    same "exactly one" rule."""
+    section = re.search(r"^### PullRequest\n(.+?)(?=^### )", _read("reference.md"), re.M | re.S)
+    assert section is not None
+    rows = re.findall(r"^\| `([A-Za-z]+)` \| [^|]+ \| ([^|]+) \|", section.group(1), re.M)
+    documented = {name: meaning.strip() for name, meaning in rows if name != "labels"}
+    assert documented == {host.key: host.summary for host in PR_HOSTS}
+    assert f"`{MSG_ONE_PROVIDER}`" in section.group(1)
+    pages = _read("git-writeback.md")
+    assert [h.public_api for h in PR_HOSTS if f"`{h.public_api}`" not in pages] == []
+
+    crd = YAML(typ="safe").load(CRD.read_text(encoding="utf-8"))
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    git = spec["properties"]["writeBackConfig"]["properties"]["gitConfig"]
+    pull_request = git["properties"]["pullRequest"]
+    assert [k for k in pull_request["properties"] if k != "labels"] == list(PR_HOST_KEYS)
+    assert [r["message"] for r in pull_request["x-kubernetes-validations"]] == [MSG_ONE_PROVIDER]
 
 
 # --- update strategies ----------------------------------------------------------------------

@@ -1,49 +1,25 @@
-"""The pull request API base of a repository's host, and the client of each host."""
+"""The client of each pull request host (``writeback.scm.hosts``), and the request path they
+share (``writeback.scm.api``) against an ``httpx.MockTransport``: which URL each host asks,
+with which token header, and how failures read."""
 
 from __future__ import annotations
 
+import logging
+
+import httpx
 import pytest
 
+from argocd_image_updater.model.pr_hosts import PR_HOST_KEYS
 from argocd_image_updater.writeback.scm import (
+    ScmAuthError,
+    ScmError,
+    ScmNotFoundError,
+    ScmRateLimitError,
     client_for,
-    github_api_url,
-    gitlab_base_url,
     parse_repo_url,
     project_id,
 )
-
-
-@pytest.mark.parametrize(
-    ("url", "api"),
-    [
-        ("https://github.com/org/repo.git", "https://api.github.com"),
-        ("git@github.com:org/repo.git", "https://api.github.com"),
-        ("ssh://git@github.com:22/org/repo.git", "https://api.github.com"),
-        ("https://ghe.example.com/org/repo.git", "https://ghe.example.com/api/v3"),
-        ("https://ghe.example.com:8443/org/repo.git", "https://ghe.example.com:8443/api/v3"),
-        ("http://ghe.internal/org/repo.git", "http://ghe.internal/api/v3"),
-        # the SSH port is not the API's
-        ("ssh://git@ghe.example.com:2222/org/repo.git", "https://ghe.example.com/api/v3"),
-        ("git@ghe.example.com:org/repo.git", "https://ghe.example.com/api/v3"),
-    ],
-)
-def test_github_api_url(url: str, api: str) -> None:
-    assert github_api_url(parse_repo_url(url)) == api
-
-
-@pytest.mark.parametrize(
-    ("url", "base"),
-    [
-        ("https://gitlab.com/group/sub/app.git", "https://gitlab.com"),
-        ("git@gitlab.com:group/app.git", "https://gitlab.com"),
-        ("https://gitlab.example.com/group/app.git", "https://gitlab.example.com"),
-        ("https://gitlab.example.com:8443/group/app.git", "https://gitlab.example.com:8443"),
-        ("ssh://git@gitlab.example.com:2222/group/app.git", "https://gitlab.example.com"),
-        ("http://gitlab.local/group/app.git", "http://gitlab.local"),
-    ],
-)
-def test_gitlab_base_url(url: str, base: str) -> None:
-    assert gitlab_base_url(parse_repo_url(url)) == base
+from argocd_image_updater.writeback.scm.hosts import clients
 
 
 def test_gitlab_project_id_encodes_the_full_path() -> None:
@@ -59,6 +35,127 @@ async def test_client_for_picks_the_provider() -> None:
     async with client_for("github", repo, "token-value") as github:
         assert github.provider == "GitHub"
     with pytest.raises(ValueError, match="unknown pull request provider"):
-        client_for("bitbucket", repo, "token-value")  # type: ignore[arg-type]
+        client_for("bitbucket", repo, "token-value")
     with pytest.raises(ValueError, match="needs a token"):
         client_for("github", repo, "")
+
+
+def test_every_host_has_a_client() -> None:
+    assert tuple(clients()) == PR_HOST_KEYS
+
+
+def _recording(answer: httpx.Response) -> tuple[httpx.AsyncClient, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return answer
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler)), seen
+
+
+@pytest.mark.parametrize(
+    ("provider", "url", "api_url", "asked", "header"),
+    [
+        (
+            "github",
+            "https://github.com/org/deploy.git",
+            None,
+            "https://api.github.com/repos/org/deploy/pulls",
+            ("authorization", "Bearer tok-1"),
+        ),
+        (
+            "github",
+            "git@ghe.example.com:org/deploy.git",
+            None,
+            "https://ghe.example.com/api/v3/repos/org/deploy/pulls",
+            ("authorization", "Bearer tok-1"),
+        ),
+        (
+            "gitlab",
+            "https://gitlab.example.com:8443/group/sub/app.git",
+            None,
+            "https://gitlab.example.com:8443/api/v4/projects/group%2Fsub%2Fapp/merge_requests",
+            ("private-token", "tok-1"),
+        ),
+        (
+            "gitlab",
+            "https://gitlab.com/group/app.git",
+            "http://gitlab.internal:8080/",
+            "http://gitlab.internal:8080/api/v4/projects/group%2Fapp/merge_requests",
+            ("private-token", "tok-1"),
+        ),
+    ],
+)
+async def test_each_host_asks_its_api_with_its_token_header(
+    provider: str, url: str, api_url: str | None, asked: str, header: tuple[str, str]
+) -> None:
+    http, seen = _recording(httpx.Response(200, json=[]))
+    async with (
+        http,
+        client_for(provider, parse_repo_url(url), "tok-1", api_url=api_url, http=http) as client,
+    ):
+        assert await client.find_open(parse_repo_url(url), "head", "main") is None
+    assert str(seen[0].url).split("?", 1)[0] == asked
+    assert seen[0].headers[header[0]] == header[1]
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "text"),
+    [
+        (
+            httpx.Response(401, json={"message": "Bad credentials"}),
+            ScmAuthError,
+            "authentication failed (401 Bad credentials); check the token",
+        ),
+        (
+            httpx.Response(403, json={"message": "Resource not accessible"}),
+            ScmAuthError,
+            "permission denied",
+        ),
+        (
+            httpx.Response(404, json={"message": "Not Found"}),
+            ScmNotFoundError,
+            "not found (404 Not Found)",
+        ),
+        (
+            httpx.Response(
+                403,
+                headers={"x-ratelimit-remaining": "0", "retry-after": "30"},
+                json={"message": "API rate limit exceeded"},
+            ),
+            ScmRateLimitError,
+            "rate limit exceeded (403 API rate limit exceeded); retry in 30 s",
+        ),
+        (
+            httpx.Response(500, text="boom"),
+            ScmError,
+            "GitHub API GET /repos/org/deploy/pulls: 500 boom",
+        ),
+    ],
+)
+async def test_failures_name_the_host_method_and_path_never_the_token(
+    answer: httpx.Response, error: type[ScmError], text: str
+) -> None:
+    repo = parse_repo_url("https://github.com/org/deploy.git")
+    http, _ = _recording(answer)
+    async with http, client_for("github", repo, "secret-tok", http=http) as client:
+        with pytest.raises(error) as info:
+            await client.find_open(repo, "head", "main")
+    assert text in str(info.value)
+    assert "secret-tok" not in str(info.value)
+
+
+async def test_a_repository_on_another_hosts_public_instance_is_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="argocd_image_updater")
+    repo = parse_repo_url("https://github.com/org/deploy.git")
+    async with client_for("gitlab", repo, "tok"):
+        pass
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("github.com (GitHub) but gitConfig.pullRequest selects gitlab" in m for m in warned)
+    caplog.clear()
+    async with client_for("github", repo, "tok"):
+        pass
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]

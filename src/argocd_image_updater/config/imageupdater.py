@@ -16,12 +16,21 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from argocd_image_updater.config import update_config as uc
 from argocd_image_updater.config.labels import Requirement
+from argocd_image_updater.model.pr_hosts import PR_HOST_KEYS, one_of
 
 GROUP: Final = "argocd-image-updater.argoproj.io"
 API_VERSION: Final = f"{GROUP}/v1alpha1"
@@ -40,7 +49,7 @@ MSG_ONE_TARGET: Final = (
     "if the block is present."
 )
 MSG_PLUGIN_NAME: Final = "At least one of spec or name must be specified in plugin target."
-MSG_ONE_PROVIDER: Final = "Exactly one of github or gitlab must be set"
+MSG_ONE_PROVIDER: Final = f"Exactly one of {one_of(PR_HOST_KEYS)} must be set"
 MSG_VERIFICATION: Final = (
     "at least one verification method (cosignKey or keyless) is required when verification is "
     "enabled"
@@ -176,9 +185,15 @@ def normalize_pr_labels(labels: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(out) if out else None
 
 
-class PullRequest(_Model):
-    github: ProviderConfig | None = None
-    gitlab: ProviderConfig | None = None
+PullRequestHosts = create_model(
+    "PullRequestHosts",
+    __base__=_Model,
+    **{key: (ProviderConfig | None, None) for key in PR_HOST_KEYS},  # type: ignore[call-overload]
+)
+"""One optional empty object per pull request host of ``model.pr_hosts`` (``github: {}``, …)."""
+
+
+class PullRequest(PullRequestHosts):
     labels: list[str] | None = Field(default=None, max_length=100)
 
     @field_validator("labels")
@@ -189,9 +204,14 @@ class PullRequest(_Model):
                 raise _invalid(f"label {label!r} must be 1-255 characters long", f"[{i}]")
         return labels
 
+    @property
+    def providers(self) -> tuple[str, ...]:
+        """The keys of the hosts that are set."""
+        return tuple(key for key in PR_HOST_KEYS if getattr(self, key) is not None)
+
     @model_validator(mode="after")
     def _one_provider(self) -> PullRequest:
-        if (self.github is None) == (self.gitlab is None):
+        if len(self.providers) != 1:
             raise _invalid(MSG_ONE_PROVIDER)
         return self
 
@@ -200,8 +220,9 @@ class PullRequest(_Model):
         return normalize_pr_labels(self.labels)
 
     def to_settings(self) -> uc.PullRequestSettings:
-        provider: uc.PullRequestProvider = "github" if self.github is not None else "gitlab"
-        return uc.PullRequestSettings(provider=provider, labels=self.normalized_labels or ())
+        return uc.PullRequestSettings(
+            provider=self.providers[0], labels=self.normalized_labels or ()
+        )
 
 
 class GitConfig(_Model):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from argocd_image_updater.model.application import Application
 
@@ -29,7 +29,8 @@ DEFAULT_STRATEGY: Final = "semver"
 DEFAULT_METHOD: Final = "argocd"
 DEFAULT_GIT_CREDENTIALS: Final = "repocreds"
 
-PullRequestProvider = Literal["github", "gitlab"]
+PullRequestProvider = str
+"""The key of a pull request host (``model.pr_hosts``): ``github``, ``gitlab``."""
 
 
 class WriteBackError(ValueError):

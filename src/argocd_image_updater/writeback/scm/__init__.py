@@ -1,4 +1,12 @@
-"""Pull/merge request clients for Git write-back's PR mode (GitHub, GitLab).
+"""Pull/merge request clients for Git write-back's PR mode, one module per host.
+
+* ``errors`` — :class:`ScmError` and its kinds;
+* ``api`` — the request path every client shares (tokens, error mapping, the HTTP client);
+* ``host`` — :class:`PullRequest` and the :class:`PullRequestClient` protocol;
+* ``lifecycle`` — :func:`ensure_pull_request`: one open request per write branch, older ones
+  closed;
+* ``github``, ``gitlab`` — the hosts' clients; ``hosts`` — the client of each host of
+  :data:`~argocd_image_updater.model.pr_hosts.PR_HOSTS`.
 
 Typical use::
 
@@ -11,34 +19,31 @@ Typical use::
 
 from __future__ import annotations
 
-from typing import Literal
-
-import httpx
-
 from argocd_image_updater.model.repo_url import RepoLocation, RepoUrlError, parse_repo_url
-from argocd_image_updater.writeback.scm.base import (
-    MAX_BODY_RUNES,
-    MAX_TITLE_RUNES,
-    EnsureResult,
-    PullRequest,
-    PullRequestClient,
+from argocd_image_updater.writeback.scm.api import TokenSource
+from argocd_image_updater.writeback.scm.errors import (
     ScmAuthError,
     ScmError,
     ScmNotFoundError,
     ScmRateLimitError,
-    TokenSource,
-    ensure_pull_request,
-    normalize_labels,
-    truncate_runes,
 )
 from argocd_image_updater.writeback.scm.github import (
     GitHubAppTokenSource,
     GitHubClient,
     clear_app_token_cache,
-    github_api_url,
     github_app_token,
 )
-from argocd_image_updater.writeback.scm.gitlab import GitLabClient, gitlab_base_url, project_id
+from argocd_image_updater.writeback.scm.gitlab import GitLabClient, project_id
+from argocd_image_updater.writeback.scm.host import PullRequest, PullRequestClient
+from argocd_image_updater.writeback.scm.hosts import client_for
+from argocd_image_updater.writeback.scm.lifecycle import (
+    MAX_BODY_RUNES,
+    MAX_TITLE_RUNES,
+    EnsureResult,
+    ensure_pull_request,
+    normalize_labels,
+    truncate_runes,
+)
 
 __all__ = [
     "MAX_BODY_RUNES",
@@ -59,28 +64,9 @@ __all__ = [
     "clear_app_token_cache",
     "client_for",
     "ensure_pull_request",
-    "github_api_url",
     "github_app_token",
-    "gitlab_base_url",
     "normalize_labels",
     "parse_repo_url",
     "project_id",
     "truncate_runes",
 ]
-
-
-def client_for(
-    provider: Literal["github", "gitlab"],
-    repo: RepoLocation,
-    token: TokenSource,
-    *,
-    api_url: str | None = None,
-    http: httpx.AsyncClient | None = None,
-) -> GitHubClient | GitLabClient:
-    """The client for ``provider``; ``api_url`` overrides the API base derived from ``repo``
-    (GitHub: the ``/api/v3`` URL; GitLab: the instance URL)."""
-    if provider == "github":
-        return GitHubClient(token, api_url=api_url or github_api_url(repo), http=http)
-    if provider == "gitlab":
-        return GitLabClient(token, base_url=api_url or gitlab_base_url(repo), http=http)
-    raise ValueError(f"unknown pull request provider '{provider}': use github or gitlab")

@@ -22,14 +22,13 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from argocd_image_updater.model.pr_hosts import GITHUB
 from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.report.log import get_logger, register_secret
-from argocd_image_updater.writeback.scm.base import (
+from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     PER_PAGE,
     HttpApiClient,
-    PullRequest,
-    ScmError,
     TokenSource,
     describe,
     parse_time,
@@ -38,8 +37,9 @@ from argocd_image_updater.writeback.scm.base import (
     same_origin,
     send,
 )
+from argocd_image_updater.writeback.scm.errors import ScmError
+from argocd_image_updater.writeback.scm.host import PullRequest
 
-PUBLIC_API: Final = "https://api.github.com"
 API_VERSION: Final = "2022-11-28"
 MEDIA_TYPE: Final = "application/vnd.github+json"
 APP_TOKEN_REFRESH_MARGIN: Final = 300.0
@@ -48,13 +48,6 @@ _JWT_LIFETIME: Final = 540  # GitHub accepts at most 10 minutes
 _JWT_BACKDATE: Final = 60  # tolerate clock drift
 
 log = get_logger("writeback.scm.github")
-
-
-def github_api_url(repo: RepoLocation) -> str:
-    """``https://api.github.com`` for github.com, else ``<scheme>://<host>/api/v3`` (GHES)."""
-    if repo.host in ("github.com", "www.github.com"):
-        return PUBLIC_API
-    return f"{repo.web_url}/api/v3"
 
 
 def _headers(token: str) -> dict[str, str]:
@@ -94,15 +87,23 @@ def _head_owner(data: Any) -> str:
     return str(label).split(":", 1)[0].lower() if label and ":" in str(label) else ""
 
 
+HOST: Final = GITHUB
+
+
+def client(token: TokenSource, api: str, http: httpx.AsyncClient | None) -> GitHubClient:
+    """The client for the API base ``api`` (what :mod:`~.hosts` calls for ``github``)."""
+    return GitHubClient(token, api_url=api, http=http)
+
+
 class GitHubClient(HttpApiClient):
     """GitHub's pull request API for one token (a fixed string or an async token source).
 
     ``api_url`` overrides the API base derived from each repository's host
-    (:func:`github_api_url`); ``http`` is a caller-owned client (else one is made and closed by
+    (:meth:`~argocd_image_updater.model.pr_hosts.PullRequestHost.api_base`); ``http`` is a caller-owned client (else one is made and closed by
     :meth:`aclose`).
     """
 
-    provider = "GitHub"
+    host = HOST
 
     def __init__(
         self,
@@ -115,16 +116,13 @@ class GitHubClient(HttpApiClient):
         super().__init__(token, http, timeout)
         self._api_url = api_url.rstrip("/") if api_url else None
 
-    def reference(self, pr: PullRequest) -> str:
-        return f"#{pr.number}"
-
     def _repo_url(self, repo: RepoLocation) -> str:
         if "/" in repo.owner_path:
             raise ScmError(
                 f"GitHub repositories are owner/repo, not '{repo.full_path}' (nested paths are "
                 "a GitLab feature)"
             )
-        return f"{self._api_url or github_api_url(repo)}/repos/{repo.owner_path}/{repo.name}"
+        return f"{self._api_url or GITHUB.api_base(repo)}/repos/{repo.owner_path}/{repo.name}"
 
     def _auth_headers(self, token: str) -> dict[str, str]:
         return _headers(token)
@@ -314,7 +312,7 @@ async def github_app_token(
     installation = str(installation_id).strip()
     if not installation.isdigit():
         raise ScmError("GitHub App installation ID must be a number")
-    base = (api_url or PUBLIC_API).rstrip("/")
+    base = (api_url or GITHUB.public_api).rstrip("/")
     fingerprint = hashlib.sha256(private_key_pem.encode()).hexdigest()
     key = (base, str(app_id), installation, fingerprint)
     now = clock()

@@ -15,31 +15,24 @@ from urllib.parse import quote
 
 import httpx
 
+from argocd_image_updater.model.pr_hosts import GITLAB
 from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.report.log import get_logger
-from argocd_image_updater.writeback.scm.base import (
+from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     PER_PAGE,
     HttpApiClient,
-    PullRequest,
-    ScmError,
     TokenSource,
     describe,
     raise_for_status,
     response_text,
 )
+from argocd_image_updater.writeback.scm.errors import ScmError
+from argocd_image_updater.writeback.scm.host import PullRequest
 
-PUBLIC_URL: Final = "https://gitlab.com"
 _STATES: Final = {"opened": "open", "closed": "closed", "merged": "merged", "locked": "locked"}
 
 log = get_logger("writeback.scm.gitlab")
-
-
-def gitlab_base_url(repo: RepoLocation) -> str:
-    """``https://gitlab.com`` for gitlab.com, else ``<scheme>://<host>`` (SSH remotes → https)."""
-    if repo.host in ("gitlab.com", "www.gitlab.com"):
-        return PUBLIC_URL
-    return repo.web_url
 
 
 def project_id(repo: RepoLocation) -> str:
@@ -71,6 +64,14 @@ def _not_from_fork(data: Any) -> bool:
     return source is None or target is None or source == target
 
 
+HOST: Final = GITLAB
+
+
+def client(token: TokenSource, api: str, http: httpx.AsyncClient | None) -> GitLabClient:
+    """The client for the API base ``api`` (what :mod:`~.hosts` calls for ``gitlab``)."""
+    return GitLabClient(token, base_url=api, http=http)
+
+
 class GitLabClient(HttpApiClient):
     """GitLab's merge request API at ``base_url`` (e.g. ``https://gitlab.com``).
 
@@ -78,7 +79,7 @@ class GitLabClient(HttpApiClient):
     ``http`` is a caller-owned client (else one is made and closed by :meth:`aclose`).
     """
 
-    provider = "GitLab"
+    host = HOST
 
     def __init__(
         self,
@@ -94,9 +95,6 @@ class GitLabClient(HttpApiClient):
         super().__init__(token, http, timeout)
         self._api = f"{base_url.rstrip('/')}/api/v4"
         self._oauth = oauth
-
-    def reference(self, pr: PullRequest) -> str:
-        return f"!{pr.number}"
 
     def _mr_url(self, repo: RepoLocation, iid: int | None = None) -> str:
         url = f"{self._api}/projects/{project_id(repo)}/merge_requests"

@@ -10,6 +10,7 @@ from argocd_image_updater.model.pr_hosts import (
     PR_HOST_KEYS,
     PR_HOSTS,
     detect_pr_host,
+    normalize_labels,
     one_of,
     pr_host,
 )
@@ -85,3 +86,8 @@ def test_references_and_names() -> None:
 )
 def test_one_of(words: tuple[str, ...], text: str) -> None:
     assert one_of(words) == text
+
+
+def test_labels_are_trimmed_without_blanks_and_duplicates() -> None:
+    assert normalize_labels([" deps ", "", "auto", "deps", "  "]) == ("deps", "auto")
+    assert normalize_labels(None) == ()

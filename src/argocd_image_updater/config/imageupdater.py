@@ -30,7 +30,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from argocd_image_updater.config import update_config as uc
 from argocd_image_updater.config.labels import Requirement
-from argocd_image_updater.model.pr_hosts import PR_HOST_KEYS, one_of
+from argocd_image_updater.model.pr_hosts import PR_HOST_KEYS, normalize_labels, one_of
 
 GROUP: Final = "argocd-image-updater.argoproj.io"
 API_VERSION: Final = f"{GROUP}/v1alpha1"
@@ -177,12 +177,7 @@ class ProviderConfig(_Model):
 
 def normalize_pr_labels(labels: Sequence[str] | None) -> tuple[str, ...] | None:
     """Trim labels, drop blanks and duplicates (order kept); ``None`` when none remain."""
-    out: list[str] = []
-    for label in labels or ():
-        label = label.strip()
-        if label and label not in out:
-            out.append(label)
-    return tuple(out) if out else None
+    return normalize_labels(labels) or None
 
 
 PullRequestHosts = create_model(

@@ -14,6 +14,7 @@ rendered from it) and its row to docs/reference.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -108,3 +109,13 @@ def detect_pr_host(repo: RepoLocation) -> PullRequestHost | None:
 def one_of(words: tuple[str, ...]) -> str:
     """``a``, ``a or b``, ``a, b or c``."""
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def normalize_labels(labels: Iterable[str] | None) -> tuple[str, ...]:
+    """Request labels trimmed, without blanks and duplicates, in their first-seen order."""
+    seen: dict[str, None] = {}
+    for label in labels or ():
+        text = label.strip()
+        if text:
+            seen.setdefault(text, None)
+    return tuple(seen)

@@ -19,6 +19,7 @@ Typical use::
 
 from __future__ import annotations
 
+from argocd_image_updater.model.pr_hosts import normalize_labels
 from argocd_image_updater.model.repo_url import RepoLocation, RepoUrlError, parse_repo_url
 from argocd_image_updater.writeback.scm.api import TokenSource
 from argocd_image_updater.writeback.scm.errors import (
@@ -41,7 +42,6 @@ from argocd_image_updater.writeback.scm.lifecycle import (
     MAX_TITLE_RUNES,
     EnsureResult,
     ensure_pull_request,
-    normalize_labels,
     truncate_runes,
 )
 

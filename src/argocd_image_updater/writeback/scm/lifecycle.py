@@ -7,9 +7,10 @@ requests for the same target (heads sharing ``supersedes_prefix``) with a "Super
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Final, NamedTuple
 
+from argocd_image_updater.model.pr_hosts import normalize_labels
 from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.writeback.scm.errors import ScmError
@@ -32,16 +33,6 @@ class EnsureResult(NamedTuple):
 def truncate_runes(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` code points (Go runes)."""
     return text if len(text) <= limit else text[:limit]
-
-
-def normalize_labels(labels: Iterable[str]) -> list[str]:
-    """Trimmed labels without blanks and duplicates, in their first-seen order."""
-    seen: dict[str, None] = {}
-    for label in labels:
-        text = label.strip()
-        if text:
-            seen.setdefault(text, None)
-    return list(seen)
 
 
 def _wanted(pr: PullRequest, title: str, body: str, labels: Sequence[str]) -> bool:

@@ -156,7 +156,7 @@ async def child_main(
 ) -> None:
     from argocd_image_updater.cli.run_cmd import build_controller
     from argocd_image_updater.config.settings import resolve
-    from argocd_image_updater.report import log as logging_setup
+    from argocd_image_updater.observe import log as logging_setup
 
     # As ``run`` does, at its default level; the lines go to a file.
     logging_setup.setup("info", "text", stream=log_stream)

@@ -621,7 +621,7 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from argocd_image_updater.report import log as logging_setup
+    from argocd_image_updater.observe import log as logging_setup
     from argocd_image_updater.sandbox.git_servers import GitHttpServer
     from argocd_image_updater.sandbox.registry import RegistryServer
 

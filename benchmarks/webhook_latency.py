@@ -143,7 +143,7 @@ def kustomize_images(store: Any, name: str) -> list[str]:
 
 def webhook_stats() -> dict[str, float]:
     """The webhook metrics of this process (accepted, coalesced, handler calls and their time)."""
-    from argocd_image_updater.report.metrics import REGISTRY
+    from argocd_image_updater.observe.metrics import REGISTRY
 
     def sample(name: str, labels: dict[str, str] | None = None) -> float:
         return REGISTRY.get_sample_value(name, labels) or 0.0
@@ -162,7 +162,7 @@ def webhook_stats() -> dict[str, float]:
 async def child_main(kubeconfig: str, conf: str, log_stream: TextIO, top: int) -> None:
     from argocd_image_updater.cli.run_cmd import build_controller, close_resource, start_webhook
     from argocd_image_updater.config.settings import resolve
-    from argocd_image_updater.report import log as logging_setup
+    from argocd_image_updater.observe import log as logging_setup
 
     logging_setup.setup("info", "text", stream=log_stream)  # as ``run`` does, to a file
     settings = resolve(

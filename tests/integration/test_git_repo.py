@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from argocd_image_updater.report.metrics import REGISTRY
+from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.sandbox.git_servers import (
     GitHttpServer,
     GitSshServer,

@@ -18,8 +18,8 @@ from waiting import eventually
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.leader import LeaderElector
-from argocd_image_updater.report import log as logging_setup
-from argocd_image_updater.report.server import Servers, metrics_app
+from argocd_image_updater.observe import log as logging_setup
+from argocd_image_updater.observe.server import Servers, metrics_app
 from argocd_image_updater.sandbox import objects
 from argocd_image_updater.sandbox.kube import KubeApiServer
 from argocd_image_updater.sandbox.push import ImagePusher

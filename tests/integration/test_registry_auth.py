@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from argocd_image_updater.model.registry import Credentials
+from argocd_image_updater.observe import log
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.credentials import (
     EndpointCredentials,
 )
 from argocd_image_updater.registry.errors import RegistryAuthError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
-from argocd_image_updater.report import log
 from argocd_image_updater.sandbox.push import ImagePusher
 from argocd_image_updater.sandbox.registry import RegistryServer
 

@@ -11,9 +11,9 @@ import pytest
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import TagSortMode
 from argocd_image_updater.model.retry import RetryPolicy
+from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.registry.errors import RegistryAuthError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
-from argocd_image_updater.report.metrics import REGISTRY
 from argocd_image_updater.sandbox.push import ImagePusher
 
 START = datetime(2024, 1, 1, tzinfo=UTC)

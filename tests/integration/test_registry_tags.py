@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from argocd_image_updater.model.retry import RetryPolicy
+from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.errors import (
     RegistryProtocolError,
     RegistryUnavailable,
     RepositoryNotFound,
 )
-from argocd_image_updater.report.metrics import REGISTRY
 from argocd_image_updater.sandbox.push import ImagePusher
 
 FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02)

@@ -21,8 +21,8 @@ import pytest
 import trustme
 from cryptography.hazmat.primitives import serialization
 
-from argocd_image_updater.report.log import ROOT, TextFormatter
-from argocd_image_updater.report.metrics import REGISTRY
+from argocd_image_updater.observe.log import ROOT, TextFormatter
+from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.webhook import RegistryEvent, sign_generic
 from argocd_image_updater.webhook.dispatch import EventDispatcher
 from argocd_image_updater.webhook.ratelimit import TokenBucket, WebhookRateLimiter, retry_after

@@ -28,13 +28,13 @@ from argocd_image_updater.config.secrets import (
     read_field,
 )
 from argocd_image_updater.model.registry import CredentialProvider, Credentials, RegistryEndpoint
+from argocd_image_updater.observe import log
 from argocd_image_updater.registry.credentials import (
     CredentialsError,
     EndpointCredentials,
     ImageCredentials,
     fetch_credentials,
 )
-from argocd_image_updater.report import log
 
 HUB_API = "https://registry-1.docker.io"
 VALID_CONFIG = '{"auths":{"https://registry-1.docker.io/v2/":{"auth":"Zm9vOmJhcg=="}}}'

@@ -13,9 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from argocd_image_updater.controller.cycle import AppOutcome, CycleResult
 from argocd_image_updater.controller.sources import CRState
 from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageReason, ImageResult, Outcome
 from argocd_image_updater.report.cycle_metrics import forget_cr, record_cycle
-from argocd_image_updater.report.metrics import REGISTRY
 
 P = "argocd_image_updater_"
 # Every query of the original's Grafana dashboard (its panels' "expr" fields).

@@ -6,7 +6,7 @@ from pathlib import Path
 import argocd_image_updater.report.cycle_metrics
 import argocd_image_updater.webhook.dispatch
 import argocd_image_updater.writeback.git.process  # noqa: F401
-from argocd_image_updater.report.metrics import REGISTRY
+from argocd_image_updater.observe.metrics import REGISTRY
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -33,11 +33,11 @@ from argocd_image_updater.config.registries import RegistryEntry
 from argocd_image_updater.config.settings import FILE_KEYS, OPTIONS
 from argocd_image_updater.model.pr_hosts import PR_HOST_KEYS, PR_HOSTS
 from argocd_image_updater.model.tags import TagInfo
+from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.plan.model import ImageReason
 from argocd_image_updater.policy.select import Policy, choose
 from argocd_image_updater.policy.strategies import named, strategies
 from argocd_image_updater.policy.verdicts import TagVerdict
-from argocd_image_updater.report.metrics import REGISTRY
 from argocd_image_updater.writeback.formats import formats as target_formats
 
 ROOT: Final = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 import io
 import json
 
-from argocd_image_updater.report import log
+from argocd_image_updater.observe import log
 
 
 def test_text_format_is_logfmt_with_fields_and_masks_secrets() -> None:

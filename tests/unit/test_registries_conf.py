@@ -16,7 +16,7 @@ from argocd_image_updater.config.registries import (
     parse_registries_conf,
 )
 from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
-from argocd_image_updater.report import log
+from argocd_image_updater.observe import log
 
 EXAMPLE = """\
 registries:

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from argocd_image_updater.report import metrics
-from argocd_image_updater.report.log import get_logger, register_secret
+from argocd_image_updater.observe import metrics
+from argocd_image_updater.observe.log import get_logger, register_secret
 
 log = get_logger("argocd")
 

@@ -26,8 +26,8 @@ from argocd_image_updater.cli.test_cmd import (
 )
 from argocd_image_updater.controller.cycle import CycleResult
 from argocd_image_updater.model.platform import Platform
-from argocd_image_updater.report import log as logging_setup
-from argocd_image_updater.report.log import Logger, get_logger
+from argocd_image_updater.observe import log as logging_setup
+from argocd_image_updater.observe.log import Logger, get_logger
 from argocd_image_updater.sandbox.push import ImagePusher
 from argocd_image_updater.sandbox.registry import RegistryServer, RegistryServerError
 

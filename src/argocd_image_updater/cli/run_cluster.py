@@ -26,9 +26,9 @@ from argocd_image_updater.controller.sources import ApplicationStore
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
 from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.kube.secrets import KubeSecretReader
+from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.events import EventRecorder
-from argocd_image_updater.report.log import get_logger, register_secret
 from argocd_image_updater.report.status import StatusWriter
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
 from argocd_image_updater.writeback.base import AppWriter

@@ -28,10 +28,10 @@ from argocd_image_updater.local.prepare import LocalPreparer, RepoFiles
 from argocd_image_updater.local.secrets import DirectoryObjects
 from argocd_image_updater.local.store import DirectorySource, LocalStore, RepoSource
 from argocd_image_updater.local.writer import LocalManifestWriter, SplitBatchWriter
+from argocd_image_updater.observe import log as logging_setup
+from argocd_image_updater.observe.health import Health
+from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.registry.scanner import Scanner
-from argocd_image_updater.report import log as logging_setup
-from argocd_image_updater.report.health import Health
-from argocd_image_updater.report.log import get_logger, register_secret
 from argocd_image_updater.writeback.commit_template import CommitTemplateFile
 from argocd_image_updater.writeback.git.credentials import ClusterObjects, GitCredentialsResolver
 from argocd_image_updater.writeback.git.repo import RepoCache
@@ -355,7 +355,7 @@ async def _start_servers(settings: Settings, health: Health, closers: list[Any])
     metrics_address, health_address = bind_addresses(settings)
     if not serves(metrics_address) and not serves(health_address):
         return
-    from argocd_image_updater.report.server import Servers, health_app, metrics_app
+    from argocd_image_updater.observe.server import Servers, health_app, metrics_app
     from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
 
     servers = Servers()

@@ -27,6 +27,8 @@ from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.tags import TagInfo
+from argocd_image_updater.observe import log as logging_setup
+from argocd_image_updater.observe.log import Logger, get_logger
 from argocd_image_updater.policy.filters import parse_allow_tags
 from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
 from argocd_image_updater.policy.select import (
@@ -43,8 +45,6 @@ from argocd_image_updater.registry.cloud.hosts import registry_host
 from argocd_image_updater.registry.credentials import CredentialsError, EndpointCredentials
 from argocd_image_updater.registry.errors import RegistryError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
-from argocd_image_updater.report import log as logging_setup
-from argocd_image_updater.report.log import Logger, get_logger
 
 if TYPE_CHECKING:  # loaded with --verify-* only (cryptography is not needed otherwise)
     from argocd_image_updater.verify.policy import TrustPolicy

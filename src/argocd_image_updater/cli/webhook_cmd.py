@@ -17,8 +17,8 @@ from argocd_image_updater.cli.run_cmd import (
 )
 from argocd_image_updater.config.settings import Settings, resolve
 from argocd_image_updater.controller.runner import install_signal_handlers
-from argocd_image_updater.report import log as logging_setup
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe import log as logging_setup
+from argocd_image_updater.observe.log import get_logger
 
 log = get_logger("webhook")
 DEFAULT_PORT = 8080

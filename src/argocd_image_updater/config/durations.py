@@ -16,7 +16,7 @@ from datetime import timedelta
 from fractions import Fraction
 from typing import Final
 
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 
 _NS: Final = 1
 _US: Final = 1_000

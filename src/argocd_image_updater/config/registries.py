@@ -31,7 +31,7 @@ from argocd_image_updater.config.yaml_errors import yaml_error_position
 from argocd_image_updater.model.dockerhub import API_HOST, is_docker_hub_host
 from argocd_image_updater.model.dockerhub import DOCKER_HUB as DOCKER_HUB_PREFIX
 from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 
 DEFAULT_PATH: Final = "/app/config/registries.conf"
 DEFAULT_TLS_DIR: Final = "/app/config/tls"

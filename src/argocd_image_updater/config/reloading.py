@@ -21,7 +21,7 @@ from argocd_image_updater.config.registries import (
     load_registries_conf,
 )
 from argocd_image_updater.model.registry import RegistryEndpoint
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 
 __all__ = ["ReloadingRegistryConfig", "WatchedFile"]
 

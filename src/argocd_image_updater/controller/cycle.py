@@ -23,6 +23,8 @@ from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
+from argocd_image_updater.observe import metrics
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.patch import json_patch_ops
@@ -32,8 +34,6 @@ from argocd_image_updater.registry.credentials import (
     auto_detected_credentials,
 )
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
-from argocd_image_updater.report import metrics
-from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.verify.gate import Gate, verified_plan
 from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier

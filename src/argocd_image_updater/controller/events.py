@@ -25,7 +25,7 @@ from argocd_image_updater.controller.sources import Collected, CRState, collect
 from argocd_image_updater.model.application import Application, ApplicationError
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.registry import RegistryEndpoint
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.webhook.events import RegistryEvent, repository_key
 
 log = get_logger("webhook-events")

@@ -28,8 +28,8 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from argocd_image_updater.kube.client import KubeClient, KubeError
-from argocd_image_updater.report import metrics
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe import metrics
+from argocd_image_updater.observe.log import get_logger
 
 T = TypeVar("T")
 log = get_logger("leader")

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 
 from argocd_image_updater.controller.cycle import CycleResult
 from argocd_image_updater.controller.sources import Collected, CRState
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import EventRecorder
-from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.report.status import StatusWriter, compute_status, reconciling_status
 
 log = get_logger("report")

@@ -30,11 +30,11 @@ from argocd_image_updater.controller.sources import (
 )
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.kube.resources import IMAGE_UPDATERS
+from argocd_image_updater.observe import metrics
+from argocd_image_updater.observe.health import Health
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.registry.scanner import Scanner
-from argocd_image_updater.report import metrics
 from argocd_image_updater.report.cycle_metrics import forget_cr
-from argocd_image_updater.report.health import Health
-from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
 from argocd_image_updater.writeback.base import AppWriter

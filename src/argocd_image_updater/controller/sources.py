@@ -26,7 +26,7 @@ from argocd_image_updater.config.selection import (
 )
 from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.model.application import Application, ApplicationError
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 
 log = get_logger("sources")
 

@@ -20,8 +20,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.kube.resources import APPLICATIONS, IMAGE_UPDATERS
-from argocd_image_updater.report import metrics
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe import metrics
+from argocd_image_updater.observe.log import get_logger
 
 T = TypeVar("T")
 log = get_logger("kube")

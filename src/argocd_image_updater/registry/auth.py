@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
+from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES
 from argocd_image_updater.registry.singleflight import SingleFlight
-from argocd_image_updater.report.metrics import CACHE_HITS, CACHE_MISSES
 
 DEFAULT_TOKEN_LIFETIME = 60.0
 """Seconds a token is valid when the token server does not say (the distribution spec's default)."""

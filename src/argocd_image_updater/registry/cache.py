@@ -24,8 +24,8 @@ from typing import Generic, TypeVar
 
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.tags import PlatformImage
+from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES
 from argocd_image_updater.registry.singleflight import SingleFlight
-from argocd_image_updater.report.metrics import CACHE_HITS, CACHE_MISSES
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

@@ -27,6 +27,13 @@ import httpx
 
 from argocd_image_updater.model.registry import CredentialProvider, Credentials, RegistryEndpoint
 from argocd_image_updater.model.retry import RETRY_STATUSES, RetryPolicy
+from argocd_image_updater.observe.log import get_logger, register_secret
+from argocd_image_updater.observe.metrics import (
+    REGISTRY_REQUEST_DURATION,
+    REGISTRY_REQUESTS,
+    REGISTRY_REQUESTS_FAILED,
+    REGISTRY_RESPONSES,
+)
 from argocd_image_updater.registry.auth import (
     Challenge,
     Token,
@@ -63,13 +70,6 @@ from argocd_image_updater.registry.manifest import (
 from argocd_image_updater.registry.ratelimit import EndpointLimits
 from argocd_image_updater.registry.stats import RequestKind, RequestStats
 from argocd_image_updater.registry.transport import http_client
-from argocd_image_updater.report.log import get_logger, register_secret
-from argocd_image_updater.report.metrics import (
-    REGISTRY_REQUEST_DURATION,
-    REGISTRY_REQUESTS,
-    REGISTRY_REQUESTS_FAILED,
-    REGISTRY_RESPONSES,
-)
 
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_CONFIG_BYTES = 8 * 1024 * 1024

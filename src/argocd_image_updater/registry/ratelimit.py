@@ -7,7 +7,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from argocd_image_updater.report.metrics import (
+from argocd_image_updater.observe.metrics import (
     REGISTRY_RATE_LIMIT_WAIT_SECONDS,
     REGISTRY_RATE_LIMIT_WAITS,
 )

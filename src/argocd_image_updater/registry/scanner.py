@@ -33,6 +33,7 @@ from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.model.retry import RetryPolicy
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.registry.auth import TokenCache
 from argocd_image_updater.registry.cache import (
@@ -52,7 +53,6 @@ from argocd_image_updater.registry.manifest import Descriptor, Manifest
 from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, EndpointLimits
 from argocd_image_updater.registry.stats import RequestStats
 from argocd_image_updater.registry.transport import TlsKey, http_client
-from argocd_image_updater.report.log import get_logger
 
 MAX_METADATA_CONCURRENCY = 20
 """Concurrent metadata fetches per scan (as in the original)."""

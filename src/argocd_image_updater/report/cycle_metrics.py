@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from prometheus_client import Counter, Gauge
 
-from argocd_image_updater.report.metrics import REGISTRY
+from argocd_image_updater.observe.metrics import REGISTRY
 
 if TYPE_CHECKING:  # the controller imports this module
     from argocd_image_updater.controller.cycle import AppOutcome, CycleResult

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from argocd_image_updater.kube.resources import IMAGE_UPDATERS
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.model import ImageChange, Outcome
-from argocd_image_updater.report.log import get_logger
 
 if TYPE_CHECKING:  # the controller imports this module
     from argocd_image_updater.controller.cycle import CycleResult

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.kube.resources import IMAGE_UPDATERS
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.model import ImageChange, ImageResult, Outcome
-from argocd_image_updater.report.log import get_logger
 
 if TYPE_CHECKING:  # the controller imports this module
     from argocd_image_updater.controller.cycle import AppOutcome

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.registry.errors import RegistryError
 from argocd_image_updater.registry.manifest import is_digest
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.registry.singleflight import SingleFlight
-from argocd_image_updater.report.log import get_logger
 from argocd_image_updater.verify.cache import CacheKey, VerdictCache
 from argocd_image_updater.verify.discovery import Discovery
 from argocd_image_updater.verify.keyless import KeylessResult, check_keyless

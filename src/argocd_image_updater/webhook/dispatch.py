@@ -28,8 +28,8 @@ from typing import Final, TypeAlias
 
 from prometheus_client import Counter, Histogram
 
-from argocd_image_updater.report.log import get_logger
-from argocd_image_updater.report.metrics import REGISTRY
+from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.webhook.events import RegistryEvent, repository_key
 from argocd_image_updater.webhook.registry import type_names
 

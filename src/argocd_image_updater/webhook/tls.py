@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 
 CERT_FILE: Final = "tls.crt"
 KEY_FILE: Final = "tls.key"

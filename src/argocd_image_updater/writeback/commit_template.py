@@ -13,7 +13,7 @@ from typing import Any
 
 from argocd_image_updater.config.reloading import WatchedFile
 from argocd_image_updater.kits.gotemplate import Template
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.messages import MessageError, commit_message_template
 
 __all__ = ["CommitTemplateFile", "read_commit_template"]

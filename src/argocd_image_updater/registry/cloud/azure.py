@@ -24,6 +24,7 @@ import httpx
 
 from argocd_image_updater.config.cloud_options import CloudKind, CloudOptions
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
+from argocd_image_updater.observe.log import register_secret
 from argocd_image_updater.registry.cloud.errors import CloudLoginError, Failure, shorten
 from argocd_image_updater.registry.cloud.hosts import hostname, registry_host
 from argocd_image_updater.registry.cloud.jwt import expiry_claim, unverified_claims
@@ -31,7 +32,6 @@ from argocd_image_updater.registry.cloud.refresh import CloudToken
 from argocd_image_updater.registry.cloud.sdk import require_sdk
 from argocd_image_updater.registry.errors import RegistryConfigError
 from argocd_image_updater.registry.transport import http_client
-from argocd_image_updater.report.log import register_secret
 
 SCOPE: Final = "https://containerregistry.azure.net/.default"
 USERNAME: Final = "00000000-0000-0000-0000-000000000000"

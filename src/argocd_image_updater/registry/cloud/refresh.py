@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from argocd_image_updater.model.registry import Credentials
+from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.registry.cloud.errors import PERMANENT, CloudLoginError, Failure
-from argocd_image_updater.report.log import get_logger, register_secret
 
 DEFAULT_REFRESH_MARGIN: Final = 300.0
 DEFAULT_MIN_LIFETIME: Final = 60.0

@@ -18,11 +18,11 @@ from argocd_image_updater.config.dockerconfig import (
 )
 from argocd_image_updater.config.secrets import SecretError, SecretReader, read_field
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
+from argocd_image_updater.observe.log import register_secret
 from argocd_image_updater.registry.cloud.errors import CloudLoginError
 from argocd_image_updater.registry.cloud.logins import LOGINS, CloudLogins
 from argocd_image_updater.registry.credentials.errors import CredentialsError
 from argocd_image_updater.registry.credentials.scripts import DEFAULT_EXT_TIMEOUT, run_script
-from argocd_image_updater.report.log import register_secret
 
 
 async def fetch_credentials(

@@ -23,6 +23,8 @@ from argocd_image_updater.config.credentials import (
 )
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
+from argocd_image_updater.observe import metrics
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.registry.cloud.detect import detect
 from argocd_image_updater.registry.cloud.errors import CloudLoginError
 from argocd_image_updater.registry.cloud.hosts import registry_host
@@ -31,8 +33,6 @@ from argocd_image_updater.registry.cloud.refresh import CloudToken, TokenRefresh
 from argocd_image_updater.registry.credentials.errors import CredentialsError
 from argocd_image_updater.registry.credentials.fetch import fetch_credentials
 from argocd_image_updater.registry.credentials.scripts import DEFAULT_EXT_TIMEOUT
-from argocd_image_updater.report import metrics
-from argocd_image_updater.report.log import get_logger
 
 _log = get_logger(__name__)
 

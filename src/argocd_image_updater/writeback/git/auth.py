@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from argocd_image_updater.report.log import register_secret
+from argocd_image_updater.observe.log import register_secret
 
 DEFAULT_USERNAME: Final = "x-access-token"
 USERNAME_VAR: Final = "ARGOCD_IMAGE_UPDATER_GIT_USERNAME"

@@ -25,7 +25,7 @@ from argocd_image_updater.model.repo_url import (
     same_repository,
     template_covers,
 )
-from argocd_image_updater.report.log import register_secret
+from argocd_image_updater.observe.log import register_secret
 from argocd_image_updater.writeback.git.auth import (
     GitCredentials,
     HttpsCredentials,

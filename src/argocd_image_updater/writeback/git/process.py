@@ -21,8 +21,8 @@ from typing import Final
 
 from prometheus_client import Counter, Histogram
 
-from argocd_image_updater.report.log import get_logger, redact
-from argocd_image_updater.report.metrics import REGISTRY
+from argocd_image_updater.observe.log import get_logger, redact
+from argocd_image_updater.observe.metrics import REGISTRY
 
 log = get_logger("writeback.git")
 

@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
-from argocd_image_updater.report.log import get_logger, register_secret
+from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.writeback.git.auth import (
     GitCredentials,
     HttpsCredentials,

@@ -13,7 +13,7 @@ import httpx
 
 from argocd_image_updater.model.pr_hosts import PullRequestHost
 from argocd_image_updater.model.retry import parse_retry_after
-from argocd_image_updater.report.log import register_secret
+from argocd_image_updater.observe.log import register_secret
 from argocd_image_updater.writeback.scm.errors import (
     ScmAuthError,
     ScmError,

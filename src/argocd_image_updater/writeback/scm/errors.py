@@ -6,7 +6,7 @@ with the log redactor, and every message from a server passes through it as well
 
 from __future__ import annotations
 
-from argocd_image_updater.report.log import redact
+from argocd_image_updater.observe.log import redact
 
 
 class ScmError(Exception):

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from argocd_image_updater.model.pr_hosts import GITHUB
 from argocd_image_updater.model.repo_url import RepoLocation
-from argocd_image_updater.report.log import get_logger, register_secret
+from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     PER_PAGE,

@@ -17,7 +17,7 @@ import httpx
 
 from argocd_image_updater.model.pr_hosts import GITLAB
 from argocd_image_updater.model.repo_url import RepoLocation
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     PER_PAGE,

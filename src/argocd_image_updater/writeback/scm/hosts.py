@@ -19,7 +19,7 @@ from argocd_image_updater.model.pr_hosts import (
     pr_host,
 )
 from argocd_image_updater.model.repo_url import RepoLocation
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.scm.api import TokenSource
 from argocd_image_updater.writeback.scm.host import PullRequestClient
 

@@ -12,7 +12,7 @@ from typing import Final, NamedTuple
 
 from argocd_image_updater.model.pr_hosts import normalize_labels
 from argocd_image_updater.model.repo_url import RepoLocation
-from argocd_image_updater.report.log import get_logger
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest, PullRequestClient
 

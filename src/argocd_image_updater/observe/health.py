@@ -1,5 +1,5 @@
 """The liveness and readiness state behind ``/healthz`` and ``/readyz`` (served by
-:mod:`argocd_image_updater.report.server`; kept apart so that a run serving no probe does not load
+:mod:`argocd_image_updater.observe.server`; kept apart so that a run serving no probe does not load
 the HTTP server)."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import ssl
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from argocd_image_updater.report.health import Health
-from argocd_image_updater.report.metrics import REGISTRY
+from argocd_image_updater.observe.health import Health
+from argocd_image_updater.observe.metrics import REGISTRY
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:

@@ -17,7 +17,8 @@ from argocd_image_updater.config.annotations import (
     read_write_back,
     setting_keys,
 )
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.update_config import (
     GitSettings,
     HelmTarget,
     KustomizeTarget,
@@ -26,7 +27,6 @@ from argocd_image_updater.config.update_config import (
     WriteBack,
     WriteBackLayer,
 )
-from argocd_image_updater.model.application import Application
 
 P = "argocd-image-updater.argoproj.io"
 IMAGE_LIST = f"{P}/image-list"

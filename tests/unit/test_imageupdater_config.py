@@ -20,7 +20,7 @@ from argocd_image_updater.config.imageupdater import (
     ref_verification,
     ref_write_back,
 )
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.update_config import (
     GitSettings,
     HelmTarget,
     ManifestTarget,

@@ -7,14 +7,6 @@ from typing import Any
 
 import pytest
 
-from argocd_image_updater.config.update_config import (
-    AppUpdateConfig,
-    GitSettings,
-    HelmTarget,
-    ImageSpec,
-    ManifestTarget,
-    WriteBack,
-)
 from argocd_image_updater.local.current import (
     TargetText,
     current_image,
@@ -24,6 +16,14 @@ from argocd_image_updater.local.current import (
 )
 from argocd_image_updater.local.manifests import load_manifests
 from argocd_image_updater.model.application import Application, SourceType
+from argocd_image_updater.model.update_config import (
+    AppUpdateConfig,
+    GitSettings,
+    HelmTarget,
+    ImageSpec,
+    ManifestTarget,
+    WriteBack,
+)
 
 IMAGE = "registry.example.com/shop/web"
 

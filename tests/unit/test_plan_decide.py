@@ -15,7 +15,12 @@ from typing import Any
 import pytest
 
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.model.platform import Platform
+from argocd_image_updater.model.registry import RegistryEndpoint
+from argocd_image_updater.model.tags import PlatformImage, TagInfo
+from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     GitSettings,
     HelmTarget,
@@ -27,11 +32,6 @@ from argocd_image_updater.config.update_config import (
     Verification,
     WriteBack,
 )
-from argocd_image_updater.model.application import Application
-from argocd_image_updater.model.image import ImageRef
-from argocd_image_updater.model.platform import Platform
-from argocd_image_updater.model.registry import RegistryEndpoint
-from argocd_image_updater.model.tags import PlatformImage, TagInfo
 from argocd_image_updater.plan.decide import ScanOutcome, needs_update, plan_app
 from argocd_image_updater.plan.jobs import AppJobs, ScanKey, plan_scans
 from argocd_image_updater.plan.model import (

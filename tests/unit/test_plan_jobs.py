@@ -8,7 +8,10 @@ from typing import Any
 import pytest
 
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.application import Application, SourceType
+from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
+from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     GitSettings,
     HelmTarget,
@@ -19,9 +22,6 @@ from argocd_image_updater.config.update_config import (
     UpdateSettings,
     WriteBack,
 )
-from argocd_image_updater.model.application import Application, SourceType
-from argocd_image_updater.model.image import ImageRef
-from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
 from argocd_image_updater.plan.jobs import (
     AppJobs,
     ImageJob,

@@ -26,7 +26,8 @@ from argocd_image_updater.config.selection import (
     sort_refs,
     specificity,
 )
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.update_config import (
     GitSettings,
     HelmTarget,
     ManifestTarget,
@@ -34,7 +35,6 @@ from argocd_image_updater.config.update_config import (
     Verification,
     WriteBack,
 )
-from argocd_image_updater.model.application import Application
 
 P = "argocd-image-updater.argoproj.io"
 IMAGE_LIST = f"{P}/image-list"

@@ -11,8 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from argocd_image_updater.config.imageupdater import parse_image_updater, ref_verification
 from argocd_image_updater.config.secrets import FileSecretReader
-from argocd_image_updater.config.update_config import UpdateSettings, Verification
-from argocd_image_updater.sandbox import cosign
+from argocd_image_updater.model.update_config import UpdateSettings, Verification
 from argocd_image_updater.verify.keys import UnusableKey, load_public_key
 from argocd_image_updater.verify.payloads import (
     IN_TOTO,
@@ -25,6 +24,7 @@ from argocd_image_updater.verify.payloads import (
 )
 from argocd_image_updater.verify.policy import PolicyProblem, build_policy, resolve
 from argocd_image_updater.verify.verifier import check_signature
+from argocd_image_updater_testing import cosign
 
 D1 = "sha256:" + "a" * 64
 D2 = "sha256:" + "b" * 64

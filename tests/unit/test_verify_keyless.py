@@ -19,8 +19,7 @@ from argocd_image_updater.config.imageupdater import (
     parse_image_updater,
     ref_verification,
 )
-from argocd_image_updater.config.update_config import UpdateSettings, Verification
-from argocd_image_updater.sandbox import keyless as fake
+from argocd_image_updater.model.update_config import UpdateSettings, Verification
 from argocd_image_updater.verify.keyless import (
     KeylessPolicy,
     Matcher,
@@ -38,6 +37,7 @@ from argocd_image_updater.verify.trustroot import (
     parse_trusted_root,
     public_trusted_root,
 )
+from argocd_image_updater_testing import keyless as fake
 
 D1 = "sha256:" + "a" * 64
 ID = "dev@example.com"

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     GitSettings,
     ImageSpec,
     WriteBack,
 )
-from argocd_image_updater.model.application import Application
-from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.plan.jobs import edit_kind
 from argocd_image_updater.plan.model import AppPlan, ImageResult, Outcome, ParamEdit
 from argocd_image_updater.plan.params import thaw

@@ -5,7 +5,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     GitSettings,
     HelmTarget,
@@ -14,7 +15,6 @@ from argocd_image_updater.config.update_config import (
     UpdateSettings,
     WriteBack,
 )
-from argocd_image_updater.model.application import Application
 from argocd_image_updater.plan.model import AppPlan, ImageReason, ImageResult, Outcome, ParamEdit
 from argocd_image_updater.writeback.helmvalues import (
     HEADER_COMMENT,

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from argocd_image_updater.config.update_config import GitSettings, PullRequestSettings, WriteBack
 from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.update_config import GitSettings, PullRequestSettings, WriteBack
 from argocd_image_updater.writeback.targets import (
     PR_BRANCH_TEMPLATE,
     GitTarget,

@@ -18,7 +18,6 @@ from argocd_image_updater.cli.run_cmd import (
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.cycle import CredentialsCache
 from argocd_image_updater.controller.reporting import Reporter
 from argocd_image_updater.controller.runner import Controller
@@ -26,6 +25,7 @@ from argocd_image_updater.controller.sources import ApplicationStore
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
 from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.kube.secrets import KubeSecretReader
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.events import EventRecorder

@@ -23,7 +23,14 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final
 
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.imagelist import (
+    IMAGE_LIST_ANNOTATION,
+    ImageListError,
+    annotation_alias_key,
+    parse_image_list,
+)
+from argocd_image_updater.model.update_config import (
     LEGACY_ORIGIN,
     AppUpdateConfig,
     GitSettings,
@@ -35,13 +42,6 @@ from argocd_image_updater.config.update_config import (
     WriteBack,
     WriteBackError,
     WriteBackLayer,
-)
-from argocd_image_updater.model.application import Application
-from argocd_image_updater.model.imagelist import (
-    IMAGE_LIST_ANNOTATION,
-    ImageListError,
-    annotation_alias_key,
-    parse_image_list,
 )
 
 PREFIX: Final = "argocd-image-updater.argoproj.io"

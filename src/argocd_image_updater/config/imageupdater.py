@@ -28,8 +28,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from argocd_image_updater.config import update_config as uc
 from argocd_image_updater.config.labels import Requirement
+from argocd_image_updater.model import update_config as uc
 from argocd_image_updater.model.pr_hosts import PR_HOST_KEYS, normalize_labels, one_of
 
 GROUP: Final = "argocd-image-updater.argoproj.io"

@@ -40,19 +40,19 @@ from argocd_image_updater.config.labels import (
     go_path_match,
     selector_matches,
 )
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.application import (
+    Application,
+    ApplicationError,
+    SourceType,
+    forced_source_type,
+)
+from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     ImageSpec,
     UpdateSettings,
     Verification,
     WriteBack,
     WriteBackError,
-)
-from argocd_image_updater.model.application import (
-    Application,
-    ApplicationError,
-    SourceType,
-    forced_source_type,
 )
 
 _CLASS_RE: Final = re.compile(r"\[.*?]")

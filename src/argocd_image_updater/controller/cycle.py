@@ -17,12 +17,12 @@ from typing import Any, Protocol
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.sources import Collected, CRState
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans

@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.cycle import (
     BatchWriter,
     CredentialsCache,
@@ -30,6 +29,7 @@ from argocd_image_updater.controller.sources import (
 )
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.kube.resources import IMAGE_UPDATERS
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.health import Health
 from argocd_image_updater.observe.log import get_logger

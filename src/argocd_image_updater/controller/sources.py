@@ -24,8 +24,8 @@ from argocd_image_updater.config.selection import (
     select_applications,
     select_applications_v0,
 )
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.model.application import Application, ApplicationError
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
 
 log = get_logger("sources")

@@ -23,9 +23,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from argocd_image_updater.config.update_config import AppUpdateConfig, ImageSpec
 from argocd_image_updater.model.application import Application, SourceType
 from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.model.update_config import AppUpdateConfig, ImageSpec
 from argocd_image_updater.plan.jobs import edit_kind
 from argocd_image_updater.plan.params import thaw
 from argocd_image_updater.writeback.formats import named as target_format

@@ -23,11 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.controller.cycle import BatchWriter
 from argocd_image_updater.kits.yamltext import YamlPatchError, apply_patch
 from argocd_image_updater.local.manifests import Manifest, file_digest
 from argocd_image_updater.local.store import LocalStore, RepoSource
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops

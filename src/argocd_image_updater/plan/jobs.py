@@ -21,16 +21,16 @@ from dataclasses import dataclass
 from typing import Final
 
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
-from argocd_image_updater.config.update_config import (
+from argocd_image_updater.model.application import AppSource, SourceType
+from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.model.registry import RegistryEndpoint
+from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     ImageSpec,
     ManifestTarget,
     Verification,
     WriteBack,
 )
-from argocd_image_updater.model.application import AppSource, SourceType
-from argocd_image_updater.model.image import ImageRef, ImageRefError
-from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.plan.model import EditKind, ImageReason, ImageResult, Outcome, SourcePath
 from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.policy.filters import parse_allow_tags

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argocd_image_updater.config.secrets import SecretReader
-from argocd_image_updater.config.update_config import AppUpdateConfig, Verification
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
+from argocd_image_updater.model.update_config import AppUpdateConfig, Verification
 from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.plan.model import SIGNATURE_CHECK_PENDING, AppPlan, SignatureCheck

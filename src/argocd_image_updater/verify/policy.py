@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from argocd_image_updater.config.secrets import SecretError, SecretReader, read_field
-from argocd_image_updater.config.update_config import Verification
 from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.model.update_config import Verification
 from argocd_image_updater.verify.keyless import KeylessPolicy, Matcher, MatcherError
 from argocd_image_updater.verify.keys import (
     UnusableKey,

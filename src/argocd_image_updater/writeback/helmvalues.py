@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.kits.yamltext import (
     YamlEditError,
     get_value,
@@ -44,6 +43,7 @@ from argocd_image_updater.model.image import (
     extract_short_form,
     has_registry_prefix,
 )
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.jobs import edit_kind
 from argocd_image_updater.plan.model import AppPlan, Outcome
 from argocd_image_updater.plan.params import ParamNames

@@ -42,13 +42,13 @@ import posixpath
 from dataclasses import dataclass
 from typing import Final
 
-from argocd_image_updater.config.update_config import WriteBack, WriteBackError
 from argocd_image_updater.model.application import (
     DEFAULT_TARGET_FILE_PREFIX,
     Application,
     ApplicationError,
 )
 from argocd_image_updater.model.repo_url import repository_key
+from argocd_image_updater.model.update_config import WriteBack, WriteBackError
 from argocd_image_updater.writeback.formats import TargetFormat, parse_target
 from argocd_image_updater.writeback.formats import named as target_format
 from argocd_image_updater.writeback.formats.base import PathRules, TargetError

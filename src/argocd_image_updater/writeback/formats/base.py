@@ -26,8 +26,8 @@ from typing import Any, ClassVar
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.model import AppPlan, EditKind
 from argocd_image_updater.plan.params import ParamNames, helm_image, kustomize_image, plugin_image
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.kits.yamltext import YamlEditError, get_dotted_value
 from argocd_image_updater.model.application import DEFAULT_HELM_VALUES_FILE, HELMVALUES_PREFIX
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.writeback.formats.base import (

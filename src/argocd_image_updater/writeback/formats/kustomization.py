@@ -14,8 +14,8 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.model.application import KUSTOMIZATION_PREFIX
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.writeback.formats.base import (
     FileTarget,

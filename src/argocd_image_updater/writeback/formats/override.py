@@ -14,8 +14,8 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any, Final
 
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.model.application import DEFAULT_TARGET_FILE_PREFIX
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.params import set_kustomize_image
 from argocd_image_updater.writeback.formats.base import ImageLookup, TargetFormat, load_yaml

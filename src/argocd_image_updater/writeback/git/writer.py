@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from argocd_image_updater.config.update_config import AppUpdateConfig
 from argocd_image_updater.kits.gotemplate import Template
+from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.model import AppPlan, ImageChange
 from argocd_image_updater.writeback.base import BatchResult

@@ -14,14 +14,13 @@ from argocd_image_updater.config.imageupdater import parse_image_updater
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.selection import select_applications, select_applications_v0
 from argocd_image_updater.model.application import Application
-from argocd_image_updater.model.platform import Platform
+from argocd_image_updater.model.platform import Platform, PlatformFilter
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, ImageResult, Outcome
 from argocd_image_updater.policy.downgrade import downgrade
-from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.strategies import UpdateStrategy, named
 
 P = "argocd-image-updater.argoproj.io"

@@ -10,6 +10,7 @@ import pytest
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.model.application import Application, SourceType
 from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.model.platform import runtime_platform
 from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
 from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
@@ -33,7 +34,6 @@ from argocd_image_updater.plan.jobs import (
 )
 from argocd_image_updater.plan.model import ImageReason, ImageResult, Outcome
 from argocd_image_updater.plan.params import ParamNames
-from argocd_image_updater.policy.platforms import runtime_platform
 from argocd_image_updater.policy.strategies import named
 
 CR = "imageupdater ns/iu"

@@ -7,7 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from argocd_image_updater.model.platform import Platform
+from argocd_image_updater.model.platform import (
+    Platform,
+    PlatformFilter,
+    platform_key,
+    runtime_platform,
+)
 from argocd_image_updater.model.registry import TagSortMode
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
 from argocd_image_updater.policy.filters import (
@@ -16,11 +21,6 @@ from argocd_image_updater.policy.filters import (
     glob_match,
     is_ignored,
     parse_allow_tags,
-)
-from argocd_image_updater.policy.platforms import (
-    PlatformFilter,
-    platform_key,
-    runtime_platform,
 )
 from argocd_image_updater.policy.select import (
     Policy,

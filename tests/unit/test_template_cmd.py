@@ -4,7 +4,7 @@ from click.testing import CliRunner
 
 from argocd_image_updater import __version__
 from argocd_image_updater.cli.main import cli
-from argocd_image_updater.policy.platforms import runtime_platform
+from argocd_image_updater.model.platform import runtime_platform
 
 DEFAULT_OUTPUT = """build: automatic update of example-app
 

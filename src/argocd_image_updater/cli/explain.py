@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.tags import TagInfo
-from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.select import Selection, TagVerdict, Verdict
 from argocd_image_updater.policy.strategies import UpdateStrategy
 

@@ -17,25 +17,44 @@ from argocd_image_updater import __version__
 LAZY_COMMANDS: Final = {
     "run": "argocd_image_updater.cli.run_cmd:run_command",
     "test": "argocd_image_updater.cli.test_cmd:test_command",
-    "demo": "argocd_image_updater.cli.demo_cmd:demo_command",
+    "demo": "argocd_image_updater_testing.demo:demo_command",
     "webhook": "argocd_image_updater.cli.webhook_cmd:webhook_command",
     "template": "argocd_image_updater.cli.template_cmd:template_command",
 }
 SHORT_HELP: Final = {
     "run": "Runs the argocd-image-updater with a set of options",
     "test": "Test the behaviour of argocd-image-updater for IMAGE",
+    # Plugins (entry point group below) known by name, so that `--help` need not import them.
     "demo": "Run the built-in demo against a local registry with sample tags",
     "webhook": "Start webhook server to receive registry events",
     "template": "Renders a commit message template with example data",
 }
+# Commands that other distributions add: the development package registers `demo` here, so the
+# product ships no test double and still offers the demo from a checkout.
+PLUGIN_GROUP: Final = "argocd_image_updater.commands"
+PLUGIN_HINTS: Final = {
+    "demo": "the demo ships with the development tools: from a clone of the repository, run "
+    "scripts/demo (it installs them)",
+}
+
+
+def plugin_commands() -> dict[str, str]:
+    """Installed plugin commands: name → ``module:attribute``."""
+    from importlib.metadata import entry_points
+
+    return {entry.name: entry.value for entry in entry_points(group=PLUGIN_GROUP)}
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS, *plugin_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = LAZY_COMMANDS.get(cmd_name)
+        if target is None and cmd_name not in self.commands:
+            target = plugin_commands().get(cmd_name)
+            if target is None and cmd_name in PLUGIN_HINTS:
+                raise click.UsageError(f"{cmd_name}: {PLUGIN_HINTS[cmd_name]}", ctx)
         if target is None:
             return super().get_command(ctx, cmd_name)
         module, attr = target.split(":")
@@ -77,7 +96,7 @@ def version(short: bool) -> None:
     click.echo(f"  PythonVersion: {platform.python_version()}")
     click.echo(f"  PythonImplementation: {platform.python_implementation()}")
     # Go's platform names (linux/amd64), as the original prints them.
-    from argocd_image_updater.policy.platforms import runtime_platform
+    from argocd_image_updater.model.platform import runtime_platform
 
     click.echo(f"  Platform: {runtime_platform()}")
 

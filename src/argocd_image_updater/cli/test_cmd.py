@@ -24,13 +24,12 @@ from argocd_image_updater.config.registries import (
 )
 from argocd_image_updater.config.secrets import FileSecretReader, SecretReader
 from argocd_image_updater.model.image import ImageRef, ImageRefError
-from argocd_image_updater.model.platform import Platform
+from argocd_image_updater.model.platform import Platform, PlatformFilter, runtime_platform
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.log import Logger, get_logger
 from argocd_image_updater.policy.filters import parse_allow_tags
-from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
 from argocd_image_updater.policy.select import (
     Policy,
     PolicyError,

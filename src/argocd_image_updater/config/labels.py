@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from argocd_image_updater.policy.filters import GlobError, compile_glob
+from argocd_image_updater.kits.globs import GlobError, compile_glob
 
 
 class PatternError(ValueError):

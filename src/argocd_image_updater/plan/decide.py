@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias
 
 from argocd_image_updater.model.image import ImageRef, match_for_digest_update, tags_equal
+from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.plan.model import (
@@ -50,7 +51,6 @@ from argocd_image_updater.plan.params import (
     thaw,
 )
 from argocd_image_updater.policy.downgrade import downgrade
-from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.select import PolicyError, choose
 from argocd_image_updater.policy.strategies import UpdateStrategy
 

@@ -23,6 +23,7 @@ from typing import Final
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
 from argocd_image_updater.model.application import AppSource, SourceType
 from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.model.platform import PlatformFilter, runtime_platform
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
@@ -34,7 +35,6 @@ from argocd_image_updater.model.update_config import (
 from argocd_image_updater.plan.model import EditKind, ImageReason, ImageResult, Outcome, SourcePath
 from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.policy.filters import parse_allow_tags
-from argocd_image_updater.policy.platforms import PlatformFilter, runtime_platform
 from argocd_image_updater.policy.select import Policy, PolicyError, needs_metadata
 from argocd_image_updater.policy.strategies import parse_strategy
 

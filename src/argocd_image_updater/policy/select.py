@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.registry import TagSortMode
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.policy.filters import MATCH_ANY, TagMatcher, is_ignored
-from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.strategies import UpdateStrategy, default_strategy
 from argocd_image_updater.policy.strategies.base import Key, Ranker
 from argocd_image_updater.policy.verdicts import PolicyError, TagVerdict, Verdict

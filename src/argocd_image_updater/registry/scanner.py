@@ -29,12 +29,11 @@ from types import MappingProxyType
 
 import httpx
 
-from argocd_image_updater.model.platform import Platform
+from argocd_image_updater.model.platform import Platform, PlatformFilter
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.model.retry import RetryPolicy
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.registry.auth import TokenCache
 from argocd_image_updater.registry.cache import (
     CachedMetadata,

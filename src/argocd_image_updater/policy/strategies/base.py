@@ -17,8 +17,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeAlias
 
+from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.tags import TagInfo
-from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.verdicts import Verdict
 
 Key: TypeAlias = tuple[Any, ...]

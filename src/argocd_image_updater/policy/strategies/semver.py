@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.tags import TagInfo
-from argocd_image_updater.policy.platforms import PlatformFilter
 from argocd_image_updater.policy.semver import Constraint, ConstraintError, Version
 from argocd_image_updater.policy.strategies.base import Key, Ranker, UpdateStrategy
 from argocd_image_updater.policy.verdicts import PolicyError, TagVerdict, Verdict

@@ -11,15 +11,14 @@ from typing import Any
 
 import pytest
 
-from argocd_image_updater.controller.cycle import AppOutcome, CycleResult
-from argocd_image_updater.controller.sources import CRState
 from argocd_image_updater.kube.client import KubeClient
 from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageReason, ImageResult, Outcome
 from argocd_image_updater.report.events import EventRecorder
 from argocd_image_updater.report.status import IMAGES, StatusWriter, compute_status
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.kube import KubeApiServer
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.kube import KubeApiServer
 
 NS = "argocd"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -17,15 +17,15 @@ from fleet import registries_conf
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
-from argocd_image_updater.controller.cycle import CycleResult
 from argocd_image_updater.controller.runner import Controller
+from argocd_image_updater.pipeline.records import CycleResult
 from argocd_image_updater.plan.model import ImageReason, Outcome
-from argocd_image_updater.sandbox import cosign, objects
-from argocd_image_updater.sandbox.argocd import ArgoCDApiServer
-from argocd_image_updater.sandbox.git_servers import bare_repo, git, log_subjects, show
-from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing import cosign, objects
+from argocd_image_updater_testing.argocd import ArgoCDApiServer
+from argocd_image_updater_testing.git_servers import bare_repo, git, log_subjects, show
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
 START = datetime(2026, 5, 1, tzinfo=UTC)

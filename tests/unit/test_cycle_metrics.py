@@ -10,10 +10,9 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from argocd_image_updater.controller.cycle import AppOutcome, CycleResult
-from argocd_image_updater.controller.sources import CRState
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.observe.metrics import REGISTRY
+from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageReason, ImageResult, Outcome
 from argocd_image_updater.report.cycle_metrics import forget_cr, record_cycle
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from argocd_image_updater.controller.cycle import AppOutcome
-from argocd_image_updater.controller.sources import CRState
 from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.pipeline.records import AppOutcome, CRState
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageReason, ImageResult, Outcome
 from argocd_image_updater.report.status import (
     IMAGES,

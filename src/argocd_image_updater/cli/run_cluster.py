@@ -21,17 +21,16 @@ from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.controller.cycle import CredentialsCache
 from argocd_image_updater.controller.reporting import Reporter
 from argocd_image_updater.controller.runner import Controller
-from argocd_image_updater.controller.sources import ApplicationStore
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
 from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.kube.secrets import KubeSecretReader
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger, register_secret
+from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.events import EventRecorder
 from argocd_image_updater.report.status import StatusWriter
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
-from argocd_image_updater.writeback.base import AppWriter
 
 log = get_logger("run")
 

@@ -12,12 +12,10 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
-from argocd_image_updater.controller.sources import Collected, CRState
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
@@ -25,6 +23,14 @@ from argocd_image_updater.model.registry import CredentialProvider, RegistryEndp
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.ports import AppWriter, BatchWriter, ConflictError
+from argocd_image_updater.pipeline.records import (
+    AppOutcome,
+    BatchResult,
+    Collected,
+    CRState,
+    CycleResult,
+)
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.patch import json_patch_ops
@@ -37,47 +43,10 @@ from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.verify.gate import Gate, verified_plan
 from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
-from argocd_image_updater.writeback.base import AppWriter, BatchResult, ConflictError
 
 log = get_logger("cycle")
 
 MAX_WRITE_ATTEMPTS = 5
-
-
-@dataclass(slots=True)
-class AppOutcome:
-    app: str
-    plan: AppPlan | None
-    written: bool = False
-    error: str | None = None
-    cr: CRState | None = None
-    uid: str = ""
-
-
-@dataclass(slots=True)
-class CycleResult:
-    apps: list[AppOutcome] = field(default_factory=list)
-    scans: int = 0
-    duration: float = 0.0
-    config_errors: int = 0
-    """Files and objects that were skipped, and unusable ImageUpdaters (see Collected.errors)."""
-
-    @property
-    def images_considered(self) -> int:
-        return sum(a.plan.considered for a in self.apps if a.plan)
-
-    @property
-    def images_skipped(self) -> int:
-        return sum(a.plan.skipped for a in self.apps if a.plan)
-
-    @property
-    def images_updated(self) -> int:
-        return sum(a.plan.updated for a in self.apps if a.plan and (a.written or a.error is None))
-
-    @property
-    def errors(self) -> int:
-        apps = sum((a.plan.errors if a.plan else 0) + (1 if a.error else 0) for a in self.apps)
-        return apps + self.config_errors
 
 
 class CredentialsCache:
@@ -324,16 +293,6 @@ async def process_app(
     outcome.error = f"could not update application {app_key}: it kept changing while we wrote it"
     log.error(outcome.error, application=app_key)
     return outcome
-
-
-class BatchWriter(Protocol):
-    """Writes the plans of many Applications at once (``git``: one commit per repository and
-    branch). Returns, per app key (``namespace/name``), the errors and the updates whose new
-    value the target already held."""
-
-    async def write_batch(
-        self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]
-    ) -> BatchResult: ...
 
 
 async def _write_batch(

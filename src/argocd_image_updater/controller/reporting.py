@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from argocd_image_updater.controller.cycle import CycleResult
-from argocd_image_updater.controller.sources import Collected, CRState
 from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.records import Collected, CRState, CycleResult
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import EventRecorder

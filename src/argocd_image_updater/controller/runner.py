@@ -14,30 +14,21 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.controller.cycle import (
-    BatchWriter,
-    CredentialsCache,
-    CycleResult,
-    run_cycle,
-)
+from argocd_image_updater.controller.cycle import CredentialsCache, run_cycle
 from argocd_image_updater.controller.reporting import Reporter
-from argocd_image_updater.controller.sources import (
-    ApplicationStore,
-    Collected,
-    LegacyFilter,
-    collect,
-)
+from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.kube.resources import IMAGE_UPDATERS
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.health import Health
 from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter, BatchWriter
+from argocd_image_updater.pipeline.records import Collected, CycleResult
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.cycle_metrics import forget_cr
 from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
-from argocd_image_updater.writeback.base import AppWriter
 
 if TYPE_CHECKING:  # the Kubernetes client is loaded only where a cluster is used
     from argocd_image_updater.controller.leader import LeaderElector

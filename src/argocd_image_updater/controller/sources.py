@@ -11,8 +11,8 @@ Applications are listed once per namespace per cycle, however many CRs live ther
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any
 
 from argocd_image_updater.config.imageupdater import (
     ImageUpdater,
@@ -25,62 +25,11 @@ from argocd_image_updater.config.selection import (
     select_applications_v0,
 )
 from argocd_image_updater.model.application import Application, ApplicationError
-from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.ports import ApplicationStore, ManifestFiles
+from argocd_image_updater.pipeline.records import Collected, CRState
 
 log = get_logger("sources")
-
-
-@dataclass(slots=True)
-class CRState:
-    """What one ImageUpdater contributed to a cycle (the status writer reads this)."""
-
-    namespace: str
-    name: str
-    generation: int
-    resource_version: str
-    error: str | None = None
-    apps: list[str] = field(default_factory=list)
-    raw: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class Collected:
-    configs: list[tuple[AppUpdateConfig, CRState | None]] = field(default_factory=list)
-    crs: list[CRState] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    """Objects (and, in local mode, files) that were skipped; each is an error of the cycle."""
-
-    @property
-    def errors(self) -> int:
-        """Skipped files and objects, and ImageUpdaters that could not be used."""
-        return len(self.problems) + sum(1 for cr in self.crs if cr.error)
-
-
-class ApplicationStore(Protocol):
-    """Lists Applications and ImageUpdaters (the Kubernetes API, or the Argo CD API)."""
-
-    async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]: ...
-
-    async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]: ...
-
-    async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The Application as it is now; None when it no longer exists."""
-        ...
-
-
-@runtime_checkable
-class ManifestFiles(Protocol):
-    """A store reading manifest files (local mode): it knows where each object is written and
-    which files it had to skip."""
-
-    def problems(self) -> list[str]:
-        """The files and objects skipped by the last listing (already logged by the store)."""
-        ...
-
-    def origin(self, kind: str, namespace: str, name: str, path: str = "") -> str:
-        """``<file>:<line>`` of an object (of its field ``path``), or ""."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,11 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from argocd_image_updater.controller.sources import Collected, CRState
 from argocd_image_updater.local.current import TargetText, fill_current
 from argocd_image_updater.model.repo_url import repository_key
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.records import Collected, CRState
 from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
 from argocd_image_updater.writeback.git.repo import RepoCache, WorkTree
 from argocd_image_updater.writeback.targets import GitTarget, resolve_target

@@ -23,15 +23,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from argocd_image_updater.controller.cycle import BatchWriter
 from argocd_image_updater.kits.yamltext import YamlPatchError, apply_patch
 from argocd_image_updater.local.manifests import Manifest, file_digest
 from argocd_image_updater.local.store import LocalStore, RepoSource
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.ports import BatchWriter
+from argocd_image_updater.pipeline.records import BatchResult
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops
-from argocd_image_updater.writeback.base import BatchResult
 from argocd_image_updater.writeback.git.process import GitError, minimal_env, run_git
 from argocd_image_updater.writeback.git.repo import (
     WorkTree,

@@ -18,8 +18,7 @@ from prometheus_client import Counter, Gauge
 from argocd_image_updater.observe.metrics import REGISTRY
 
 if TYPE_CHECKING:  # the controller imports this module
-    from argocd_image_updater.controller.cycle import AppOutcome, CycleResult
-    from argocd_image_updater.controller.sources import CRState
+    from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
 
 _P = "argocd_image_updater_"
 CR_LABELS: Final = ("image_updater_cr_name", "image_updater_cr_namespace")

@@ -19,9 +19,8 @@ from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.model import ImageChange, Outcome
 
 if TYPE_CHECKING:  # the controller imports this module
-    from argocd_image_updater.controller.cycle import CycleResult
-    from argocd_image_updater.controller.sources import CRState
     from argocd_image_updater.kube.client import KubeClient
+    from argocd_image_updater.pipeline.records import CRState, CycleResult
 
 log = get_logger("events")
 

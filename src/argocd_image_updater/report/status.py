@@ -35,9 +35,8 @@ from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.model import ImageChange, ImageResult, Outcome
 
 if TYPE_CHECKING:  # the controller imports this module
-    from argocd_image_updater.controller.cycle import AppOutcome
-    from argocd_image_updater.controller.sources import CRState
     from argocd_image_updater.kube.client import KubeClient
+    from argocd_image_updater.pipeline.records import AppOutcome, CRState
 
 log = get_logger("status")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
 from argocd_image_updater.kube.client import APPLICATIONS, KubeClient, KubeError
 from argocd_image_updater.model.application import Application
+from argocd_image_updater.pipeline.ports import ConflictError
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.patch import json_patch_ops
-from argocd_image_updater.writeback.base import ConflictError
 
 
 class KubeAppWriter:

@@ -27,8 +27,8 @@ from typing import Final, Literal
 from argocd_image_updater.kits.gotemplate import Template
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.records import BatchResult
 from argocd_image_updater.plan.model import AppPlan, ImageChange
-from argocd_image_updater.writeback.base import BatchResult
 from argocd_image_updater.writeback.git.auth import GitCredentials, HttpsCredentials
 from argocd_image_updater.writeback.git.credentials import (
     GitCredentialsError,

@@ -1,0 +1,103 @@
+"""The small interfaces the stages of a cycle meet at; adapters (the Kubernetes API, Argo CD's
+API, git, local manifest files) implement them, the cycle and the report stage use them.
+
+* :class:`ApplicationStore` — where Applications and ImageUpdaters are listed from
+  (:class:`ManifestFiles` when they come from files, in local mode);
+* :class:`AppWriter` — writes one Application's plan (the ``argocd`` method), raising
+  :class:`ConflictError` when the Application changed since it was read;
+  :class:`BatchWriter` — writes the plans of many Applications at once (the ``git`` method,
+  local mode's manifest files);
+* :class:`StatusStore` — stores an ImageUpdater's ``status``; :class:`EventSink` — creates
+  Kubernetes Events.
+
+Secrets are read through :class:`argocd_image_updater.config.secrets.SecretReader`, next to the
+grammar of the references that name them (the registry stage uses it too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.update_config import AppUpdateConfig
+from argocd_image_updater.pipeline.records import BatchResult
+from argocd_image_updater.plan.model import AppPlan
+
+
+class ConflictError(Exception):
+    """The object changed between read and write (HTTP 409): re-read, re-plan, retry."""
+
+
+class StoreError(Exception):
+    """A store could not do a request (the message says why)."""
+
+
+class ApplicationStore(Protocol):
+    """Lists Applications and ImageUpdaters (the Kubernetes API, or the Argo CD API)."""
+
+    async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]: ...
+
+    async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]: ...
+
+    async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The Application as it is now; None when it no longer exists."""
+        ...
+
+
+@runtime_checkable
+class ManifestFiles(Protocol):
+    """A store reading manifest files (local mode): it knows where each object is written and
+    which files it had to skip."""
+
+    def problems(self) -> list[str]:
+        """The files and objects skipped by the last listing (already logged by the store)."""
+        ...
+
+    def origin(self, kind: str, namespace: str, name: str, path: str = "") -> str:
+        """``<file>:<line>`` of an object (of its field ``path``), or ""."""
+        ...
+
+
+class AppWriter(Protocol):
+    """Writes an :class:`AppPlan` back (``argocd`` method: Kubernetes or Argo CD API; ``git``)."""
+
+    async def write(self, app: Application, plan: AppPlan) -> None:
+        """Raise :class:`ConflictError` when the Application changed since it was read."""
+        ...
+
+    async def reread(self, app: Application) -> Application: ...
+
+
+class BatchWriter(Protocol):
+    """Writes the plans of many Applications at once (``git``: one commit per repository and
+    branch). Returns, per app key (``namespace/name``), the errors and the updates whose new
+    value the target already held."""
+
+    async def write_batch(
+        self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]
+    ) -> BatchResult: ...
+
+
+class StatusStore(Protocol):
+    """Where an ImageUpdater's ``status`` is stored (the ``/status`` subresource)."""
+
+    async def patch_status(
+        self, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Merge ``patch`` (``status``, and the ``metadata.resourceVersion`` it was computed
+        from) into the stored object and return it; None when the ImageUpdater no longer
+        exists. :class:`ConflictError` when the resourceVersion is stale, :class:`StoreError`
+        when the store refuses or fails."""
+        ...
+
+    async def get_image_updater(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ImageUpdater as stored now; None when it no longer exists
+        (:class:`StoreError` when it cannot be read)."""
+        ...
+
+
+class EventSink(Protocol):
+    """Creates core/v1 Events (the Kubernetes API)."""
+
+    async def create_event(self, namespace: str, body: Mapping[str, Any]) -> Any: ...

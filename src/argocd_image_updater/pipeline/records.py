@@ -1,0 +1,94 @@
+"""The records passed between the stages of a cycle.
+
+Config sources produce a :class:`Collected` (the applications to update, with the
+ImageUpdater each comes from as a :class:`CRState`); the cycle turns it into a
+:class:`CycleResult` (one :class:`AppOutcome` per application); a batch writer answers with a
+:class:`BatchResult`; the report stage reads all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from argocd_image_updater.model.update_config import AppUpdateConfig
+from argocd_image_updater.plan.model import AppPlan
+
+
+@dataclass(slots=True)
+class CRState:
+    """What one ImageUpdater contributed to a cycle (the status writer reads this)."""
+
+    namespace: str
+    name: str
+    generation: int
+    resource_version: str
+    error: str | None = None
+    apps: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Collected:
+    configs: list[tuple[AppUpdateConfig, CRState | None]] = field(default_factory=list)
+    crs: list[CRState] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """Objects (and, in local mode, files) that were skipped; each is an error of the cycle."""
+
+    @property
+    def errors(self) -> int:
+        """Skipped files and objects, and ImageUpdaters that could not be used."""
+        return len(self.problems) + sum(1 for cr in self.crs if cr.error)
+
+
+@dataclass(slots=True)
+class AppOutcome:
+    app: str
+    plan: AppPlan | None
+    written: bool = False
+    error: str | None = None
+    cr: CRState | None = None
+    uid: str = ""
+
+
+@dataclass(slots=True)
+class CycleResult:
+    apps: list[AppOutcome] = field(default_factory=list)
+    scans: int = 0
+    duration: float = 0.0
+    config_errors: int = 0
+    """Files and objects that were skipped, and unusable ImageUpdaters (see Collected.errors)."""
+
+    @property
+    def images_considered(self) -> int:
+        return sum(a.plan.considered for a in self.apps if a.plan)
+
+    @property
+    def images_skipped(self) -> int:
+        return sum(a.plan.skipped for a in self.apps if a.plan)
+
+    @property
+    def images_updated(self) -> int:
+        return sum(a.plan.updated for a in self.apps if a.plan and (a.written or a.error is None))
+
+    @property
+    def errors(self) -> int:
+        apps = sum((a.plan.errors if a.plan else 0) + (1 if a.error else 0) for a in self.apps)
+        return apps + self.config_errors
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """What a batch write did, by Application key (``namespace/name``).
+
+    ``errors``: the Applications that failed, with the message. ``waiting``: per Application,
+    the aliases whose new value the target already held (nothing written for them), each with
+    a message saying where — they are ``waiting-for-sync``, not updated.
+    """
+
+    errors: dict[str, str] = field(default_factory=dict)
+    waiting: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def update(self, other: BatchResult) -> None:
+        self.errors.update(other.errors)
+        self.waiting.update(other.waiting)

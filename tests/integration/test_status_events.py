@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from argocd_image_updater.controller.stores import KubeStatusStore
 from argocd_image_updater.kube.client import KubeClient
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
@@ -103,7 +104,7 @@ async def test_the_whole_status_survives_schema_validation_and_pruning(
         dry_run=False,
         previous=None,
     )
-    assert await StatusWriter(kube).write(state, status)
+    assert await StatusWriter(KubeStatusStore(kube)).write(state, status)
     stored = server.store.get("imageupdaters", NS, "updater")
     assert stored["status"] == status
     conditions = {c["type"]: c for c in stored["status"]["conditions"]}
@@ -131,7 +132,7 @@ async def test_a_conflict_is_retried_against_the_fresh_object(
             state, [outcome(state, "shop")], now=later, dry_run=False, previous=previous
         )
 
-    assert await StatusWriter(kube).write(state, status)
+    assert await StatusWriter(KubeStatusStore(kube)).write(state, status)
     assert server.request_count("patch", "imageupdaters/status") == 2
     assert server.request_count("get", "imageupdaters") == 1
     assert seen[0] is None and seen[1] == first
@@ -150,7 +151,7 @@ async def test_conflicts_are_retried_a_bounded_number_of_times(
     state = make_cr(server)
     server.fail_next(10, verb="patch", resource="imageupdaters/status", status=409)
     status = compute_status(state, [], now=NOW, dry_run=False, previous=None)
-    assert not await StatusWriter(kube, attempts=3).write(state, status)
+    assert not await StatusWriter(KubeStatusStore(kube), attempts=3).write(state, status)
     assert server.request_count("patch", "imageupdaters/status") == 3
     assert "status" not in server.store.get("imageupdaters", NS, "updater")
 
@@ -159,7 +160,7 @@ async def test_a_deleted_cr_is_ignored(server: KubeApiServer, kube: KubeClient) 
     state = make_cr(server)
     server.store.delete("imageupdaters", NS, "updater")
     status = compute_status(state, [], now=NOW, dry_run=False, previous=None)
-    assert not await StatusWriter(kube).write(state, status)
+    assert not await StatusWriter(KubeStatusStore(kube)).write(state, status)
     assert server.request_count("patch", "imageupdaters/status") == 1
 
 

@@ -19,16 +19,16 @@ from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.controller.cycle import CredentialsCache
-from argocd_image_updater.controller.reporting import Reporter
 from argocd_image_updater.controller.runner import Controller
-from argocd_image_updater.controller.stores import ArgoCDStore, KubeStore
+from argocd_image_updater.controller.secrets import KubeSecretReader
+from argocd_image_updater.controller.stores import ArgoCDStore, KubeStatusStore, KubeStore
 from argocd_image_updater.kube.client import KubeClient, KubeError
-from argocd_image_updater.kube.secrets import KubeSecretReader
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.events import EventRecorder
+from argocd_image_updater.report.reporter import Reporter
 from argocd_image_updater.report.status import StatusWriter
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
 
@@ -112,7 +112,7 @@ async def build_cluster_controller(
         kube=kube,
         batch_writer=batch_writer,
         reporter=Reporter(
-            StatusWriter(kube) if kube is not None else None,
+            StatusWriter(KubeStatusStore(kube)) if kube is not None else None,
             EventRecorder(kube, enabled=not settings.disable_kube_events)
             if kube is not None
             else None,

@@ -105,8 +105,8 @@ async def _secret_reader(opts: TestOptions) -> tuple[SecretReader | None, Any]:
     """A reader for ``secret:``/``pullsecret:`` references: files, or the Kubernetes API."""
     if opts.secrets_dir:
         return FileSecretReader(opts.secrets_dir), None
+    from argocd_image_updater.controller.secrets import KubeSecretReader
     from argocd_image_updater.kube.client import KubeClient
-    from argocd_image_updater.kube.secrets import KubeSecretReader
 
     kube = await KubeClient.connect(opts.kubeconfig)
     return KubeSecretReader(kube), kube

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.cycle import CredentialsCache, run_cycle
-from argocd_image_updater.controller.reporting import Reporter
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.kube.errors import KubeError
-from argocd_image_updater.kube.resources import IMAGE_UPDATERS
+from argocd_image_updater.model.resources import IMAGE_UPDATERS
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.health import Health
@@ -27,6 +26,7 @@ from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter, Bat
 from argocd_image_updater.pipeline.records import Collected, CycleResult
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.cycle_metrics import forget_cr
+from argocd_image_updater.report.reporter import Reporter
 from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
 

@@ -1,11 +1,15 @@
-"""Where Applications and ImageUpdaters are read from: the Kubernetes API or Argo CD's API."""
+"""The ports of :mod:`argocd_image_updater.pipeline.ports` on the Kubernetes API and Argo CD's
+API: where Applications and ImageUpdaters are read from, and where an ImageUpdater's status is
+stored."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
 from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient, KubeError
+from argocd_image_updater.pipeline.ports import ConflictError, StoreError
 
 
 class KubeStore:
@@ -55,3 +59,30 @@ class ArgoCDStore:
             return []
         items, _ = await self.kube.list_objects(IMAGE_UPDATERS, namespace)
         return items
+
+
+class KubeStatusStore:
+    """ImageUpdater statuses through the ``/status`` subresource (a merge patch)."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        self.kube = kube
+
+    async def patch_status(
+        self, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        try:
+            return await self.kube.merge_patch_status(IMAGE_UPDATERS, namespace, name, patch)
+        except KubeError as err:
+            if err.is_not_found:
+                return None
+            if err.is_conflict:
+                raise ConflictError(str(err)) from err
+            raise StoreError(str(err)) from err
+
+    async def get_image_updater(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.kube.get_object(IMAGE_UPDATERS, namespace, name)
+        except KubeError as err:
+            if err.is_not_found:
+                return None
+            raise StoreError(str(err)) from err

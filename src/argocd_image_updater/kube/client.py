@@ -19,7 +19,7 @@ from kubernetes_asyncio import watch as k8s_watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from argocd_image_updater.kube.errors import KubeError
-from argocd_image_updater.kube.resources import APPLICATIONS, IMAGE_UPDATERS
+from argocd_image_updater.model.resources import APPLICATIONS, IMAGE_UPDATERS
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
 

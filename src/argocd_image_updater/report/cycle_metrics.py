@@ -11,14 +11,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from prometheus_client import Counter, Gauge
 
 from argocd_image_updater.observe.metrics import REGISTRY
-
-if TYPE_CHECKING:  # the controller imports this module
-    from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
+from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
 
 _P = "argocd_image_updater_"
 CR_LABELS: Final = ("image_updater_cr_name", "image_updater_cr_namespace")

@@ -12,15 +12,13 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from argocd_image_updater.kube.resources import IMAGE_UPDATERS
+from argocd_image_updater.model.resources import IMAGE_UPDATERS
 from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.ports import EventSink
+from argocd_image_updater.pipeline.records import CRState, CycleResult
 from argocd_image_updater.plan.model import ImageChange, Outcome
-
-if TYPE_CHECKING:  # the controller imports this module
-    from argocd_image_updater.kube.client import KubeClient
-    from argocd_image_updater.pipeline.records import CRState, CycleResult
 
 log = get_logger("events")
 
@@ -68,13 +66,13 @@ class EventRecorder:
 
     def __init__(
         self,
-        kube: KubeClient,
+        sink: EventSink,
         *,
         enabled: bool,
         clock: Callable[[], float] = time.time,
         warning_interval: float = 600.0,
     ) -> None:
-        self._kube = kube
+        self._sink = sink
         self.enabled = enabled
         self._clock = clock
         self._interval = warning_interval
@@ -115,7 +113,7 @@ class EventRecorder:
 
     async def _create(self, namespace: str, body: Mapping[str, Any]) -> bool:
         try:
-            await self._kube.create_event(namespace, body)
+            await self._sink.create_event(namespace, body)
         except Exception as err:  # events are best effort
             log.warning(
                 "could not create event %s: %s",

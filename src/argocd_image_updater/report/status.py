@@ -27,16 +27,12 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from argocd_image_updater.kube.errors import KubeError
-from argocd_image_updater.kube.resources import IMAGE_UPDATERS
 from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.ports import ConflictError, StatusStore, StoreError
+from argocd_image_updater.pipeline.records import AppOutcome, CRState
 from argocd_image_updater.plan.model import ImageChange, ImageResult, Outcome
-
-if TYPE_CHECKING:  # the controller imports this module
-    from argocd_image_updater.kube.client import KubeClient
-    from argocd_image_updater.pipeline.records import AppOutcome, CRState
 
 log = get_logger("status")
 
@@ -381,15 +377,15 @@ StatusSource = Mapping[str, Any] | Callable[[Mapping[str, Any] | None], Mapping[
 
 
 class StatusWriter:
-    """Stores a CR's status through the ``/status`` subresource (a merge patch).
+    """Stores a CR's status through a :class:`StatusStore` (the ``/status`` subresource).
 
     The patch carries the resourceVersion the status was computed from. On a conflict the CR is
     read again and the write retried (at most ``attempts`` times); a function given as status is
     re-evaluated against the fresh stored status. A CR deleted meanwhile is ignored.
     """
 
-    def __init__(self, kube: KubeClient, *, attempts: int = 5) -> None:
-        self._kube = kube
+    def __init__(self, store: StatusStore, *, attempts: int = 5) -> None:
+        self._store = store
         self._attempts = attempts
 
     async def write(self, cr: CRState, status: StatusSource) -> bool:
@@ -403,27 +399,29 @@ class StatusWriter:
             if version:
                 patch["metadata"] = {"resourceVersion": version}
             try:
-                result = await self._kube.merge_patch_status(
-                    IMAGE_UPDATERS, cr.namespace, cr.name, patch
-                )
-            except KubeError as err:
-                if err.is_not_found:
-                    log.debug("ImageUpdater is gone, not writing its status", **fields)
-                    return False
-                if not err.is_conflict or attempt == self._attempts:
+                result = await self._store.patch_status(cr.namespace, cr.name, patch)
+            except ConflictError as err:
+                if attempt == self._attempts:
                     log.error("could not write the status: %s", str(err), **fields)
                     return False
                 log.debug("ImageUpdater changed, re-reading it (attempt %d)", attempt + 1, **fields)
                 try:
-                    fresh = await self._kube.get_object(IMAGE_UPDATERS, cr.namespace, cr.name)
-                except KubeError as read_err:
-                    if not read_err.is_not_found:
-                        log.error("could not re-read the ImageUpdater: %s", str(read_err), **fields)
+                    fresh = await self._store.get_image_updater(cr.namespace, cr.name)
+                except StoreError as read_err:
+                    log.error("could not re-read the ImageUpdater: %s", str(read_err), **fields)
+                    return False
+                if fresh is None:
                     return False
                 version = str((fresh.get("metadata") or {}).get("resourceVersion", ""))
                 found = fresh.get("status")
                 stored = found if isinstance(found, dict) else None
                 continue
+            except StoreError as err:
+                log.error("could not write the status: %s", str(err), **fields)
+                return False
+            if result is None:
+                log.debug("ImageUpdater is gone, not writing its status", **fields)
+                return False
             cr.resource_version = str((result.get("metadata") or {}).get("resourceVersion", ""))
             return True
         return False

@@ -62,7 +62,7 @@ def write_fleet_storage(
 ) -> None:
     """Registry storage with ``tags`` tags in each repository; distinct build times everywhere,
     so every tag is its own image (digest)."""
-    from argocd_image_updater.sandbox.push import write_registry_storage
+    from argocd_image_updater_testing.push import write_registry_storage
 
     layout = {
         repo: [(tag(t), start + timedelta(days=r, minutes=t)) for t in range(tags)]

@@ -109,7 +109,7 @@ def check_scenario(s: Scenario) -> None:
 
 
 def seed_kube(store: Any, s: Scenario, registry_host: str) -> None:
-    from argocd_image_updater.sandbox import objects
+    from argocd_image_updater_testing import objects
 
     stale = s.stale()
     for app in range(s.apps):
@@ -270,8 +270,8 @@ def check_cycle(
 async def run_fakes(
     s: Scenario, root: Path, registry_url: str, profile: int, setup: dict[str, float]
 ) -> list[Measured]:
-    from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
-    from argocd_image_updater.sandbox.kube import KubeApiServer
+    from argocd_image_updater_testing.faulty_proxy import FaultyProxy
+    from argocd_image_updater_testing.kube import KubeApiServer
 
     async with FaultyProxy(registry_url) as proxy:
         began = time.perf_counter()
@@ -397,7 +397,7 @@ def render(rows: list[Measured], s: Scenario, setup: Mapping[str, float]) -> str
 
 
 def parent_main(args: argparse.Namespace) -> int:
-    from argocd_image_updater.sandbox.registry import RegistryServer
+    from argocd_image_updater_testing.registry import RegistryServer
 
     s = Scenario(args.apps, args.repos, args.tags, args.new_fraction, args.config)
     check_scenario(s)

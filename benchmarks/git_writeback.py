@@ -168,7 +168,7 @@ class ServerCounts:
 
 
 def server_counts(server: Any, bare: Path, home: Path) -> ServerCounts:
-    from argocd_image_updater.sandbox.git_servers import git, push_attempts
+    from argocd_image_updater_testing.git_servers import git, push_attempts
 
     commits = int(git("--git-dir", str(bare), "rev-list", "--count", "main", home=home).strip())
     return ServerCounts(
@@ -183,7 +183,7 @@ def server_counts(server: Any, bare: Path, home: Path) -> ServerCounts:
 def check_tags(bare: Path, apps: int, image: str, tag: str, home: Path) -> list[str]:
     """Problems with the files of ``bare``'s main branch: every kustomization must hold ``tag``
     and be otherwise unchanged; the deployments must be untouched."""
-    from argocd_image_updater.sandbox.git_servers import show
+    from argocd_image_updater_testing.git_servers import show
 
     problems = []
     for i in range(apps):
@@ -231,7 +231,7 @@ class Env:
         }
 
     def new_repo(self, name: str, image: str) -> tuple[Path, str]:
-        from argocd_image_updater.sandbox.git_servers import bare_repo
+        from argocd_image_updater_testing.git_servers import bare_repo
 
         files = repo_files(self.apps, image)
         bare = bare_repo(self.root / "srv" / "org" / f"{name}.git", files=files)
@@ -244,7 +244,7 @@ def bump(path: Path, old: str, new: str) -> None:
 
 
 def shallow_clone(env: Env, url: str, dest: Path) -> None:
-    from argocd_image_updater.sandbox.git_servers import git
+    from argocd_image_updater_testing.git_servers import git
 
     git(
         "clone", "-q", "--depth=1", "--single-branch", "--no-tags", "--branch", "main", url,
@@ -254,7 +254,7 @@ def shallow_clone(env: Env, url: str, dest: Path) -> None:
 
 def floor(env: Env, name: str) -> Measure:
     """One fetch, every edit, one commit, one push, with the git CLI."""
-    from argocd_image_updater.sandbox.git_servers import git
+    from argocd_image_updater_testing.git_servers import git
 
     bare, url = env.new_repo(name, env.image)
     before = server_counts(env.server, bare, env.home)
@@ -274,7 +274,7 @@ def floor(env: Env, name: str) -> Measure:
 
 def serial(env: Env) -> Measure:
     """For each Application: a fresh shallow clone, its one file edited, commit, push."""
-    from argocd_image_updater.sandbox.git_servers import git
+    from argocd_image_updater_testing.git_servers import git
 
     bare, url = env.new_repo("serial", env.image)
     before = server_counts(env.server, bare, env.home)
@@ -340,7 +340,7 @@ async def build(
 def seed_fleet(kube: Any, env: Env, url: str, image: str, tag_prefix: str) -> list[tuple[str, str]]:
     """The Applications, the ImageUpdater and the repository Secret of one round; returns the
     (resource, name) pairs to delete after the round."""
-    from argocd_image_updater.sandbox import objects
+    from argocd_image_updater_testing import objects
 
     made: list[tuple[str, str]] = []
     running = f"{image}:{TAGS[0]}"
@@ -409,8 +409,8 @@ async def controller_round(
     """Cold, warm and warm-after-the-remote-moved cycles of a new controller, each after a
     dry-run cycle of a second, dry-run controller."""
     from argocd_image_updater.cli.run_cmd import close_resource
-    from argocd_image_updater.sandbox.git_servers import push_files
-    from argocd_image_updater.sandbox.push import ImagePusher
+    from argocd_image_updater_testing.git_servers import push_files
+    from argocd_image_updater_testing.push import ImagePusher
 
     prefix = f"r{number}"
     host = registry_url.split("://", 1)[1]
@@ -476,7 +476,7 @@ async def controller_round(
 
 
 async def run_all(env: Env, registry_url: str, args: argparse.Namespace) -> dict[str, Any]:
-    from argocd_image_updater.sandbox.kube import KubeApiServer
+    from argocd_image_updater_testing.kube import KubeApiServer
 
     conf = env.root / "registries.conf"
     host = registry_url.split("://", 1)[1]
@@ -622,8 +622,8 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> int:
     from argocd_image_updater.observe import log as logging_setup
-    from argocd_image_updater.sandbox.git_servers import GitHttpServer
-    from argocd_image_updater.sandbox.registry import RegistryServer
+    from argocd_image_updater_testing.git_servers import GitHttpServer
+    from argocd_image_updater_testing.registry import RegistryServer
 
     root = scratch_dir("git-writeback-bench-")
     log_stream: TextIO = open(args.log or os.devnull, "w")  # noqa: SIM115

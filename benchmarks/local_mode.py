@@ -37,8 +37,8 @@ from typing import Any
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
-from argocd_image_updater.sandbox.git_servers import git
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing.git_servers import git
+from argocd_image_updater_testing.registry import RegistryServer
 from common import scratch_dir, write_fleet_storage
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
-from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
-from argocd_image_updater.sandbox.push import ImagePusher, write_registry_storage
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing.faulty_proxy import FaultyProxy
+from argocd_image_updater_testing.push import ImagePusher, write_registry_storage
+from argocd_image_updater_testing.registry import RegistryServer
 from common import scratch_dir
 
 START = datetime(2024, 1, 1, tzinfo=UTC)

@@ -109,7 +109,7 @@ def check_scenario(s: Scenario) -> None:
 
 
 def seed_kube(store: Any, s: Scenario, host: str) -> None:
-    from argocd_image_updater.sandbox import objects
+    from argocd_image_updater_testing import objects
 
     for app in range(s.apps):
         image = f"{host}/{s.repo(s.app_repo(app))}"
@@ -414,9 +414,9 @@ async def run_all(
 ) -> list[Run]:
     import httpx
 
-    from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
-    from argocd_image_updater.sandbox.kube import KubeApiServer
-    from argocd_image_updater.sandbox.push import ImagePusher
+    from argocd_image_updater_testing.faulty_proxy import FaultyProxy
+    from argocd_image_updater_testing.kube import KubeApiServer
+    from argocd_image_updater_testing.push import ImagePusher
 
     async with FaultyProxy(registry_url) as proxy:
         began = time.perf_counter()
@@ -544,7 +544,7 @@ def render(runs: list[Run], s: Scenario, setup: Mapping[str, Any], poll: float) 
 
 
 def parent_main(args: argparse.Namespace) -> int:
-    from argocd_image_updater.sandbox.registry import RegistryServer
+    from argocd_image_updater_testing.registry import RegistryServer
 
     s = Scenario(args.apps, args.repos, args.tags, args.events, args.config)
     check_scenario(s)

@@ -20,9 +20,9 @@ import pytest
 import trustme
 
 from argocd_image_updater.model.registry import RegistryEndpoint
-from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
-from argocd_image_updater.sandbox.registry import RegistryServer, TlsFiles, TokenAuth
-from argocd_image_updater.sandbox.token_server import TokenServer
+from argocd_image_updater_testing.faulty_proxy import FaultyProxy
+from argocd_image_updater_testing.registry import RegistryServer, TlsFiles, TokenAuth
+from argocd_image_updater_testing.token_server import TokenServer
 
 USER = "alice"
 PASSWORD = "wonderland-Pa55word"

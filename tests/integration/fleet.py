@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
 START = datetime(2026, 1, 1, tzinfo=UTC)

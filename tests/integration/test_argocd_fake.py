@@ -12,9 +12,9 @@ import httpx
 import pytest
 import trustme
 
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.argocd import ArgoCDApiServer, check_body
-from argocd_image_updater.sandbox.kube import KubeApiServer, KubeStore
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.argocd import ArgoCDApiServer, check_body
+from argocd_image_updater_testing.kube import KubeApiServer, KubeStore
 
 ADMIN = "admin-token"
 TEAM = "team-token"

@@ -9,8 +9,8 @@ import pytest
 from cli_run import run_cli
 
 from argocd_image_updater.cli.main import LAZY_COMMANDS, SHORT_HELP, cli
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -22,7 +22,7 @@ from argocd_image_updater.registry.credentials import (
     CredentialsError,
     EndpointCredentials,
 )
-from argocd_image_updater.sandbox.cloud import (
+from argocd_image_updater_testing.cloud import (
     ACR_NULL_USER,
     AcrFake,
     AzureImds,

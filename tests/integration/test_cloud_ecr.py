@@ -31,9 +31,9 @@ from argocd_image_updater.registry.credentials import (
     fetch_credentials,
 )
 from argocd_image_updater.registry.errors import RegistryAuthError
-from argocd_image_updater.sandbox.cloud import AwsApiRecorder, RecordedRequest, Reply
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing.cloud import AwsApiRecorder, RecordedRequest, Reply
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 pytestmark = pytest.mark.registry
 

@@ -21,7 +21,7 @@ from argocd_image_updater.registry.credentials import (
     EndpointCredentials,
     auto_detected_credentials,
 )
-from argocd_image_updater.sandbox.cloud import GceMetadataServer, OAuthTokenEndpoint
+from argocd_image_updater_testing.cloud import GceMetadataServer, OAuthTokenEndpoint
 
 GAR = RegistryEndpoint(
     "europe-docker.pkg.dev", "GAR", "https://europe-docker.pkg.dev", credentials="gcp:"

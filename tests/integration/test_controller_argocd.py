@@ -19,12 +19,12 @@ from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.cycle import run_cycle
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.sources import collect
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.argocd import ArgoCDApiServer
-from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
-from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.argocd import ArgoCDApiServer
+from argocd_image_updater_testing.faulty_proxy import FaultyProxy
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
 START = datetime(2026, 2, 1, tzinfo=UTC)

@@ -13,16 +13,16 @@ from fleet import registries_conf
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.git_servers import (
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.git_servers import (
     bare_repo,
     log_subjects,
     reject_next_pushes,
     show,
 )
-from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
 START = datetime(2026, 4, 1, tzinfo=UTC)
@@ -225,7 +225,7 @@ async def test_protected_branch_rejection_is_a_clear_error_without_retry_storm(
     assert result.errors == 1 and result.images_updated == 0
     error = result.apps[0].error or ""
     assert "protected" in error
-    from argocd_image_updater.sandbox.git_servers import push_attempts
+    from argocd_image_updater_testing.git_servers import push_attempts
 
     assert push_attempts(remote) == 1
     home = tmp_path / "home"
@@ -236,8 +236,8 @@ async def test_protected_branch_rejection_is_a_clear_error_without_retry_storm(
 async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
 ) -> None:
-    from argocd_image_updater.sandbox.git_servers import GitHttpServer
-    from argocd_image_updater.sandbox.scm import GitHubFake
+    from argocd_image_updater_testing.git_servers import GitHttpServer
+    from argocd_image_updater_testing.scm import GitHubFake
 
     token = "ghp_pr-mode-t0ken"
     image = f"{registry.host}/{repo}"
@@ -325,7 +325,7 @@ async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
 async def test_application_grouping_makes_one_commit_per_app_in_one_push(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
 ) -> None:
-    from argocd_image_updater.sandbox.git_servers import push_attempts
+    from argocd_image_updater_testing.git_servers import push_attempts
 
     image, controller, closers = await setup(
         kube, registry, repo, tmp_path, git_commit_grouping="application"
@@ -388,7 +388,7 @@ async def test_second_cycle_on_an_unsynced_target_is_waiting_for_sync(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from argocd_image_updater.sandbox.git_servers import push_attempts
+    from argocd_image_updater_testing.git_servers import push_attempts
 
     image, controller, closers = await setup(kube, registry, repo, tmp_path)
     remote = bare_repo(
@@ -504,8 +504,8 @@ async def test_github_merged_or_open_pull_request_is_waiting_for_sync(
     tmp_path: Path,
     landing: tuple[bool, bool] | None,
 ) -> None:
-    from argocd_image_updater.sandbox.git_servers import GitHttpServer, push_attempts
-    from argocd_image_updater.sandbox.scm import GitHubFake
+    from argocd_image_updater_testing.git_servers import GitHttpServer, push_attempts
+    from argocd_image_updater_testing.scm import GitHubFake
 
     token = "ghp_landed-t0ken"
     image = f"{registry.host}/{repo}"
@@ -559,8 +559,8 @@ async def test_gitlab_merged_or_open_merge_request_is_waiting_for_sync(
     tmp_path: Path,
     landing: tuple[bool, bool] | None,
 ) -> None:
-    from argocd_image_updater.sandbox.git_servers import GitHttpServer, push_attempts
-    from argocd_image_updater.sandbox.scm import GitLabFake
+    from argocd_image_updater_testing.git_servers import GitHttpServer, push_attempts
+    from argocd_image_updater_testing.scm import GitLabFake
 
     token = "glpat-landed-t0ken"
     image = f"{registry.host}/{repo}"

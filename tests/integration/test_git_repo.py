@@ -16,18 +16,6 @@ import pytest
 import trustme
 
 from argocd_image_updater.observe.metrics import REGISTRY
-from argocd_image_updater.sandbox.git_servers import (
-    GitHttpServer,
-    GitSshServer,
-    bare_repo,
-    git,
-    log_subjects,
-    push_attempts,
-    push_files,
-    reject_next_pushes,
-    show,
-)
-from argocd_image_updater.sandbox.registry import TlsFiles
 from argocd_image_updater.writeback.git import (
     BranchNotFound,
     GitAuthError,
@@ -48,6 +36,18 @@ from argocd_image_updater.writeback.git import (
 )
 from argocd_image_updater.writeback.git.process import error_for, minimal_env, run_git
 from argocd_image_updater.writeback.git.repo import split_credentials
+from argocd_image_updater_testing.git_servers import (
+    GitHttpServer,
+    GitSshServer,
+    bare_repo,
+    git,
+    log_subjects,
+    push_attempts,
+    push_files,
+    reject_next_pushes,
+    show,
+)
+from argocd_image_updater_testing.registry import TlsFiles
 
 pytestmark = pytest.mark.git
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from argocd_image_updater.sandbox.git_servers import (
+from argocd_image_updater_testing.git_servers import (
     GitHttpServer,
     GitSshServer,
     bare_repo,
@@ -22,7 +22,7 @@ from argocd_image_updater.sandbox.git_servers import (
     reject_next_pushes,
     show,
 )
-from argocd_image_updater.sandbox.registry import TlsFiles
+from argocd_image_updater_testing.registry import TlsFiles
 
 pytestmark = pytest.mark.git
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from argocd_image_updater.sandbox.git_servers import GitSshServer, bare_repo, show
 from argocd_image_updater.writeback.git import (
     GitError,
     NoCredentials,
@@ -18,6 +17,7 @@ from argocd_image_updater.writeback.git import (
     Timeouts,
     WorkTree,
 )
+from argocd_image_updater_testing.git_servers import GitSshServer, bare_repo, show
 
 pytestmark = pytest.mark.git
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from argocd_image_updater.kube.client import APPLICATIONS, KubeClient, KubeError
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.kube import KubeApiServer
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.kube import KubeApiServer
 
 TOKEN = "exec-plugin-t0ken"
 

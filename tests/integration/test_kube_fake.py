@@ -15,8 +15,8 @@ import pytest
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client import ApiClient, ApiException, Configuration
 
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.kube import KubeApiServer, KubeError, KubeStore
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.kube import KubeApiServer, KubeError, KubeStore
 
 TOKEN = "sandbox-token"
 NS = "argocd"

@@ -18,7 +18,7 @@ from kubernetes_asyncio import client as k8s
 
 from argocd_image_updater.controller.leader import DEFAULT_LEASE_NAME, LeaderElector
 from argocd_image_updater.kube.client import KubeClient
-from argocd_image_updater.sandbox.kube import KubeApiServer, KubeStore
+from argocd_image_updater_testing.kube import KubeApiServer, KubeStore
 
 NS = "argocd"
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")

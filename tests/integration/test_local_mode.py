@@ -16,7 +16,7 @@ from argocd_image_updater.cli.run_cmd import StartupError, build_controller, clo
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.plan.model import Outcome
-from argocd_image_updater.sandbox.git_servers import (
+from argocd_image_updater_testing.git_servers import (
     GitHttpServer,
     bare_repo,
     git,
@@ -25,8 +25,8 @@ from argocd_image_updater.sandbox.git_servers import (
     reject_next_pushes,
     show,
 )
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer, TlsFiles
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer, TlsFiles
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 

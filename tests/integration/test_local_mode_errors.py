@@ -10,9 +10,9 @@ from cli_run import CliRun, run_cli
 from fleet import registries_conf
 from test_local_mode import GIT, KUSTOMIZATION, application, checkout, image_updater
 
-from argocd_image_updater.sandbox.git_servers import bare_repo, show
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing.git_servers import bare_repo, show
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 

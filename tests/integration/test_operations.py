@@ -20,10 +20,10 @@ from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.leader import LeaderElector
 from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.server import Servers, metrics_app
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
 START = datetime(2026, 6, 1, tzinfo=UTC)

@@ -17,8 +17,8 @@ from argocd_image_updater.registry.credentials import (
 )
 from argocd_image_updater.registry.errors import RegistryAuthError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 CREATED = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

@@ -19,7 +19,7 @@ from argocd_image_updater.registry.manifest import (
     OCI_INDEX,
     OCI_MANIFEST,
 )
-from argocd_image_updater.sandbox.push import ImagePusher
+from argocd_image_updater_testing.push import ImagePusher
 
 CREATED = datetime(2024, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
 AMD64 = Platform("linux", "amd64")

@@ -16,8 +16,8 @@ import pytest
 from argocd_image_updater.config.registries import RegistryConfig, is_loopback
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.errors import RegistryPlainHTTPError
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 CREATED = datetime(2026, 2, 1, tzinfo=UTC)
 

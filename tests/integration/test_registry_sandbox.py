@@ -10,9 +10,9 @@ import pytest
 from argocd_image_updater.model.registry import Credentials
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
-from argocd_image_updater.sandbox.push import ImagePusher, write_registry_storage
-from argocd_image_updater.sandbox.registry import RegistryServer, RegistryServerError, TokenAuth
-from argocd_image_updater.sandbox.token_server import TokenServer
+from argocd_image_updater_testing.push import ImagePusher, write_registry_storage
+from argocd_image_updater_testing.registry import RegistryServer, RegistryServerError, TokenAuth
+from argocd_image_updater_testing.token_server import TokenServer
 
 START = datetime(2023, 1, 1, tzinfo=UTC)
 

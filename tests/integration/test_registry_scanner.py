@@ -14,7 +14,7 @@ from argocd_image_updater.model.retry import RetryPolicy
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.registry.errors import RegistryAuthError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
-from argocd_image_updater.sandbox.push import ImagePusher
+from argocd_image_updater_testing.push import ImagePusher
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)

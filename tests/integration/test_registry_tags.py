@@ -15,7 +15,7 @@ from argocd_image_updater.registry.errors import (
     RegistryUnavailable,
     RepositoryNotFound,
 )
-from argocd_image_updater.sandbox.push import ImagePusher
+from argocd_image_updater_testing.push import ImagePusher
 
 FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02)
 TAGS = [f"1.{i}.0" for i in range(7)]

@@ -10,7 +10,7 @@ import pytest
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.errors import RegistryConfigError, RegistryTLSError
 from argocd_image_updater.registry.transport import http_client
-from argocd_image_updater.sandbox.push import ImagePusher
+from argocd_image_updater_testing.push import ImagePusher
 
 CREATED = datetime(2024, 6, 1, tzinfo=UTC)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from fleet import seed_web_app
 
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
 

@@ -11,7 +11,6 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from argocd_image_updater.sandbox.scm import GitHubFake
 from argocd_image_updater.writeback.scm import (
     GitHubAppTokenSource,
     GitHubClient,
@@ -25,6 +24,7 @@ from argocd_image_updater.writeback.scm import (
     github_app_token,
     parse_repo_url,
 )
+from argocd_image_updater_testing.scm import GitHubFake
 
 TOKEN = "ghp_Zq8uNrVv4CtY0aFakeTokenForTests0001"
 REPO = parse_repo_url("git@github.com:org/deploy.git")
@@ -459,7 +459,7 @@ async def test_branches_of_a_real_repository_decide_whether_a_pull_request_opens
     """Like GitHub: no head branch → ``head invalid``; a head without commits the base lacks
     (merged with a merge commit) → ``No commits between``; after a squash merge the head still
     has its own commit, so GitHub would open a (content-empty) request."""
-    from argocd_image_updater.sandbox.git_servers import bare_repo, branch_commit, push_files
+    from argocd_image_updater_testing.git_servers import bare_repo, branch_commit, push_files
 
     home = tmp_path / "home"
     home.mkdir()
@@ -475,7 +475,7 @@ async def test_branches_of_a_real_repository_decide_whether_a_pull_request_opens
         # A branch whose commit is already in main (what a kept head looks like after a merge).
         main = branch_commit(git_dir, "main")
         assert main is not None
-        from argocd_image_updater.sandbox.git_servers import git
+        from argocd_image_updater_testing.git_servers import git
 
         git("--git-dir", str(git_dir), "update-ref", "refs/heads/update-1", main, home=home)
         with pytest.raises(ScmError, match="No commits between main and update-1"):

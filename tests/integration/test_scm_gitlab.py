@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from argocd_image_updater.sandbox.scm import GitLabFake
 from argocd_image_updater.writeback.scm import (
     GitLabClient,
     ScmAuthError,
@@ -16,6 +15,7 @@ from argocd_image_updater.writeback.scm import (
     ensure_pull_request,
     parse_repo_url,
 )
+from argocd_image_updater_testing.scm import GitLabFake
 
 TOKEN = "glpat-Xy7FakeTokenForTests00042"
 PATH = "platform/team-a/deploy"
@@ -229,7 +229,7 @@ def test_base_url_must_be_http() -> None:
 async def test_merge_button_lands_the_branch_and_an_empty_request_still_opens(tmp_path) -> None:
     """GitLab opens a merge request whatever its branches hold (also an empty or a missing
     source branch); merging lands the change in the target branch."""
-    from argocd_image_updater.sandbox.git_servers import bare_repo, branch_commit, git, show
+    from argocd_image_updater_testing.git_servers import bare_repo, branch_commit, git, show
 
     home = tmp_path / "home"
     home.mkdir()

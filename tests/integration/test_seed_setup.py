@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from argocd_image_updater.model.registry import Credentials
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.argocd import ArgoCDApiServer
-from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.argocd import ArgoCDApiServer
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
 TOKEN = "argocd-api-t0ken-from-secret"

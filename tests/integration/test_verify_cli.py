@@ -8,10 +8,10 @@ from pathlib import Path
 
 from test_cli_test_command import cli, conf_for
 
-from argocd_image_updater.sandbox import cosign
-from argocd_image_updater.sandbox.keyless import Sigstore
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
+from argocd_image_updater_testing import cosign
+from argocd_image_updater_testing.keyless import Sigstore
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 CREATED = datetime(2026, 7, 1, tzinfo=UTC)
 

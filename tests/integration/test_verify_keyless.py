@@ -19,12 +19,6 @@ from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.scanner import Scanner
-from argocd_image_updater.sandbox import cosign, objects
-from argocd_image_updater.sandbox.keyless import Sigstore
-from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.referrers_proxy import ReferrersProxy
-from argocd_image_updater.sandbox.registry import RegistryServer
 from argocd_image_updater.verify.policy import (
     TrustPolicy,
     build_policy,
@@ -32,6 +26,12 @@ from argocd_image_updater.verify.policy import (
     load_trusted_root,
 )
 from argocd_image_updater.verify.verifier import Target, Verdict, Verifier
+from argocd_image_updater_testing import cosign, objects
+from argocd_image_updater_testing.keyless import Sigstore
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.referrers_proxy import ReferrersProxy
+from argocd_image_updater_testing.registry import RegistryServer
 
 CREATED = datetime(2026, 6, 1, tzinfo=UTC)
 NS = "argocd"

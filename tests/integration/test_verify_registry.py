@@ -18,15 +18,15 @@ import pytest
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.scanner import Scanner
-from argocd_image_updater.sandbox import cosign
-from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.referrers_proxy import ReferrersProxy
-from argocd_image_updater.sandbox.registry import RegistryServer
 from argocd_image_updater.verify.keys import load_public_key
 from argocd_image_updater.verify.payloads import SIMPLE_SIGNING
 from argocd_image_updater.verify.policy import TrustPolicy, build_policy
 from argocd_image_updater.verify.verifier import Target, Verifier
+from argocd_image_updater_testing import cosign
+from argocd_image_updater_testing.faulty_proxy import FaultyProxy
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.referrers_proxy import ReferrersProxy
+from argocd_image_updater_testing.registry import RegistryServer
 
 CREATED = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -15,12 +15,12 @@ from waiting import eventually
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource, start_webhook
 from argocd_image_updater.config.settings import resolve
-from argocd_image_updater.sandbox import objects
-from argocd_image_updater.sandbox.faulty_proxy import FaultyProxy
-from argocd_image_updater.sandbox.kube import KubeApiServer
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer
 from argocd_image_updater.webhook.signatures import sign_generic
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.faulty_proxy import FaultyProxy
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
 SECRET = "generic-webhook-s3cret"

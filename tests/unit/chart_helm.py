@@ -8,7 +8,7 @@ from typing import Any
 
 import helm_python as helm
 
-from argocd_image_updater.sandbox.manifest_checks import objects_of
+from argocd_image_updater_testing.manifest_checks import objects_of
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "argocd-image-updater"

@@ -15,7 +15,7 @@ from test_manifests import EXTERNAL, one, run_flags
 
 from argocd_image_updater.config.registries import parse_registries_conf
 from argocd_image_updater.config.settings import OPTIONS
-from argocd_image_updater.sandbox.manifest_checks import flag_problems, reference_problems
+from argocd_image_updater_testing.manifest_checks import flag_problems, reference_problems
 
 # What the values files refer to and their users provide.
 USER_OBJECTS = {

@@ -37,7 +37,7 @@ from argocd_image_updater.registry.credentials import (
     CredentialsError,
     EndpointCredentials,
 )
-from argocd_image_updater.sandbox.cloud import fake_jwt
+from argocd_image_updater_testing.cloud import fake_jwt
 
 
 class Clock:

@@ -42,7 +42,9 @@ from argocd_image_updater.writeback.formats import formats as target_formats
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 DOCS: Final = ROOT / "docs"
-CRD: Final = ROOT / "src" / "argocd_image_updater" / "sandbox" / "crds" / "imageupdater-crd.yaml"
+CRD: Final = (
+    ROOT / "config" / "crd" / "bases" / "argocd-image-updater.argoproj.io_imageupdaters.yaml"
+)
 
 
 def _read(name: str) -> str:

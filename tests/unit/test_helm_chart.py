@@ -17,11 +17,13 @@ from test_manifests import EXTERNAL, one, run_env, run_flags
 from argocd_image_updater.cli.main import cli
 from argocd_image_updater.config.registries import parse_registries_conf
 from argocd_image_updater.config.settings import KNOWN_CONFIGMAP_KEYS, OPTIONS
-from argocd_image_updater.sandbox.manifest_checks import flag_problems, reference_problems
 from argocd_image_updater.webhook.registry import SECRET_ENV_VARS, SECRET_KEYS
+from argocd_image_updater_testing.manifest_checks import flag_problems, reference_problems
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE_CRD = ROOT / "src" / "argocd_image_updater" / "sandbox" / "crds" / "imageupdater-crd.yaml"
+REFERENCE_CRD = (
+    ROOT / "config" / "crd" / "bases" / "argocd-image-updater.argoproj.io_imageupdaters.yaml"
+)
 FULL_VALUES: dict[str, Any] = load_values(CHART / "ci" / "full-values.yaml")
 # Objects named only in the full values file, which the user provides.
 USER_PROVIDED = {
@@ -158,7 +160,7 @@ def test_secret_is_created_only_with_content_unless_asked() -> None:
         render({"secret": {"create": False}, "webhook": {"secrets": {"ghcr": "s3cret"}}})
 
 
-def test_crd_is_the_reference_copy_and_can_be_left_out() -> None:
+def test_crd_is_rendered_from_its_one_source_and_can_be_left_out() -> None:
     reference = YAML(typ="safe").load(REFERENCE_CRD.read_text())
     crd = one(render(None), "CustomResourceDefinition", reference["metadata"]["name"])
     assert crd["spec"] == reference["spec"]

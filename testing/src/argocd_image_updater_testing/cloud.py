@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
-from argocd_image_updater.sandbox.serving import serve_in_thread, shut_down
+from argocd_image_updater_testing.serving import serve_in_thread, shut_down
 
 ACR_NULL_USER = "00000000-0000-0000-0000-000000000000"
 

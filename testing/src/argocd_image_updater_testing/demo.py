@@ -24,12 +24,12 @@ from argocd_image_updater.cli.test_cmd import (
     print_explain,
     run_test_explained,
 )
-from argocd_image_updater.controller.cycle import CycleResult
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.log import Logger, get_logger
-from argocd_image_updater.sandbox.push import ImagePusher
-from argocd_image_updater.sandbox.registry import RegistryServer, RegistryServerError
+from argocd_image_updater.pipeline.records import CycleResult
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer, RegistryServerError
 
 REPO = "demo/web"
 WORKER_REPO = "demo/worker"
@@ -226,7 +226,7 @@ async def full_cycle(image: str, conf: Path, tmp: Path) -> int:
     write-back, committed in the checkout), the other through a commit to its Git repository."""
     from argocd_image_updater.cli.run_cmd import build_controller, close_resource
     from argocd_image_updater.config.settings import resolve
-    from argocd_image_updater.sandbox.git_servers import bare_repo, git, show
+    from argocd_image_updater_testing.git_servers import bare_repo, git, show
 
     worker = image.rsplit("/", 2)[0] + "/" + WORKER_REPO
     home = tmp / "git-home"

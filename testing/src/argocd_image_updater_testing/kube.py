@@ -31,7 +31,7 @@ from typing import Any, Final, Self
 
 from aiohttp import web
 
-from argocd_image_updater.sandbox.kube_schema import (
+from argocd_image_updater_testing.kube_schema import (
     Cause,
     DecodeError,
     ResourceType,

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
-from argocd_image_updater.sandbox import cosign
+from argocd_image_updater_testing import cosign
 
 ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
@@ -286,7 +286,7 @@ class Sigstore:
         **options: Any,
     ) -> tuple[bytes, bytes, dict[str, str]]:
         """``(payload, signature, annotations)`` of a keyless simple signing layer, for
-        :func:`~argocd_image_updater.sandbox.cosign.push_signature_tag`. ``options``:
+        :func:`~argocd_image_updater_testing.cosign.push_signature_tag`. ``options``:
         ``certificate`` (key and cert), ``when``, ``promise``, ``proof``, ``log_key``,
         ``chain`` (``False`` leaves out the chain annotation)."""
         key, cert = options.pop("certificate", None) or self.certificate(identity, issuer)

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from argocd_image_updater.sandbox.serving import serve_in_thread, shut_down
+from argocd_image_updater_testing.serving import serve_in_thread, shut_down
 
 
 def _signing_identity(issuer: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argocd_image_updater.sandbox.process import ManagedProcess
+from argocd_image_updater_testing.process import ManagedProcess
 
 DEFAULT_BINARY = "/usr/bin/docker-registry"
 _LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")

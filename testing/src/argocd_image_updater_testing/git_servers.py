@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
-from argocd_image_updater.sandbox.process import ManagedProcess
-from argocd_image_updater.sandbox.registry import TlsFiles
-from argocd_image_updater.sandbox.serving import serve_in_thread, shut_down
+from argocd_image_updater_testing.process import ManagedProcess
+from argocd_image_updater_testing.registry import TlsFiles
+from argocd_image_updater_testing.serving import serve_in_thread, shut_down
 
 GIT: Final = "git"
 SSHD: Final = "/usr/sbin/sshd"

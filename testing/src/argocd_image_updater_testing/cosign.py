@@ -22,7 +22,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 
 from argocd_image_updater.registry.manifest import OCI_INDEX, OCI_MANIFEST, sha256_digest
-from argocd_image_updater.sandbox.push import ImagePusher
 from argocd_image_updater.verify.payloads import (
     BUNDLE_V03,
     IN_TOTO,
@@ -30,6 +29,7 @@ from argocd_image_updater.verify.payloads import (
     SIMPLE_SIGNING,
     pae,
 )
+from argocd_image_updater_testing.push import ImagePusher
 
 KeyKind = Literal["p256", "p384", "ed25519", "rsa"]
 PrivateKey = ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey | rsa.RSAPrivateKey

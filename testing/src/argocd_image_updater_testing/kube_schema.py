@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any, Final
 
 from ruamel.yaml import YAML
@@ -669,14 +670,27 @@ def crd_resource_type(crd: Mapping[str, Any]) -> ResourceType:
     )
 
 
-CRD_FILES: Final = ("argocd-application-crd.yaml", "imageupdater-crd.yaml")
+# The project's own ImageUpdater CRD comes from its one source in the repository (this package is
+# used from a checkout only); Argo CD's Application CRD is reference data shipped here.
+PROJECT_ROOT: Final = Path(__file__).resolve().parents[3]
+IMAGEUPDATER_CRD: Final = (
+    PROJECT_ROOT
+    / "config"
+    / "crd"
+    / "bases"
+    / "argocd-image-updater.argoproj.io_imageupdaters.yaml"
+)
+APPLICATION_CRD: Final = "argocd-application-crd.yaml"
 
 
 @functools.cache
 def shipped_crd_types() -> tuple[ResourceType, ...]:
-    """Application and ImageUpdater, from the CRD files shipped in ``sandbox/crds``."""
-    folder = resources.files("argocd_image_updater.sandbox.crds")
-    return tuple(crd_resource_type(_load_yaml(folder.joinpath(f).read_text())) for f in CRD_FILES)
+    """Application (Argo CD's CRD) and ImageUpdater (the project's CRD)."""
+    application = resources.files("argocd_image_updater_testing.data").joinpath(APPLICATION_CRD)
+    return tuple(
+        crd_resource_type(_load_yaml(text))
+        for text in (application.read_text(), IMAGEUPDATER_CRD.read_text())
+    )
 
 
 def _load_yaml(text: str) -> Any:

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from argocd_image_updater.sandbox.kube import (
+from argocd_image_updater_testing.kube import (
     JSON,
     KubeError,
     KubeStore,
@@ -77,8 +77,8 @@ class ArgoError(Exception):
 
 @functools.cache
 def swagger_definitions() -> Mapping[str, Any]:
-    """The ``definitions`` of Argo CD's REST API description (shipped in ``sandbox/crds``)."""
-    text = resources.files("argocd_image_updater.sandbox.crds").joinpath("argocd-api-swagger.json")
+    """The ``definitions`` of Argo CD's REST API description (shipped in ``data/``)."""
+    text = resources.files("argocd_image_updater_testing.data").joinpath("argocd-api-swagger.json")
     definitions: Mapping[str, Any] = json.loads(text.read_text())["definitions"]
     return definitions
 

@@ -49,7 +49,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from multidict import MultiDict
 
-from argocd_image_updater.sandbox.git_servers import (
+from argocd_image_updater_testing.git_servers import (
     branch_commit,
     commits_between,
     delete_branch,

@@ -1,1 +1,0 @@
-"""Data files: the upstream CustomResourceDefinitions and the Argo CD REST API description."""

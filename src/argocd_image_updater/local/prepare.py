@@ -15,8 +15,7 @@ from argocd_image_updater.model.repo_url import repository_key
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import Collected, CRState
-from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
-from argocd_image_updater.writeback.git.repo import RepoCache, WorkTree
+from argocd_image_updater.writeback.git import GitCredentialsResolver, RepoCache, WorkTree
 from argocd_image_updater.writeback.targets import GitTarget, resolve_target
 
 log = get_logger("local")

@@ -22,7 +22,7 @@ from argocd_image_updater.config.secrets import (
     is_valid_secret_name,
 )
 from argocd_image_updater.kube.errors import KubeError
-from argocd_image_updater.writeback.git.credentials import SECRET_TYPE_LABEL
+from argocd_image_updater.writeback.git import SECRET_TYPE_LABEL
 
 
 class DirectoryObjects:

@@ -23,8 +23,7 @@ from argocd_image_updater.local.prepare import FileRequest, RepoFiles
 from argocd_image_updater.model.application import SourceType
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.registry.singleflight import SingleFlight
-from argocd_image_updater.writeback.git.credentials import GitCredentialsResolver
-from argocd_image_updater.writeback.git.repo import RepoCache
+from argocd_image_updater.writeback.git import GitCredentialsResolver, RepoCache
 
 log = get_logger("local")
 

@@ -18,7 +18,6 @@ updated in the next cycle.
 from __future__ import annotations
 
 import posixpath
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,27 +31,18 @@ from argocd_image_updater.pipeline.ports import BatchWriter
 from argocd_image_updater.pipeline.records import BatchResult
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops
-from argocd_image_updater.writeback.git.process import GitError, minimal_env, run_git
-from argocd_image_updater.writeback.git.repo import (
+from argocd_image_updater.writeback.git import (
+    CommitSettings,
+    GitError,
     WorkTree,
     atomic_write,
-    commit_command,
-    identity_env,
-    write_message,
+    commit_in_place,
 )
-from argocd_image_updater.writeback.git.writer import CommitSettings
 from argocd_image_updater.writeback.messages import grouped_commit_message
 
 log = get_logger("local")
 
-GIT_TIMEOUT = 60.0
-
 Member = tuple[AppUpdateConfig, AppPlan, Manifest]
-
-
-def _relative(files: Sequence[Path], toplevel: Path) -> list[str]:
-    top = toplevel.resolve()
-    return [f.resolve().relative_to(top).as_posix() for f in files]
 
 
 @dataclass(slots=True)
@@ -202,42 +192,23 @@ class LocalManifestWriter:
         return result.errors
 
     async def _commit_files(self, root: Path, files: list[Path], members: list[Member]) -> None:
-        with tempfile.TemporaryDirectory(prefix="argocd-image-updater-") as home:
-            env = minimal_env(home)
-            probe = await run_git(
-                ["rev-parse", "--show-toplevel"],
-                cwd=root,
-                env=env,
-                timeout=GIT_TIMEOUT,
-                check=False,
-            )
-            if probe.code != 0:
-                log.info(
-                    "updated %d manifest file(s); not in a git work tree, nothing committed",
-                    len(files),
-                    path=str(root),
-                )
-                return
-            toplevel = Path(probe.stdout.strip())
-            paths = _relative(files, toplevel)
-            msgfile = write_message(Path(home), _commit_message(self._commit, members))
-            c = self._commit
-            await run_git(["add", "--", *paths], cwd=toplevel, env=env, timeout=GIT_TIMEOUT)
-            commit = commit_command(msgfile, c.signing_key, c.signing_method, c.sign_off)
-            await run_git(
-                [*commit, "--only", "--", *paths],
-                cwd=toplevel,
-                env={**env, **identity_env(c.user, c.email)},
-                timeout=GIT_TIMEOUT,
-            )
-            head = await run_git(["rev-parse", "HEAD"], cwd=toplevel, env=env, timeout=GIT_TIMEOUT)
+        done = await commit_in_place(
+            root, files, _commit_message(self._commit, members), self._commit
+        )
+        if done is None:
             log.info(
-                "committed %d application(s) in %d file(s)",
-                len(members),
-                len(paths),
-                repository=str(toplevel),
-                commit=head.stdout.strip(),
+                "updated %d manifest file(s); not in a git work tree, nothing committed",
+                len(files),
+                path=str(root),
             )
+            return
+        log.info(
+            "committed %d application(s) in %d file(s)",
+            len(members),
+            len(done.paths),
+            repository=str(done.toplevel),
+            commit=done.sha,
+        )
 
 
 class SplitBatchWriter:

@@ -1,6 +1,9 @@
 """Git plumbing for the ``git`` write-back method: the git CLI as async subprocesses
 (:mod:`.process`), credentials handed over without touching argv, URLs or config (:mod:`.auth`),
-and a cache of local clones with safe commit and push (:mod:`.repo`)."""
+where they come from (:mod:`.credentials`), a cache of local clones with safe commit and push
+(:mod:`.repo`), commits in place (:mod:`.inplace`) and the batch writer (:mod:`.writer`).
+
+Code outside ``writeback/`` (local mode) uses the names exported here, never the modules."""
 
 from __future__ import annotations
 
@@ -13,6 +16,11 @@ from argocd_image_updater.writeback.git.auth import (
     TlsOptions,
     prepare_auth,
 )
+from argocd_image_updater.writeback.git.credentials import (
+    SECRET_TYPE_LABEL,
+    GitCredentialsResolver,
+)
+from argocd_image_updater.writeback.git.inplace import InPlaceCommit, commit_in_place
 from argocd_image_updater.writeback.git.process import (
     GitAuthError,
     GitError,
@@ -29,18 +37,25 @@ from argocd_image_updater.writeback.git.repo import (
     RepoCache,
     Timeouts,
     WorkTree,
+    atomic_write,
 )
+from argocd_image_updater.writeback.git.writer import CommitSettings, GitBatchWriter
 
 __all__ = [
+    "SECRET_TYPE_LABEL",
     "BranchNotFound",
+    "CommitSettings",
     "GitAuthError",
+    "GitBatchWriter",
     "GitCredentials",
+    "GitCredentialsResolver",
     "GitError",
     "GitHostKeyError",
     "GitResult",
     "GitTimeout",
     "GitTlsError",
     "HttpsCredentials",
+    "InPlaceCommit",
     "NoCredentials",
     "PushDenied",
     "PushRejected",
@@ -50,6 +65,8 @@ __all__ = [
     "Timeouts",
     "TlsOptions",
     "WorkTree",
+    "atomic_write",
+    "commit_in_place",
     "prepare_auth",
     "run_git",
 ]

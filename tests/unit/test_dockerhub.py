@@ -10,7 +10,7 @@ from argocd_image_updater.config.dockerconfig import canonical_location
 from argocd_image_updater.config.registries import canonical_registry
 from argocd_image_updater.model.dockerhub import DOCKER_HUB, DOCKER_HUB_HOSTS, is_docker_hub_host
 from argocd_image_updater.model.image import ImageRef
-from argocd_image_updater.webhook.events import normalise_registry, repository_key
+from argocd_image_updater.model.registry_event import normalise_registry, repository_key
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -300,8 +300,8 @@ async def start_webhook(
 ) -> tuple[WebhookServer, int]:
     """The webhook server of ``run --enable-webhook`` and of the ``webhook`` command."""
     from argocd_image_updater.controller.events import handle_event
+    from argocd_image_updater.model.registry_event import RegistryEvent
     from argocd_image_updater.webhook.dispatch import EventDispatcher
-    from argocd_image_updater.webhook.events import RegistryEvent
     from argocd_image_updater.webhook.server import WebhookServer
     from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
 

@@ -23,10 +23,10 @@ from argocd_image_updater.controller.sources import collect
 from argocd_image_updater.model.application import Application, ApplicationError
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.registry import RegistryEndpoint
+from argocd_image_updater.model.registry_event import RegistryEvent, repository_key
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import Collected, CRState, CycleResult
-from argocd_image_updater.webhook.events import RegistryEvent, repository_key
 
 log = get_logger("webhook-events")
 

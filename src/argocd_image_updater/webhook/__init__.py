@@ -7,15 +7,17 @@ webhook type is one module of :mod:`argocd_image_updater.webhook.types`.
 
 from __future__ import annotations
 
+from argocd_image_updater.model.registry_event import (
+    RegistryEvent,
+    normalise_registry,
+    repository_key,
+)
 from argocd_image_updater.webhook.checks import MAX_BODY_BYTES
 from argocd_image_updater.webhook.events import (
     Headers,
-    RegistryEvent,
     RejectionReason,
     WebhookRejected,
     WebhookRequest,
-    normalise_registry,
-    repository_key,
 )
 from argocd_image_updater.webhook.registry import SECRET_ENV_VARS, SECRET_KEYS, webhook_types
 from argocd_image_updater.webhook.router import WebhookParsers, detect_type

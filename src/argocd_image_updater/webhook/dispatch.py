@@ -28,9 +28,9 @@ from typing import Final, TypeAlias
 
 from prometheus_client import Counter, Histogram
 
+from argocd_image_updater.model.registry_event import RegistryEvent, repository_key
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.observe.metrics import REGISTRY
-from argocd_image_updater.webhook.events import RegistryEvent, repository_key
 from argocd_image_updater.webhook.registry import type_names
 
 _P = "argocd_image_updater_"

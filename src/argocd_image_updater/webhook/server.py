@@ -23,10 +23,11 @@ from typing import Final
 
 from aiohttp import web
 
+from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.observe.log import Logger, get_logger, register_secret
 from argocd_image_updater.webhook.checks import MAX_BODY_BYTES
 from argocd_image_updater.webhook.dispatch import EventDispatcher, metric_type, record_rejection
-from argocd_image_updater.webhook.events import RegistryEvent, WebhookRejected, WebhookRequest
+from argocd_image_updater.webhook.events import WebhookRejected, WebhookRequest
 from argocd_image_updater.webhook.ratelimit import (
     DEFAULT_PER_SOURCE_PER_MINUTE,
     WebhookRateLimiter,

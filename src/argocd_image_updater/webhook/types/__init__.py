@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.webhook.decoding import Schema
-from argocd_image_updater.webhook.events import RegistryEvent, WebhookRequest
+from argocd_image_updater.webhook.events import WebhookRequest
 
 Clock = Callable[[], float]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Final
 
+from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.webhook.checks import (
     check_authorization,
     missing,
@@ -12,7 +13,7 @@ from argocd_image_updater.webhook.checks import (
     require_post,
 )
 from argocd_image_updater.webhook.decoding import INT, STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = "acr"

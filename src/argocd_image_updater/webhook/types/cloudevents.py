@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar, Final
 
+from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.webhook.checks import (
     check_shared_secret,
     first_dotted_segment,
@@ -14,7 +15,7 @@ from argocd_image_updater.webhook.checks import (
     require_post,
 )
 from argocd_image_updater.webhook.decoding import MAP, STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = "cloudevents"

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import ClassVar, Final
 
 from argocd_image_updater.model.dockerhub import DOCKER_HUB
+from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.webhook.checks import (
     check_query_secret,
     repository_and_push_tag,
     require_post,
 )
 from argocd_image_updater.webhook.decoding import STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RegistryEvent, WebhookRequest
+from argocd_image_updater.webhook.events import WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = "docker.io"

@@ -10,13 +10,14 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
+from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.webhook.checks import (
     missing,
     reject,
     require_post,
 )
 from argocd_image_updater.webhook.decoding import STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.signatures import (
     GENERIC_TIMESTAMP_TOLERANCE,
     generic_signing_input,

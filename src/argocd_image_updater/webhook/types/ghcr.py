@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import ClassVar, Final
 
+from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.webhook.checks import (
     missing,
     reject,
     require_post,
 )
 from argocd_image_updater.webhook.decoding import STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.signatures import (
     verify_prefixed_signature,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Final
 
+from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.webhook.checks import (
     check_authorization,
     first_dotted_segment,
@@ -16,7 +17,7 @@ from argocd_image_updater.webhook.checks import (
     with_scheme,
 )
 from argocd_image_updater.webhook.decoding import INT, MAP, STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RegistryEvent, RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = "harbor"

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from argocd_image_updater.kits.tlstrust import client_context
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger, register_secret
 
@@ -56,7 +57,7 @@ class ArgoCDClient:
         self._http = httpx.AsyncClient(
             base_url=base.rstrip("/"),
             headers={"Authorization": f"Bearer {token}"},
-            verify=not insecure,
+            verify=client_context(insecure=insecure),
             timeout=timeout,
         )
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from argocd_image_updater.kits.tlstrust import CABundleError, client_context
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.errors import RegistryConfigError
 
@@ -41,38 +42,29 @@ class TlsKey:
 
 
 def ssl_context(endpoint: RegistryEndpoint) -> ssl.SSLContext:
-    """The TLS context for ``endpoint``; raises :class:`RegistryConfigError` naming the bad field."""
-    if endpoint.insecure:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        return ctx
-    ctx = ssl.create_default_context()
-    if endpoint.ca_file:
-        try:
-            ctx.load_verify_locations(cafile=endpoint.ca_file)
-        except FileNotFoundError:
-            raise RegistryConfigError(
-                f"ca_file '{endpoint.ca_file}' of registry {endpoint.name} does not exist; fix "
-                "the path in registries.conf",
-                registry=endpoint.host,
-            ) from None
-        except (ssl.SSLError, OSError) as exc:
-            raise RegistryConfigError(
-                f"ca_file '{endpoint.ca_file}' of registry {endpoint.name} does not contain a "
-                f"valid PEM certificate ({exc}); give a PEM CA bundle",
-                registry=endpoint.host,
-            ) from None
-    if endpoint.ca_data:
-        try:
-            ctx.load_verify_locations(cadata=endpoint.ca_data)
-        except (ssl.SSLError, ValueError) as exc:
-            raise RegistryConfigError(
-                f"ca_data of registry {endpoint.name} does not contain a valid PEM certificate "
-                f"({exc}); give one or more PEM 'BEGIN CERTIFICATE' blocks",
-                registry=endpoint.host,
-            ) from None
-    return ctx
+    """The shared TLS context for ``endpoint``'s settings; raises :class:`RegistryConfigError`
+    naming the bad field. The system CAs load at the first TLS handshake, so clients of plain-http
+    registries never load them, and endpoints with the same CA bundle share one context."""
+    try:
+        return client_context(
+            insecure=endpoint.insecure, ca_file=endpoint.ca_file, ca_data=endpoint.ca_data
+        )
+    except FileNotFoundError:
+        raise RegistryConfigError(
+            f"ca_file '{endpoint.ca_file}' of registry {endpoint.name} does not exist; fix "
+            "the path in registries.conf",
+            registry=endpoint.host,
+        ) from None
+    except CABundleError as exc:
+        if exc.field == "ca_file":
+            what, hint = f"ca_file '{endpoint.ca_file}'", "give a PEM CA bundle"
+        else:
+            what, hint = "ca_data", "give one or more PEM 'BEGIN CERTIFICATE' blocks"
+        raise RegistryConfigError(
+            f"{what} of registry {endpoint.name} does not contain a valid PEM certificate "
+            f"({exc.detail}); {hint}",
+            registry=endpoint.host,
+        ) from None
 
 
 def http_client(endpoint: RegistryEndpoint) -> httpx.AsyncClient:

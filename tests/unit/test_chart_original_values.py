@@ -13,7 +13,7 @@ from chart_helm import VALUES_DIR, HelmError, lint_problems, load_values, render
 from test_helm_chart import USER_PROVIDED, configmap, container, deployment, valued_run_flags
 from test_manifests import EXTERNAL, one, run_flags
 
-from argocd_image_updater.config.registries import parse_registries_conf
+from argocd_image_updater.config.registries_conf import parse_registries_conf
 from argocd_image_updater.config.settings import OPTIONS
 from argocd_image_updater_testing.manifest_checks import flag_problems, reference_problems
 
@@ -156,7 +156,11 @@ def test_every_setting_of_the_0_14_file_takes_effect() -> None:
     # registries.conf and commit.template from the ConfigMap directory (edits apply live)
     config_volume = volume(objs, "/app/config")["configMap"]
     assert config_volume["name"] == "argocd-image-updater-config"
-    assert {i["path"] for i in config_volume["items"]} == {"registries.conf", "commit.template"}
+    assert {i["path"] for i in config_volume["items"]} == {
+        "registries.conf",
+        "commit.template",
+        "notifications.yaml",
+    }
     assert not [m for m in c["volumeMounts"] if "subPath" in m]
 
     # sshConfig → the ssh client config git uses ($HOME/.ssh/config = /app/.ssh/config)

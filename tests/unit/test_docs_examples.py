@@ -39,7 +39,7 @@ from argocd_image_updater.cli.main import cli
 from argocd_image_updater.cli.options import load_settings
 from argocd_image_updater.config.annotations import config_from_annotations_v0
 from argocd_image_updater.config.imageupdater import parse_image_updater
-from argocd_image_updater.config.registries import parse_registries_conf
+from argocd_image_updater.config.registries_conf import parse_registries_conf
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.webhook.events import WebhookRequest

@@ -21,6 +21,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from ruamel.yaml import YAML
 
 # Importing these modules registers their metrics.
+import argocd_image_updater.notify.metrics
 import argocd_image_updater.report.cycle_metrics
 import argocd_image_updater.webhook.dispatch
 import argocd_image_updater.writeback.git.process  # noqa: F401
@@ -29,9 +30,14 @@ from argocd_image_updater.cli.options import CONFIG_DIR_ENV
 from argocd_image_updater.config import annotations as ann
 from argocd_image_updater.config.credentials import CredentialKind
 from argocd_image_updater.config.imageupdater import MSG_ONE_PROVIDER
-from argocd_image_updater.config.registries import RegistryEntry
+from argocd_image_updater.config.registries_conf import RegistryEntry
 from argocd_image_updater.config.settings import FILE_KEYS, OPTIONS
-from argocd_image_updater.model.pr_hosts import PR_HOST_KEYS, PR_HOSTS
+from argocd_image_updater.model.pr_hosts import (
+    ONE_HOST_MESSAGE,
+    ONE_HOST_RULE,
+    PR_HOST_KEYS,
+    PR_HOSTS,
+)
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.plan.model import ImageReason
@@ -202,7 +208,7 @@ def test_every_command_and_flag_is_documented() -> None:
 def _documented_metrics() -> dict[str, tuple[str, tuple[str, ...]]]:
     """Metric name → (type, labels) from the metric tables of the docs."""
     out: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for page in ("operations.md", "webhooks.md"):
+    for page in ("operations.md", "webhooks.md", "reference.md"):
         previous: tuple[str, ...] = ()
         for line in _read(page).splitlines():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -262,14 +268,20 @@ def test_pull_request_hosts_are_documented_and_in_the_crd() -> None:
     assert documented == {host.key: host.summary for host in PR_HOSTS}
     assert f"`{MSG_ONE_PROVIDER}`" in section.group(1)
     pages = _read("git-writeback.md")
-    assert [h.public_api for h in PR_HOSTS if f"`{h.public_api}`" not in pages] == []
+    public = [h.public_api for h in PR_HOSTS if h.public_api]
+    assert [api for api in public if f"`{api}`" not in pages] == []
+    assert [h.name for h in PR_HOSTS if h.name not in pages] == []
 
     crd = YAML(typ="safe").load(CRD.read_text(encoding="utf-8"))
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     git = spec["properties"]["writeBackConfig"]["properties"]["gitConfig"]
     pull_request = git["properties"]["pullRequest"]
     assert [k for k in pull_request["properties"] if k != "labels"] == list(PR_HOST_KEYS)
-    assert [r["message"] for r in pull_request["x-kubernetes-validations"]] == [MSG_ONE_PROVIDER]
+    rules = pull_request["x-kubernetes-validations"]
+    assert [r["message"] for r in rules] == [MSG_ONE_PROVIDER] == [ONE_HOST_MESSAGE]
+    assert [" ".join(r["rule"].split()) for r in rules] == [ONE_HOST_RULE]
+    for host in PR_HOST_KEYS:
+        assert list(pull_request["properties"][host]["properties"]) == ["apiURL"]
 
 
 # --- update strategies ----------------------------------------------------------------------

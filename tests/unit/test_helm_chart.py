@@ -15,7 +15,7 @@ from ruamel.yaml import YAML
 from test_manifests import EXTERNAL, one, run_env, run_flags
 
 from argocd_image_updater.cli.main import cli
-from argocd_image_updater.config.registries import parse_registries_conf
+from argocd_image_updater.config.registries_conf import parse_registries_conf
 from argocd_image_updater.config.settings import KNOWN_CONFIGMAP_KEYS, OPTIONS
 from argocd_image_updater.webhook.registry import SECRET_ENV_VARS, SECRET_KEYS
 from argocd_image_updater_testing.manifest_checks import flag_problems, reference_problems

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 import trustme
 
-from argocd_image_updater.config.registries import (
-    DOCKER_HUB,
+from argocd_image_updater.config.registries import DOCKER_HUB, RegistryConfig
+from argocd_image_updater.config.registries_conf import (
     RegistriesConfError,
-    RegistryConfig,
     load_registries_conf,
     parse_registries_conf,
 )

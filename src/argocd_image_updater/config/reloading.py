@@ -14,10 +14,10 @@ import os
 import threading
 from pathlib import Path
 
-from argocd_image_updater.config.registries import (
+from argocd_image_updater.config.registries import RegistryConfig
+from argocd_image_updater.config.registries_conf import (
     DEFAULT_TLS_DIR,
     RegistriesConfError,
-    RegistryConfig,
     load_registries_conf,
 )
 from argocd_image_updater.model.registry import RegistryEndpoint

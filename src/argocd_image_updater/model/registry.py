@@ -1,7 +1,7 @@
 """Registry endpoints and credentials as plain values.
 
-``config.registries`` builds :class:`RegistryEndpoint` values from ``registries.conf`` (or infers
-them), ``registry.credentials`` reads credential references into :class:`Credentials`, and the
+``config.registries_conf`` builds :class:`RegistryEndpoint` values from ``registries.conf``
+(``config.registries`` infers them for unknown hosts), ``registry.credentials`` reads credential references into :class:`Credentials`, and the
 ``registry`` package talks HTTP to an endpoint.
 """
 

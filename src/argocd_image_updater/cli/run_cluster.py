@@ -15,6 +15,10 @@ from argocd_image_updater.cli.run_cmd import (
     legacy_filter,
     watch_scope,
 )
+from argocd_image_updater.config.notifications_file import (
+    NotificationsFile,
+    NotificationsFileError,
+)
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
@@ -24,11 +28,13 @@ from argocd_image_updater.controller.secrets import KubeSecretReader
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStatusStore, KubeStore
 from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.model.update_config import AppUpdateConfig
+from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.events import EventRecorder
 from argocd_image_updater.report.reporter import Reporter
+from argocd_image_updater.report.ship_tracker import ShipTracker
 from argocd_image_updater.report.status import StatusWriter
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
 
@@ -98,6 +104,8 @@ async def build_cluster_controller(
 
     batch_writer = build_git_writer(settings, kube)
     closers.append(batch_writer)
+    notifier = build_notifier(settings, secrets, kube.namespace if kube else "argocd")
+    closers.append(notifier)
     controller = Controller(
         store=store,
         registries=registries,
@@ -116,6 +124,19 @@ async def build_cluster_controller(
             EventRecorder(kube, enabled=not settings.disable_kube_events)
             if kube is not None
             else None,
+            notifier,
+            ShipTracker(batch_writer.cache),
         ),
     )
     return controller, closers
+
+
+def build_notifier(settings: Settings, secrets: SecretReader | None, namespace: str) -> Notifier:
+    """Notifications: each ImageUpdater's targets, and the ConfigMap default (re-read when it
+    changes; its Secrets are read in the controller's ``namespace``)."""
+    path = str(settings.notifications_config_path)
+    try:
+        default = NotificationsFile(path)
+    except NotificationsFileError as err:
+        raise StartupError(f"notifications configuration: {err}") from None
+    return Notifier(secrets, namespace=namespace, default=default.current)

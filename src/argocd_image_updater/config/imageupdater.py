@@ -28,9 +28,11 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from argocd_image_updater.config.durations import DurationError, parse_go_duration
 from argocd_image_updater.config.labels import Requirement
+from argocd_image_updater.config.notifications import Notifications
 from argocd_image_updater.model import update_config as uc
-from argocd_image_updater.model.pr_hosts import PR_HOST_KEYS, normalize_labels, one_of
+from argocd_image_updater.model.pr_hosts import ONE_HOST_MESSAGE, PR_HOST_KEYS, normalize_labels
 
 GROUP: Final = "argocd-image-updater.argoproj.io"
 API_VERSION: Final = f"{GROUP}/v1alpha1"
@@ -49,7 +51,7 @@ MSG_ONE_TARGET: Final = (
     "if the block is present."
 )
 MSG_PLUGIN_NAME: Final = "At least one of spec or name must be specified in plugin target."
-MSG_ONE_PROVIDER: Final = f"Exactly one of {one_of(PR_HOST_KEYS)} must be set"
+MSG_ONE_PROVIDER: Final = ONE_HOST_MESSAGE
 MSG_VERIFICATION: Final = (
     "at least one verification method (cosignKey or keyless) is required when verification is "
     "enabled"
@@ -171,8 +173,16 @@ class ManifestTarget(_Model):
 # --- write-back --------------------------------------------------------------------------------
 
 
+API_URL_PATTERN: Final = r"^https?://[^\s/?#@]+(/[^\s?#]*)?$"
+
+
 class ProviderConfig(_Model):
-    """``github: {}`` / ``gitlab: {}`` (no fields)."""
+    """``github: {}``, ``gitea: {apiURL: https://git.example.com/api/v1}``, …: the host's API
+    base, when it is not the one derived from the repository URL (``model.pr_hosts``)."""
+
+    api_url: str | None = Field(
+        default=None, alias="apiURL", max_length=2048, pattern=API_URL_PATTERN
+    )
 
 
 def normalize_pr_labels(labels: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -185,7 +195,7 @@ PullRequestHosts = create_model(
     __base__=_Model,
     **{key: (ProviderConfig | None, None) for key in PR_HOST_KEYS},  # type: ignore[call-overload]
 )
-"""One optional empty object per pull request host of ``model.pr_hosts`` (``github: {}``, …)."""
+"""One optional object per pull request host of ``model.pr_hosts`` (``github: {}``, …)."""
 
 
 class PullRequest(PullRequestHosts):
@@ -215,8 +225,10 @@ class PullRequest(PullRequestHosts):
         return normalize_pr_labels(self.labels)
 
     def to_settings(self) -> uc.PullRequestSettings:
+        provider = self.providers[0]
+        host: ProviderConfig = getattr(self, provider)
         return uc.PullRequestSettings(
-            provider=self.providers[0], labels=self.normalized_labels or ()
+            provider=provider, labels=self.normalized_labels or (), api_url=host.api_url
         )
 
 
@@ -431,6 +443,22 @@ class ImageUpdaterSpec(_Model):
     common_update_settings: CommonUpdateSettings | None = None
     write_back_config: WriteBackConfig | None = None
     images_verification: ImagesVerification | None = None
+    notifications: Notifications | None = None
+    ship_timeout: str | None = None
+    """How long a written change may take to be live before ``ImageNotShipped`` (Go duration)."""
+
+    @field_validator("ship_timeout")
+    @classmethod
+    def _ship_timeout(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            parsed = parse_go_duration(value)
+        except DurationError as err:
+            raise _invalid(str(err)) from None
+        if parsed.total_seconds() <= 0:
+            raise _invalid(f"'{value}' is not a positive duration; use e.g. 30m or 2h")
+        return value
 
     @model_validator(mode="after")
     def _unique_patterns(self) -> ImageUpdaterSpec:
@@ -586,6 +614,11 @@ def _describe(error: ErrorDetails) -> str:
     return f"{where}: {error['msg']}"
 
 
+def describe_errors(exc: ValidationError) -> list[str]:
+    """``<field path>: <problem>`` for every error of a validation."""
+    return [_describe(e) for e in exc.errors(include_url=False)]
+
+
 def parse_image_updater(obj: Mapping[str, Any]) -> ImageUpdater:
     """Validate an ImageUpdater object (as read from the API or a YAML file)."""
     if not isinstance(obj, Mapping):
@@ -603,7 +636,7 @@ def parse_image_updater(obj: Mapping[str, Any]) -> ImageUpdater:
     try:
         return ImageUpdater.model_validate(dict(obj))
     except ValidationError as exc:
-        errors = [_describe(e) for e in exc.errors(include_url=False)]
+        errors = describe_errors(exc)
         raise ImageUpdaterError(
             f"invalid {who}: " + "; ".join(errors) + " (fix the resource and apply it again)",
             errors,

@@ -31,6 +31,7 @@ from argocd_image_updater.pipeline.records import (
     CRState,
     CycleResult,
 )
+from argocd_image_updater.plan.decide import ScanResults
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.patch import json_patch_ops
@@ -97,7 +98,7 @@ async def run_scans(
     credentials: CredentialsCache,
     concurrency: int = 16,
     scan_round: int | None = None,
-) -> dict[ScanKey, Any]:
+) -> ScanResults:
     """Run every distinct scan once; the value is a ScanResult or the exception it raised.
 
     Scans of one ``scan_round`` (see :meth:`Scanner.new_round`) share one tag listing per
@@ -106,7 +107,7 @@ async def run_scans(
     for app_jobs, namespace in jobs:
         for job in app_jobs.jobs:
             firsts.setdefault(job.scan_key, (job, namespace))
-    results: dict[ScanKey, Any] = {}
+    results = ScanResults()
     limit = asyncio.Semaphore(concurrency)
 
     async def one(key: ScanKey, job: ImageJob, namespace: str) -> None:
@@ -321,6 +322,7 @@ async def _write_batch(
             log.error(error, application=outcome.app)
         elif outcome.plan.has_changes:
             outcome.written = True
+            outcome.pushed = done.pushed.get(outcome.app)
             _log_written(outcome.plan, outcome.app)
 
 

@@ -101,3 +101,13 @@ class EventSink(Protocol):
     """Creates core/v1 Events (the Kubernetes API)."""
 
     async def create_event(self, namespace: str, body: Mapping[str, Any]) -> Any: ...
+
+
+@runtime_checkable
+class RevisionHistory(Protocol):
+    """What the git clones already fetched know about a repository's history."""
+
+    async def contains_commit(self, repo_url: str, commit: str, revision: str) -> bool | None:
+        """Whether ``commit`` is ``revision`` or one of its ancestors; ``None`` when the local
+        clone of ``repo_url`` lacks one of them (nothing is fetched to find out)."""
+        ...

@@ -49,6 +49,10 @@ class AppOutcome:
     error: str | None = None
     cr: CRState | None = None
     uid: str = ""
+    pushed: tuple[str, str] | None = None
+    """git method, pushed straight to the branch Argo CD follows: (repository URL, commit)."""
+    link: str = ""
+    """Where the written change can be seen (its pull request or commit), when known."""
 
 
 @dataclass(slots=True)
@@ -88,7 +92,11 @@ class BatchResult:
 
     errors: dict[str, str] = field(default_factory=dict)
     waiting: dict[str, dict[str, str]] = field(default_factory=dict)
+    pushed: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Per Application written with a push straight to the branch Argo CD follows (no write
+    branch): the repository URL and the commit pushed."""
 
     def update(self, other: BatchResult) -> None:
         self.errors.update(other.errors)
         self.waiting.update(other.waiting)
+        self.pushed.update(other.pushed)

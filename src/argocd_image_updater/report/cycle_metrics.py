@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Final
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
@@ -22,6 +22,14 @@ _P = "argocd_image_updater_"
 CR_LABELS: Final = ("image_updater_cr_name", "image_updater_cr_namespace")
 APP_LABELS: Final = ("application", *CR_LABELS)
 
+TIME_TO_LIVE: Final = Histogram(
+    _P + "time_to_live_seconds",
+    "Seconds from writing an image change to Argo CD reporting it synced, healthy and running, "
+    "per write-back method",
+    ("method",),
+    buckets=(30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600),
+    registry=REGISTRY,
+)
 APPLICATIONS_WATCHED: Final = Gauge(
     _P + "applications_watched_total",
     "Number of applications matched in the last cycle, per ImageUpdater",

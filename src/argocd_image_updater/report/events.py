@@ -155,6 +155,31 @@ class EventRecorder:
         )
         return await self._create(app_namespace, body)
 
+    async def on_application(
+        self, app: str, uid: str, *, warning: bool, reason: str, message: str
+    ) -> bool:
+        """A Normal or Warning event ``reason`` on the Application ``<namespace>/<name>``."""
+        if not self.enabled:
+            return False
+        namespace, _, name = app.partition("/")
+        involved = {
+            "kind": "Application",
+            "apiVersion": APPLICATION_API_VERSION,
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+        }
+        body = self._body(
+            namespace,
+            name,
+            involved,
+            type_="Warning" if warning else "Normal",
+            reason=reason,
+            message=message,
+            annotations={},
+        )
+        return await self._create(namespace, body)
+
     async def image_failed(
         self, cr: CRState, app: str, alias: str, reason: str, message: str
     ) -> bool:

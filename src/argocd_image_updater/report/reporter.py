@@ -8,12 +8,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import Collected, CRState, CycleResult
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import EventRecorder
-from argocd_image_updater.report.status import StatusWriter, compute_status, reconciling_status
+from argocd_image_updater.report.ship_tracker import ShipTracker, announce
+from argocd_image_updater.report.status import (
+    StatusWriter,
+    compute_status,
+    outcomes_by_cr,
+    reconciling_status,
+)
 
 log = get_logger("report")
 
@@ -24,6 +31,10 @@ MAX_PARALLEL_WRITES = 8
 class Reporter:
     status: StatusWriter | None
     events: EventRecorder | None
+    notifier: Notifier | None = None
+    """Queues the cycle's notifications (sent in the background, never waited for)."""
+    shipping: ShipTracker | None = None
+    """Follows written changes until they are live (``status.shipments``, ``ImageShipped``)."""
 
     async def reconciling(self, collected: Collected) -> None:
         """Mark ``Reconciling=True`` on the ImageUpdaters whose spec changed since their last
@@ -54,8 +65,19 @@ class Reporter:
         no status or gauges, which describe whole ImageUpdaters."""
         with _contained("count the cycle of", None):
             record_cycle(result, dry_run=dry_run, crs=collected.crs, gauges=not partial)
+        if self.notifier is not None:
+            with _contained("queue the notifications of", None):
+                self.notifier.submit(collected, result, dry_run=dry_run, partial=partial)
+        shipping = self.shipping
+        if shipping is not None:
+            with _contained("follow the written changes of", None):
+                finished = await shipping.observe(
+                    collected, result, dry_run=dry_run, partial=partial
+                )
+                await announce(finished, collected.crs, self.events, self.notifier)
         limit = asyncio.Semaphore(MAX_PARALLEL_WRITES)
         now = datetime.now(UTC)
+        by_cr = outcomes_by_cr(result.apps)
 
         async def status_of(cr_index: int) -> None:
             assert self.status is not None
@@ -64,8 +86,13 @@ class Reporter:
                 with _contained("write the status of", cr):
                     await self.status.write(
                         cr,
-                        lambda stored: compute_status(
-                            cr, result.apps, now=now, dry_run=dry_run, previous=stored
+                        lambda stored: (
+                            compute_status(cr, by_cr, now=now, dry_run=dry_run, previous=stored)
+                            | (
+                                {"shipments": shipping.status_entries(cr, stored)}
+                                if shipping is not None
+                                else {}
+                            )
                         ),
                     )
 

@@ -669,6 +669,27 @@ class RepoCache:
             entry.users -= 1
         await self._evict()
 
+    async def contains_commit(self, url: str, commit: str, revision: str) -> bool | None:
+        """Whether ``commit`` is ``revision`` or an ancestor of it, answered by the cached clone
+        of ``url`` alone (no fetch); ``None`` when there is no clone or it lacks either commit."""
+        if commit == revision:
+            return True
+        entry = self._entries.get(repo_key(split_credentials(url.strip())[0]))
+        if entry is None or entry.broken or not (entry.path / ".git" / "HEAD").is_file():
+            return None
+        for sha in (commit, revision):
+            if not all(c in "0123456789abcdef" for c in sha) or not 4 <= len(sha) <= 64:
+                return None
+        async with entry.lock:
+            result = await run_git(
+                ["merge-base", "--is-ancestor", commit, revision],
+                cwd=entry.path,
+                env=minimal_env(self._home),
+                timeout=self.timeouts.local,
+                check=False,
+            )
+        return {0: True, 1: False}.get(result.code)
+
     async def _prepare(self, entry: _Entry, url: str, env: Mapping[str, str]) -> None:
         if entry.broken:
             log.info("discarding a clone interrupted mid-operation", repository=url)

@@ -149,7 +149,13 @@ class GitBatchWriter:
             )
         repo = parse_repo_url(member.target.repo_url)
         title, body = pr_title_body(message, member.config.app.namespace, member.config.app.name)
-        client = client_for(settings.provider, repo, creds.password, api_url=self._pr_api_url)
+        client = client_for(
+            settings.provider,
+            repo,
+            creds.password,
+            api_url=settings.api_url or self._pr_api_url,
+            username=creds.username,
+        )
         try:
             pr, created, closed = await ensure_pull_request(
                 client,
@@ -302,6 +308,10 @@ class GitBatchWriter:
                 result.errors[member.key] = f"git write-back to {repo_url} failed: {err}"
             return
         result.errors.update(failed)
+        if sha and not write_branch:  # what Argo CD's revision must contain to run it
+            for member in todo:
+                if member.key not in failed and not _all_held(member, held):
+                    result.pushed[member.key] = (repo_url, sha)
         for key in merged.keys() | held.keys():
             if key not in failed:  # what the write branch holds is said last
                 result.waiting[key] = {**merged.get(key, {}), **held.get(key, {})}

@@ -1,0 +1,258 @@
+"""Following written changes until they are live, across cycles (the report stage's part of
+ship tracking; :mod:`.shipping` is the pure core).
+
+Each cycle the tracker first looks at the changes it follows, using the Application objects the
+cycle listed anyway (no extra API call; git method: one local ``git merge-base`` in the cached
+clone when Argo CD's synced revision is not the pushed commit), then starts following the
+changes the cycle wrote. A newer write of the same image of the same Application replaces the
+change followed so far. What it follows lives in memory: a restart forgets it (its
+``status.shipments`` entries then say ``Unknown``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from argocd_image_updater.config.durations import DurationError, parse_go_duration
+from argocd_image_updater.model.notifications import EventKind
+from argocd_image_updater.notify.dispatcher import Notifier
+from argocd_image_updater.notify.events import Event
+from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.ports import RevisionHistory
+from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
+from argocd_image_updater.plan.model import AppPlan, ImageChange
+from argocd_image_updater.plan.patch import PatchError, json_patch_ops
+from argocd_image_updater.report.cycle_metrics import TIME_TO_LIVE
+from argocd_image_updater.report.events import EventRecorder
+from argocd_image_updater.report.shipping import (
+    DEFAULT_TIMEOUT,
+    AppView,
+    Shipment,
+    Stage,
+    advance,
+    merge_entries,
+)
+
+log = get_logger("shipping")
+
+STATUS_LIMIT: Final = 100
+"""Entries kept in ``status.shipments``."""
+REASON_SHIPPED: Final = "ImageShipped"
+REASON_NOT_SHIPPED: Final = "ImageNotShipped"
+
+
+def ship_timeout(cr: CRState | None) -> timedelta:
+    """``spec.shipTimeout`` of ``cr`` (validated with the rest of the spec), else 30m."""
+    spec = cr.raw.get("spec") if cr is not None else None
+    text = spec.get("shipTimeout") if isinstance(spec, dict) else None
+    if not isinstance(text, str) or not text:
+        return DEFAULT_TIMEOUT
+    try:
+        found = parse_go_duration(text)
+    except DurationError:
+        return DEFAULT_TIMEOUT
+    return found if found > timedelta(0) else DEFAULT_TIMEOUT
+
+
+def _scope(cr: CRState | None) -> str:
+    return f"{cr.namespace}/{cr.name}" if cr is not None else ""
+
+
+def _one_change(plan: AppPlan, change: ImageChange) -> AppPlan:
+    return dataclasses.replace(plan, changes=(change,), managed=change.edits)
+
+
+class ShipTracker:
+    """The changes followed until they are live. ``history`` answers ancestry questions from
+    the git clones (None: no git method)."""
+
+    def __init__(
+        self,
+        history: RevisionHistory | None = None,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._history = history
+        self._clock = clock
+        self._pending: dict[tuple[str, str], Shipment] = {}
+        self._plans: dict[tuple[str, str], AppPlan] = {}
+        self._done: dict[tuple[str, str], Shipment] = {}
+
+    @property
+    def pending(self) -> Mapping[tuple[str, str], Shipment]:
+        return dict(self._pending)
+
+    async def observe(
+        self, collected: Collected, result: CycleResult, *, dry_run: bool, partial: bool = False
+    ) -> list[Shipment]:
+        """Move the followed changes on; return those that just became final. Then follow the
+        changes this cycle wrote. ``partial`` (a webhook event's cycle): only the Applications
+        it listed are looked at."""
+        now = self._clock()
+        listed = {
+            f"{config.app.namespace}/{config.app.name}": config.app.raw
+            for config, _ in collected.configs
+        }
+        finished: list[Shipment] = []
+        for key, shipment in list(self._pending.items()):
+            raw = listed.get(shipment.app)
+            if raw is None and partial:
+                continue
+            view = AppView.from_object(raw) if raw is not None else None
+            contains = await self._contains(shipment, view, raw)
+            moved = advance(shipment, view, contains=contains, now=now)
+            if moved.stage.final:
+                del self._pending[key]
+                self._plans.pop(key, None)
+                self._done[key] = moved
+                finished.append(moved)
+            else:
+                self._pending[key] = moved
+        if not dry_run:
+            git = {
+                f"{config.app.namespace}/{config.app.name}"
+                for config, _ in collected.configs
+                if config.write_back.is_git
+            }
+            for outcome in result.apps:
+                self._follow(outcome, now, git=outcome.app in git)
+        return finished
+
+    async def _contains(
+        self, shipment: Shipment, view: AppView | None, raw: Mapping[str, Any] | None
+    ) -> bool | None:
+        """Does the revision Argo CD synced contain the change?"""
+        if view is None or raw is None or view.sync != "Synced":
+            return None
+        if shipment.method == "git":
+            if not shipment.commit:  # a pull request: merged in whatever way; the images tell
+                return True
+            if not view.revision:
+                return None
+            if shipment.commit == view.revision:
+                return True
+            if self._history is None:
+                return None
+            try:
+                return await self._history.contains_commit(
+                    shipment.repository, shipment.commit, view.revision
+                )
+            except Exception as err:  # a broken clone never stops the report
+                log.warning(
+                    "cannot check the synced revision: %s", str(err), application=shipment.app
+                )
+                return None
+        plan = self._plans.get(shipment.key)
+        if plan is None:
+            return None
+        try:
+            return not json_patch_ops(raw, plan)
+        except PatchError:
+            return False
+
+    def _follow(self, outcome: AppOutcome, now: datetime, *, git: bool) -> None:
+        plan = outcome.plan
+        if not outcome.written or plan is None:
+            return
+        method = "git" if git or outcome.pushed is not None else "argocd"
+        repository, commit = outcome.pushed or ("", "")
+        for change in plan.changes:
+            shipment = Shipment(
+                app=outcome.app,
+                alias=change.alias,
+                image=change.image.full_name,
+                new_tag=change.new_tag,
+                method=method,
+                written_at=now,
+                timeout=ship_timeout(outcome.cr),
+                uid=outcome.uid,
+                scope=_scope(outcome.cr),
+                commit=commit,
+                repository=repository,
+            )
+            self._pending[shipment.key] = shipment  # a newer write replaces the older one
+            self._plans[shipment.key] = _one_change(plan, change)
+            self._done.pop(shipment.key, None)
+
+    def status_entries(self, cr: CRState, previous: Mapping[str, Any] | None) -> list[Any]:
+        """``status.shipments`` of ``cr``: the changes followed and the last final one per image
+        of its Applications, and the stored entries of other changes."""
+        scope = _scope(cr)
+        mine = [s for s in (*self._done.values(), *self._pending.values()) if s.scope == scope]
+        stored = (previous or {}).get("shipments")
+        known = set(self._pending) | set(self._done)
+        return merge_entries(stored if isinstance(stored, list) else (), mine, known, STATUS_LIMIT)
+
+
+def _stamp(moment: datetime | None) -> str:
+    return moment.strftime("%H:%M:%SZ") if moment is not None else "never"
+
+
+def describe(shipment: Shipment) -> str:
+    """The event message of a final shipment."""
+    what = f"image '{shipment.alias}' {shipment.reference}"
+    times = (
+        f"written {shipment.written_at.strftime('%Y-%m-%dT%H:%M:%SZ')}, "
+        f"synced {_stamp(shipment.synced_at)}, healthy {_stamp(shipment.healthy_at)}"
+    )
+    if shipment.stage is Stage.SHIPPED:
+        return f"{what} is live after {shipment.time_to_live or 0:.0f}s ({times})"
+    return (
+        f"{what} is not live {shipment.timeout.total_seconds():.0f}s after it was written "
+        f"({times}): {shipment.message}"
+    )
+
+
+async def announce(
+    finished: list[Shipment],
+    crs: list[CRState],
+    events: EventRecorder | None,
+    notifier: Notifier | None,
+) -> None:
+    """``ImageShipped``/``ImageNotShipped`` events on the Applications, the time-to-live
+    histogram, and the ``shipped`` notifications of the changes that just became final."""
+    for shipment in finished:
+        if shipment.time_to_live is not None:
+            TIME_TO_LIVE.labels(shipment.method).observe(shipment.time_to_live)
+        log.info(
+            "%s",
+            describe(shipment),
+            application=shipment.app,
+            image_alias=shipment.alias,
+            state=shipment.stage.value,
+        )
+    if events is not None:
+        for shipment in finished:
+            await events.on_application(
+                shipment.app,
+                shipment.uid,
+                warning=shipment.stage is Stage.NOT_SHIPPED,
+                reason=REASON_SHIPPED if shipment.stage is Stage.SHIPPED else REASON_NOT_SHIPPED,
+                message=describe(shipment),
+            )
+    shipped = [s for s in finished if s.stage is Stage.SHIPPED]
+    if notifier is not None and shipped:
+        by_scope = {_scope(cr): cr for cr in crs}
+        notifier.submit_events(
+            [
+                (
+                    by_scope.get(s.scope),
+                    Event(
+                        EventKind.SHIPPED,
+                        application=s.app,
+                        image_updater=s.scope,
+                        alias=s.alias,
+                        image=s.image,
+                        new=s.new_tag,
+                        message=describe(s),
+                    ),
+                )
+                for s in shipped
+            ]
+        )
+
+
+__all__ = ["ShipTracker", "Stage", "announce", "describe", "ship_timeout"]

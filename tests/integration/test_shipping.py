@@ -1,0 +1,300 @@
+"""Confirmation that a change shipped, end to end: the controller writes (argocd or git method),
+the test moves the Application through Argo CD's sync and health states in the Kubernetes API
+fake, and later cycles report ``ImageShipped`` (event, status times, time-to-live metric) or,
+past ``spec.shipTimeout``, a Warning ``ImageNotShipped`` carrying the Application's message."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fleet import registries_conf
+
+from argocd_image_updater.cli.run_cmd import build_controller, close_resource
+from argocd_image_updater.config.settings import resolve
+from argocd_image_updater.observe.metrics import REGISTRY
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.git_servers import bare_repo, branch_commit
+from argocd_image_updater_testing.kube import KubeApiServer
+from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.registry import RegistryServer
+
+NS = "argocd"
+START = datetime(2026, 5, 1, tzinfo=UTC)
+METRIC = "argocd_image_updater_time_to_live_seconds_count"
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[KubeApiServer]:
+    async with KubeApiServer(namespaces=(NS,)) as server:
+        yield server
+
+
+async def push_tags(registry: RegistryServer, repo: str, tags: list[str], day: int = 0) -> None:
+    async with ImagePusher(registry.url) as pusher:
+        for i, tag in enumerate(tags):
+            await pusher.push_image(repo, tag, created=START + timedelta(days=day + i))
+
+
+async def make_controller(
+    kube: KubeApiServer, registry: RegistryServer, tmp_path: Path
+) -> tuple[Any, list[Any]]:
+    settings = resolve(
+        "run",
+        {
+            "kubeconfig": str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)),
+            "registries_conf_path": str(registries_conf(tmp_path, registry)),
+            "git_cache_dir": str(tmp_path / "clones"),
+            "git_commit_message_path": str(tmp_path / "no-template"),
+            "once": True,
+        },
+        env={},
+    )
+    return await build_controller(settings)
+
+
+async def close_all(closers: list[Any]) -> None:
+    for closer in reversed(closers):
+        await close_resource(closer)
+
+
+def set_app_status(
+    kube: KubeApiServer,
+    name: str,
+    *,
+    sync: str,
+    health: str,
+    images: list[str],
+    revision: str = "",
+    health_message: str = "",
+) -> None:
+    obj = copy.deepcopy(kube.store.get("applications", NS, name))
+    status = obj.setdefault("status", {})
+    status["sync"] = {**status.get("sync", {}), "status": sync}
+    if revision:
+        status["sync"]["revision"] = revision
+    status["health"] = {"status": health, **({"message": health_message} if health_message else {})}
+    status["summary"] = {"images": images}
+    kube.store.put(obj)
+
+
+def events(kube: KubeApiServer, reason: str) -> list[dict[str, Any]]:
+    return [e for e in kube.store.list("events", NS) if e.get("reason") == reason]
+
+
+def shipments(kube: KubeApiServer, updater: str) -> list[dict[str, Any]]:
+    return list(kube.store.get("imageupdaters", NS, updater)["status"].get("shipments", []))
+
+
+def observed(method: str) -> float:
+    return REGISTRY.get_sample_value(METRIC, {"method": method}) or 0.0
+
+
+def kustomize_app(name: str, image: str, tag: str, **extra: Any) -> dict[str, Any]:
+    return objects.application(
+        name,
+        NS,
+        source_type="Kustomize",
+        images=[f"{image}:{tag}"],
+        kustomize_images=[f"{image}:{tag}"],
+        **extra,
+    )
+
+
+def updater(name: str, pattern: str, image: str, **spec: Any) -> dict[str, Any]:
+    return objects.image_updater(
+        name,
+        NS,
+        {
+            "applicationRefs": [
+                {"namePattern": pattern, "images": [{"alias": "web", "imageName": image}]}
+            ]
+        }
+        | spec,
+    )
+
+
+async def test_argocd_method_change_is_followed_until_it_is_live(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    kube.store.put(kustomize_app("shop", image, "1.0.0"))
+    kube.store.put(updater("shop", "shop", image))
+    before = observed("argocd")
+    controller, closers = await make_controller(kube, registry, tmp_path)
+    try:
+        assert (await controller.cycle()).images_updated == 1
+        [entry] = shipments(kube, "shop")
+        assert entry["state"] == "Written" and entry["newVersion"] == "1.0.1"
+        assert "syncedAt" not in entry
+
+        # Argo CD has the new parameter and reports Synced, but still runs the old image.
+        await controller.cycle()
+        [entry] = shipments(kube, "shop")
+        assert entry["state"] == "Synced" and "healthyAt" not in entry
+        assert events(kube, "ImageShipped") == [] and observed("argocd") == before
+
+        set_app_status(kube, "shop", sync="Synced", health="Healthy", images=[f"{image}:1.0.1"])
+        await controller.cycle()
+        [entry] = shipments(kube, "shop")
+        assert entry["state"] == "Shipped"
+        assert entry["writtenAt"] <= entry["syncedAt"] <= entry["healthyAt"]
+        [event] = events(kube, "ImageShipped")
+        assert event["type"] == "Normal" and event["involvedObject"]["kind"] == "Application"
+        assert event["involvedObject"]["name"] == "shop"
+        assert f"image 'web' {image}:1.0.1 is live after" in event["message"]
+        assert observed("argocd") == before + 1
+
+        await controller.cycle()  # reported once
+        assert len(events(kube, "ImageShipped")) == 1 and observed("argocd") == before + 1
+    finally:
+        await close_all(closers)
+
+
+async def test_change_not_live_after_ship_timeout_is_a_warning_with_the_apps_message(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    kube.store.put(kustomize_app("shop", image, "1.0.0"))
+    kube.store.put(updater("shop", "shop", image, shipTimeout="1ms"))
+    controller, closers = await make_controller(kube, registry, tmp_path)
+    try:
+        assert (await controller.cycle()).images_updated == 1
+        set_app_status(
+            kube,
+            "shop",
+            sync="Synced",
+            health="Degraded",
+            images=[f"{image}:1.0.0"],
+            health_message="Back-off pulling image",
+        )
+        await controller.cycle()
+    finally:
+        await close_all(closers)
+    [warning] = events(kube, "ImageNotShipped")
+    assert warning["type"] == "Warning" and warning["involvedObject"]["name"] == "shop"
+    assert "health Degraded" in warning["message"]
+    assert "health message: Back-off pulling image" in warning["message"]
+    assert events(kube, "ImageShipped") == []
+    [entry] = shipments(kube, "shop")
+    assert entry["state"] == "NotShipped" and "Back-off pulling image" in entry["message"]
+
+
+async def test_a_newer_write_replaces_the_change_followed(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    kube.store.put(kustomize_app("shop", image, "1.0.0"))
+    kube.store.put(updater("shop", "shop", image))
+    controller, closers = await make_controller(kube, registry, tmp_path)
+    try:
+        assert (await controller.cycle()).images_updated == 1
+        await push_tags(registry, repo, ["1.0.2"], day=5)
+        assert (await controller.cycle()).images_updated == 1
+        [entry] = shipments(kube, "shop")
+        assert entry["newVersion"] == "1.0.2" and entry["state"] == "Written"
+        # 1.0.1 going live no longer counts: the change followed is 1.0.2.
+        set_app_status(kube, "shop", sync="Synced", health="Healthy", images=[f"{image}:1.0.1"])
+        await controller.cycle()
+        assert events(kube, "ImageShipped") == []
+        set_app_status(kube, "shop", sync="Synced", health="Healthy", images=[f"{image}:1.0.2"])
+        await controller.cycle()
+    finally:
+        await close_all(closers)
+    [event] = events(kube, "ImageShipped")
+    assert f"{image}:1.0.2 is live" in event["message"]
+    [entry] = shipments(kube, "shop")
+    assert entry["newVersion"] == "1.0.2" and entry["state"] == "Shipped"
+
+
+async def test_git_method_needs_a_synced_revision_containing_the_pushed_commit(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    web, api = repo, f"{repo}-api"
+    await push_tags(registry, web, ["1.0.0", "1.0.1"])
+    await push_tags(registry, api, ["1.0.0"])
+    image_web, image_api = f"{registry.host}/{web}", f"{registry.host}/{api}"
+    kustomization = (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "images:\n- name: {image}\n  newTag: 1.0.0\n"
+    )
+    remote = bare_repo(
+        tmp_path / "deploy.git",
+        files={
+            "web/kustomization.yaml": kustomization.format(image=image_web),
+            "api/kustomization.yaml": kustomization.format(image=image_api),
+        },
+    )
+    initial = branch_commit(remote, "main")
+    assert initial is not None
+    for name, image in (("web", image_web), ("api", image_api)):
+        kube.store.put(
+            objects.application(
+                name,
+                NS,
+                images=[f"{image}:1.0.0"],
+                repo_url=f"file://{remote}",
+                path=name,
+                target_revision="main",
+            )
+        )
+        kube.store.put(
+            updater(
+                name,
+                name,
+                image,
+                writeBackConfig={
+                    "method": "git",
+                    "gitConfig": {"writeBackTarget": "kustomization"},
+                },
+            )
+        )
+    before = observed("git")
+    controller, closers = await make_controller(kube, registry, tmp_path)
+    try:
+        assert (await controller.cycle()).images_updated == 1  # web: commit C
+        pushed = branch_commit(remote, "main")
+        assert pushed is not None and pushed != initial
+
+        # Synced and running the new image, but at the initial commit: not shipped.
+        set_app_status(
+            kube,
+            "web",
+            sync="Synced",
+            health="Healthy",
+            images=[f"{image_web}:1.0.1"],
+            revision=initial,
+        )
+        await push_tags(registry, api, ["1.0.1"], day=3)
+        assert (await controller.cycle()).images_updated == 1  # api: commit D on top of C
+        later = branch_commit(remote, "main")
+        assert later is not None and later != pushed
+        assert events(kube, "ImageShipped") == []
+        assert next(e for e in shipments(kube, "web"))["state"] == "Written"
+
+        # Synced at D, which contains C (checked in the cached clone): shipped.
+        set_app_status(
+            kube,
+            "web",
+            sync="Synced",
+            health="Healthy",
+            images=[f"{image_web}:1.0.1"],
+            revision=later,
+        )
+        await controller.cycle()
+    finally:
+        await close_all(closers)
+    [event] = events(kube, "ImageShipped")
+    assert event["involvedObject"]["name"] == "web"
+    [entry] = shipments(kube, "web")
+    assert entry["state"] == "Shipped" and entry["newVersion"] == "1.0.1"
+    assert observed("git") == before + 1
+    [api_entry] = shipments(kube, "api")
+    assert api_entry["state"] == "Written"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +162,45 @@ async def test_a_deleted_cr_is_ignored(server: KubeApiServer, kube: KubeClient) 
     status = compute_status(state, [], now=NOW, dry_run=False, previous=None)
     assert not await StatusWriter(KubeStatusStore(kube)).write(state, status)
     assert server.request_count("patch", "imageupdaters/status") == 1
+
+
+async def test_an_unchanged_status_is_written_only_as_a_heartbeat(
+    server: KubeApiServer, kube: KubeClient
+) -> None:
+    writer = StatusWriter(KubeStatusStore(kube))
+
+    async def cycle_at(minutes: float, outcomes: list[AppOutcome] | None = None) -> bool:
+        state = stored_cr(server)  # each cycle lists the CR again, with its stored status
+        mine = outcomes if outcomes is not None else [outcome(state, "shop", written=False)]
+        when = NOW + timedelta(minutes=minutes)
+        return await writer.write(
+            state,
+            lambda stored: compute_status(state, mine, now=when, dry_run=False, previous=stored),
+        )
+
+    def patches() -> int:
+        return server.request_count("patch", "imageupdaters/status")
+
+    make_cr(server)
+    assert await cycle_at(0) and patches() == 1  # the first status is always written
+    assert await cycle_at(1) and patches() == 1  # nothing but lastCheckedAt moved
+    assert await cycle_at(4.99) and patches() == 1
+    assert writer.skipped == 2
+    stored = server.store.get("imageupdaters", NS, "updater")["status"]
+    assert stored["lastCheckedAt"] == "2026-03-01T12:00:00Z"
+    assert await cycle_at(5) and patches() == 2  # the heartbeat
+    assert server.store.get("imageupdaters", NS, "updater")["status"]["lastCheckedAt"] == (
+        "2026-03-01T12:05:00Z"
+    )
+    assert await cycle_at(6) and patches() == 2
+    state = stored_cr(server)
+    assert await cycle_at(7, [outcome(state, "shop", failed=True)]) and patches() == 3
+    ready = next(
+        c
+        for c in server.store.get("imageupdaters", NS, "updater")["status"]["conditions"]
+        if c["type"] == "Ready"
+    )
+    assert ready["reason"] == "ReconcileCompletedWithErrors"
 
 
 # --- events ----------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from argocd_image_updater.model.update_config import (
     Verification,
     WriteBack,
 )
-from argocd_image_updater.plan.decide import ScanOutcome, needs_update, plan_app
+from argocd_image_updater.plan.decide import ScanOutcome, ScanResults, needs_update, plan_app
 from argocd_image_updater.plan.jobs import AppJobs, ScanKey, plan_scans
 from argocd_image_updater.plan.model import (
     SIGNATURE_CHECK_PENDING,
@@ -902,3 +902,34 @@ def test_newest_build_writes_tag_names_not_digests() -> None:
     # Already on the newest build: up to date, even though the scan knows its digest.
     r = run(app_object(["nginx:1.1.0"]), [spec], {"library/nginx": [current, newer]})
     assert r.counters() == (1, 0, 0, 0)
+
+
+# --- one tag choice per (scan, policy) ----------------------------------------------------------
+
+
+def _jobs_of(name: str, live: str, spec: ImageSpec) -> AppJobs:
+    obj = app_object([live], source=kustomize(live), name=name)
+    config = AppUpdateConfig(Application.from_object(obj), (spec,), WriteBack(), CR)
+    return plan_scans(config, endpoint_for)
+
+
+def test_applications_sharing_a_scan_and_policy_share_one_choice() -> None:
+    semver = [
+        _jobs_of(f"app-{i}", "example.com/app:1.0.0", image("a", "example.com/app"))
+        for i in range(5)
+    ]
+    constrained = _jobs_of("pinned", "example.com/app:1.0.0", image("a", "example.com/app:~1.0"))
+    ignoring = _jobs_of(
+        "ignoring", "example.com/app:1.0.0", image("a", "example.com/app", ignore=("2.*",))
+    )
+    results = ScanResults()
+    for jobs in (*semver, constrained, ignoring):
+        for key in jobs.scan_keys:
+            results[key] = FakeScan(tuple(tags("1.0.0", "1.0.1", "2.0.0")))
+
+    plans = [plan_app(jobs, results) for jobs in semver]
+    assert results.choices_made == 1
+    assert all(p.results[0].chosen == "example.com/app:2.0.0" for p in plans)
+    assert plan_app(constrained, results).results[0].chosen == "example.com/app:1.0.1"
+    assert plan_app(ignoring, results).results[0].chosen == "example.com/app:1.0.1"
+    assert results.choices_made == 3

@@ -21,6 +21,7 @@ from argocd_image_updater.config.labels import (
     selector_matches,
 )
 from argocd_image_updater.config.selection import (
+    AppIndex,
     select_applications,
     select_applications_v0,
     sort_refs,
@@ -513,3 +514,45 @@ def test_v0_kustomization_target_forces_kustomize() -> None:
     ann = {IMAGE_LIST: "nginx", f"{P}/write-back-target": "kustomization:."}
     result = select_applications_v0([app("plug", annotations=ann, source_type="Plugin")])
     assert [c.app.name for c in result.configs] == ["plug"]
+
+
+# --- the name index ------------------------------------------------------------------------------
+
+_INDEXED = [
+    app(name)
+    for name in ("web-1", "web-2", "web", "webshop-1", "api-1", "api-2", "w", "web-1x", "[x]")
+]
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [
+        ["web-*"],
+        ["web"],
+        ["web-1"],
+        ["nothing-*"],
+        ["nothing"],
+        ["w*"],
+        ["*"],
+        ["web-?"],
+        ["api-*", "web-[12]"],
+        ["api-1", "web-*"],
+        ["\\[x\\]"],
+        ["api-*", "*-1"],
+    ],
+)
+def test_selection_through_the_index_is_the_same_as_without(patterns: list[str]) -> None:
+    cr = make_cr(*(ref(p) for p in patterns))
+    plain = select_applications(cr, _INDEXED)
+    indexed = select_applications(cr, AppIndex(_INDEXED))
+    assert [c.app.name for c in indexed.configs] == [c.app.name for c in plain.configs]
+    assert indexed.skipped == plain.skipped
+    assert indexed.warnings == plain.warnings
+
+
+def test_the_index_narrows_exact_names_and_prefixes() -> None:
+    index = AppIndex(_INDEXED)
+    assert [a.name for a in index.candidates(["web-*"])] == ["web-1", "web-2", "web-1x"]
+    assert [a.name for a in index.candidates(["api-2", "web"])] == ["web", "api-2"]
+    assert index.candidates(["missing"]) == []
+    assert index.candidates(["web-?"]) is index.apps  # any other glob: every app

@@ -19,8 +19,9 @@ namespace:
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -219,14 +220,65 @@ def _not_supported(app: Application, source_type: SourceType) -> str:
     )
 
 
-def select_applications(cr: ImageUpdater, apps: Sequence[Application]) -> SelectionResult:
-    """The apps ``cr`` manages among ``apps`` (the Applications of its namespace)."""
+_GLOB_CHARS: Final = frozenset("*?[]\\")
+
+
+class AppIndex:
+    """The Applications of one namespace, indexed by name, to find the few a name pattern can
+    match without matching it against every one.
+
+    :meth:`candidates` narrows by the common forms: an exact ``name`` (one dictionary lookup)
+    and ``prefix*`` (a range of the sorted names). Any other pattern keeps every Application.
+    Candidates are a superset of the matches, in the order the Applications were given; the
+    selection still matches each pattern, so the result is the same as without an index.
+    """
+
+    def __init__(self, apps: Sequence[Application]) -> None:
+        self.apps = apps
+        self._by_name: dict[str, list[int]] = {}
+        for position, app in enumerate(apps):
+            self._by_name.setdefault(app.name, []).append(position)
+        self._names = sorted(self._by_name)
+
+    def _positions(self, pattern: str) -> Iterable[int] | None:
+        """Positions of the apps ``pattern`` may match; ``None`` for every app."""
+        if not any(c in _GLOB_CHARS for c in pattern):
+            return self._by_name.get(pattern, ())
+        prefix = pattern[:-1]
+        if pattern.endswith("*") and not any(c in _GLOB_CHARS for c in prefix):
+            found: list[int] = []
+            names = self._names
+            for i in range(bisect.bisect_left(names, prefix), len(names)):
+                if not names[i].startswith(prefix):
+                    break
+                found.extend(self._by_name[names[i]])
+            return found
+        return None
+
+    def candidates(self, patterns: Iterable[str]) -> Sequence[Application]:
+        """The apps any of ``patterns`` may match, in their original order."""
+        positions: set[int] = set()
+        for pattern in patterns:
+            found = self._positions(pattern)
+            if found is None:
+                return self.apps
+            positions.update(found)
+        return [self.apps[i] for i in sorted(positions)]
+
+
+def select_applications(
+    cr: ImageUpdater, apps: Sequence[Application] | AppIndex
+) -> SelectionResult:
+    """The apps ``cr`` manages among ``apps`` (the Applications of its namespace, or their
+    :class:`AppIndex`, which spares matching the patterns against every Application)."""
     result = SelectionResult()
     error = _check_patterns(cr)
     if error is not None:
         result.error = error
         return result
     refs = sort_refs(cr.spec.application_refs)
+    if isinstance(apps, AppIndex):
+        apps = apps.candidates(ref.name_pattern for ref in refs)
     for app in apps:
         try:
             _select(cr, refs, app, result)

@@ -20,6 +20,7 @@ from argocd_image_updater.config.imageupdater import (
     parse_image_updater,
 )
 from argocd_image_updater.config.selection import (
+    AppIndex,
     SelectionResult,
     select_applications,
     select_applications_v0,
@@ -133,12 +134,13 @@ async def collect(
     for app in apps:
         by_namespace.setdefault(app.namespace, []).append(app)
 
+    indexes = {namespace: AppIndex(found) for namespace, found in by_namespace.items()}
     selected: set[tuple[str, str]] = set()
     states = {(s.namespace, s.name): s for s in out.crs}
     for cr in crs:
         state = states[(cr.namespace, cr.name)]
         try:
-            result = select_applications(cr, by_namespace.get(cr.namespace, []))
+            result = select_applications(cr, indexes.get(cr.namespace, AppIndex([])))
         except Exception as err:  # one resource never stops the others
             result = SelectionResult(
                 error=f"could not select the applications of ImageUpdater {cr.namespace}/"

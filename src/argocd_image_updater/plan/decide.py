@@ -51,7 +51,7 @@ from argocd_image_updater.plan.params import (
     thaw,
 )
 from argocd_image_updater.policy.downgrade import downgrade
-from argocd_image_updater.policy.select import PolicyError, choose
+from argocd_image_updater.policy.select import Policy, PolicyError, Selection, choose
 from argocd_image_updater.policy.strategies import UpdateStrategy
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
@@ -68,6 +68,48 @@ class ScanResultLike(Protocol):
 
 
 ScanOutcome: TypeAlias = ScanResultLike | Exception
+
+
+class ScanResults(dict[ScanKey, ScanOutcome]):
+    """A cycle's scan outcomes by scan key, remembering each tag choice made from them.
+
+    Applications that share a scan and a policy get the same choice: it is made once per
+    (scan, policy) and reused (the policy holds everything the choice depends on: strategy,
+    constraint, allow and ignore filters, platforms). Pure: a new mapping per cycle, no I/O.
+    """
+
+    __slots__ = ("_choices",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._choices: dict[tuple[ScanKey, Policy], Selection | PolicyError] = {}
+
+    def choose(self, key: ScanKey, policy: Policy, scan: ScanResultLike) -> Selection:
+        """The choice of ``policy`` from ``scan`` (the outcome stored under ``key``)."""
+        memo = (key, policy)
+        found = self._choices.get(memo)
+        if found is None:
+            try:
+                found = choose(policy, scan.tags, scan.order_hint)
+            except PolicyError as err:
+                found = err
+            self._choices[memo] = found
+        if isinstance(found, PolicyError):
+            raise found
+        return found
+
+    @property
+    def choices_made(self) -> int:
+        """How many distinct choices were made so far."""
+        return len(self._choices)
+
+
+def _choose(
+    results: Mapping[ScanKey, ScanOutcome], job: ImageJob, scan: ScanResultLike
+) -> Selection:
+    if isinstance(results, ScanResults) and results.get(job.scan_key) is scan:
+        return results.choose(job.scan_key, job.policy, scan)
+    return choose(job.policy, scan.tags, scan.order_hint)
 
 
 def needs_update(
@@ -152,7 +194,9 @@ class _Planner:
             apply_edit(self.working, edit)
         self.managed.extend(edits)
 
-    def decide(self, job: ImageJob, scan: ScanOutcome | None) -> None:
+    def decide(
+        self, job: ImageJob, scan: ScanOutcome | None, results: Mapping[ScanKey, ScanOutcome]
+    ) -> None:
         if scan is None:
             self.result(
                 job,
@@ -170,7 +214,7 @@ class _Planner:
             )
             return
         try:
-            selection = choose(job.policy, scan.tags, scan.order_hint)
+            selection = _choose(results, job, scan)
         except PolicyError as err:
             self.result(
                 job,
@@ -326,9 +370,10 @@ def plan_app(
 ) -> AppPlan:
     """Phase 2 for one application (pure): the plan from the scans its jobs asked for.
 
-    ``results`` maps scan keys to scan results or the exception the scan raised. ``rejected``
-    maps image keys (alias, or the image when there is no alias) to the reason an update of that
-    image was refused; such images become errors and their edits are not made. ``checks`` maps
+    ``results`` maps scan keys to scan results or the exception the scan raised; when it is a
+    :class:`ScanResults`, the tag choice is made once per (scan, policy) for all applications.
+    ``rejected`` maps image keys (alias, or the image when there is no alias) to the reason an
+    update of that image was refused; such images become errors and their edits are not made. ``checks`` maps
     image keys to the signature checks of their chosen tags: an image with verification enabled
     is updated only with a passed check of the tag chosen, to the verified digest; without one
     it is a ``verification-failed`` error whose ``detail`` is :data:`SIGNATURE_CHECK_PENDING`.
@@ -339,7 +384,7 @@ def plan_app(
             planner.results.append(item)
         else:
             try:
-                planner.decide(item, results.get(item.scan_key))
+                planner.decide(item, results.get(item.scan_key), results)
             except Exception as err:  # one image never stops the others
                 planner.result(
                     item,

@@ -18,7 +18,9 @@ image with its reason code, current and chosen reference, most interesting image
 ``max_images`` lines.
 
 :func:`reconciling_status` is the status to write when a cycle starts (``Reconciling=True``).
-:class:`StatusWriter` stores a status through the ``/status`` subresource.
+:class:`StatusWriter` stores a status through the ``/status`` subresource, and only when
+something other than ``lastCheckedAt`` changed, or when the stored ``lastCheckedAt`` is at least
+:data:`HEARTBEAT` old: a cycle that changes nothing writes no status.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from argocd_image_updater.observe.log import get_logger
@@ -41,6 +43,9 @@ RECONCILING: Final = "Reconciling"
 ERROR: Final = "Error"
 IMAGES: Final = "ImagesUpToDate"
 """Our addition: per-image results of the last cycle, in the message."""
+
+HEARTBEAT: Final = timedelta(minutes=5)
+"""An unchanged status is written again (``lastCheckedAt`` moved) at most this often."""
 
 MESSAGE_LIMIT: Final = 30_000
 """Bound of a condition message we write (the CRD allows 32768)."""
@@ -66,11 +71,19 @@ def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _belongs(outcome: AppOutcome, cr: CRState) -> bool:
-    return outcome.cr is cr or (
-        outcome.cr is not None
-        and (outcome.cr.namespace, outcome.cr.name) == (cr.namespace, cr.name)
-    )
+CRKey = tuple[str, str]
+"""An ImageUpdater's namespace and name."""
+
+
+def outcomes_by_cr(outcomes: Sequence[AppOutcome]) -> dict[CRKey, list[AppOutcome]]:
+    """The outcomes of each ImageUpdater (by namespace and name), in one pass; outcomes of
+    applications configured by annotations (no ImageUpdater) are left out."""
+    grouped: dict[CRKey, list[AppOutcome]] = {}
+    for outcome in outcomes:
+        cr = outcome.cr
+        if cr is not None:
+            grouped.setdefault((cr.namespace, cr.name), []).append(outcome)
+    return grouped
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +292,7 @@ def _images_condition(
 
 def compute_status(
     cr: CRState,
-    outcomes: Sequence[AppOutcome],
+    outcomes: Sequence[AppOutcome] | Mapping[CRKey, Sequence[AppOutcome]],
     *,
     now: datetime,
     dry_run: bool,
@@ -288,12 +301,14 @@ def compute_status(
 ) -> dict[str, Any]:
     """The whole ``status`` of ``cr`` after a cycle.
 
-    ``outcomes`` may be every outcome of the cycle: only those of ``cr`` count. ``previous`` is
+    ``outcomes`` may be every outcome of the cycle (only those of ``cr`` count) or, cheaper when
+    there are many ImageUpdaters, the cycle's :func:`outcomes_by_cr`. ``previous`` is
     the status stored so far (``cr.raw["status"]``); it keeps ``lastTransitionTime`` of
     conditions whose status did not change, ``lastUpdatedAt`` and ``recentUpdates`` when nothing
     was written, and conditions of other types.
     """
-    mine = [o for o in outcomes if _belongs(o, cr)]
+    grouped = outcomes if isinstance(outcomes, Mapping) else outcomes_by_cr(outcomes)
+    mine = grouped.get((cr.namespace, cr.name), ())
     previous = previous or {}
     counts = count(mine)
     generation = cr.generation
@@ -376,25 +391,63 @@ StatusSource = Mapping[str, Any] | Callable[[Mapping[str, Any] | None], Mapping[
 """A status, or a function computing it from the stored one (called again after a conflict)."""
 
 
+def _checked_at(status: Mapping[str, Any]) -> datetime | None:
+    text = status.get("lastCheckedAt")
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def unchanged(
+    new: Mapping[str, Any], stored: Mapping[str, Any] | None, heartbeat: timedelta = HEARTBEAT
+) -> bool:
+    """Whether writing ``new`` over ``stored`` can be left out: nothing but ``lastCheckedAt``
+    differs and the stored ``lastCheckedAt`` is less than ``heartbeat`` older than the new one."""
+    if stored is None:
+        return False
+    if {k: v for k, v in new.items() if k != "lastCheckedAt"} != {
+        k: v for k, v in stored.items() if k != "lastCheckedAt"
+    }:
+        return False
+    before, after = _checked_at(stored), _checked_at(new)
+    if before is None or after is None:
+        return new.get("lastCheckedAt") == stored.get("lastCheckedAt")
+    return after - before < heartbeat
+
+
 class StatusWriter:
     """Stores a CR's status through a :class:`StatusStore` (the ``/status`` subresource).
 
     The patch carries the resourceVersion the status was computed from. On a conflict the CR is
     read again and the write retried (at most ``attempts`` times); a function given as status is
-    re-evaluated against the fresh stored status. A CR deleted meanwhile is ignored.
+    re-evaluated against the fresh stored status. A CR deleted meanwhile is ignored. A status
+    that differs from the stored one only by a ``lastCheckedAt`` less than ``heartbeat`` later is
+    not written (see :func:`unchanged`).
     """
 
-    def __init__(self, store: StatusStore, *, attempts: int = 5) -> None:
+    def __init__(
+        self, store: StatusStore, *, attempts: int = 5, heartbeat: timedelta = HEARTBEAT
+    ) -> None:
         self._store = store
         self._attempts = attempts
+        self._heartbeat = heartbeat
+        self.skipped = 0
+        """How many writes were left out because the stored status was current."""
 
     async def write(self, cr: CRState, status: StatusSource) -> bool:
-        """True when written; failures are logged, never raised."""
+        """True when written or already current; failures are logged, never raised."""
         version = cr.resource_version
         stored = cr.raw.get("status") if isinstance(cr.raw.get("status"), dict) else None
         fields = {"imageUpdater_namespace": cr.namespace, "imageUpdater_name": cr.name}
         for attempt in range(1, self._attempts + 1):
             body = dict(status(stored)) if callable(status) else dict(status)
+            if unchanged(body, stored, self._heartbeat):
+                self.skipped += 1
+                return True
             patch: dict[str, Any] = {"status": body}
             if version:
                 patch["metadata"] = {"resourceVersion": version}

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 # Importing these modules registers their metrics.
+import argocd_image_updater.notify.metrics
 import argocd_image_updater.report.cycle_metrics
 import argocd_image_updater.webhook.dispatch
 import argocd_image_updater.writeback.git.process  # noqa: F401

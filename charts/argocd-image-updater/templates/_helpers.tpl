@@ -130,6 +130,10 @@ chart's (the ConfigMap keys themselves under config, e.g. config."log.level"), a
 {{- with $c.registries }}
 {{- $registries = printf "registries:\n%s\n" (toYaml . | indent 2) }}
 {{- end }}
+{{- $notifications := "" }}
+{{- with $c.notifications }}
+{{- $notifications = printf "%s\n" (toYaml .) }}
+{{- end }}
 {{- $rows := list
   (list "applications_api" "config.applicationsAPI" $c.applicationsAPI "config.applicationsAPIKind" $c.applicationsAPIKind)
   (list "argocd.grpc_web" "config.argocd.grpcWeb" $a.grpcWeb)
@@ -162,6 +166,7 @@ chart's (the ConfigMap keys themselves under config, e.g. config."log.level"), a
   (list "tls.max-version" "webhook.tls.maxVersion" $w.tls.maxVersion)
   (list "tls.ciphers" "webhook.tls.ciphers" $w.tls.ciphers)
   (list "registries.conf" "config.registries" $registries)
+  (list "notifications.yaml" "config.notifications" $notifications)
 }}
 {{- $data := dict }}
 {{- range $rows }}

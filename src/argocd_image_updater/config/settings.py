@@ -169,6 +169,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
     # --- registries and git ---------------------------------------------------------------------
     Option("registries_conf_path", "--registries-conf-path", "/app/config/registries.conf",
            help="path to registries.conf", commands=RUN_WEBHOOK, aliases=("--registries-conf",)),
+    Option("notifications_config_path", "--notifications-config-path", "/app/config/notifications.yaml",
+           help="the default notification targets (the ConfigMap key notifications.yaml; docs/notifications.md); a missing file means none"),
     Option("cloud_credentials_auto", "--cloud-credentials-auto", True, _bool, ("IMAGE_UPDATER_CLOUD_CREDENTIALS_AUTO",), "cloud.credentials-auto",
            "a registry without credentials whose host is ECR, Artifact Registry/GCR or ACR logs in with the pod's cloud identity (when the SDK extra is installed); false = anonymous", RUN_WEBHOOK),
     Option("git_commit_user", "--git-commit-user", "argocd-image-updater", env=("GIT_COMMIT_USER",), configmap="git.user",
@@ -214,7 +216,9 @@ OPTIONS: Final[tuple[Option, ...]] = (
 )  # fmt: skip
 
 # ConfigMap keys that are files, not settings (mounted next to the settings in the original).
-FILE_KEYS: Final = frozenset({"registries.conf", "git.commit-message-template"})
+FILE_KEYS: Final = frozenset(
+    {"registries.conf", "git.commit-message-template", "notifications.yaml"}
+)
 KNOWN_CONFIGMAP_KEYS: Final = frozenset(o.configmap for o in OPTIONS if o.configmap) | FILE_KEYS
 
 

@@ -142,8 +142,16 @@ CEL_RULES: Final[Mapping[str, Callable[[Any], bool]]] = {
     "(has(self.helm) ? 1 : 0) + (has(self.kustomize) ? 1 : 0) + (has(self.plugin) ? 1 : 0) == 1": (
         _exactly_one("helm", "kustomize", "plugin")
     ),
-    "(has(self.github) ? 1 : 0) + (has(self.gitlab) ? 1 : 0) == 1": _exactly_one(
-        "github", "gitlab"
+    "(has(self.github) ? 1 : 0) + (has(self.gitlab) ? 1 : 0) + (has(self.gitea) ? 1 : 0) + "
+    "(has(self.bitbucket) ? 1 : 0) + (has(self.bitbucketServer) ? 1 : 0) + "
+    "(has(self.azureDevOps) ? 1 : 0) == 1": _exactly_one(
+        "github", "gitlab", "gitea", "bitbucket", "bitbucketServer", "azureDevOps"
+    ),
+    "self.type != 'webhook' || has(self.signingSecret)": (
+        lambda o: o.get("type") != "webhook" or _has(o, "signingSecret")
+    ),
+    "!has(self.signingSecret) || self.type == 'webhook' || self.type == 'cloudevents'": (
+        lambda o: not _has(o, "signingSecret") or o.get("type") in ("webhook", "cloudevents")
     ),
     "!(has(self.useAnnotations) && self.useAnnotations == true) ? "
     "(has(self.images) && size(self.images) > 0) : true": (

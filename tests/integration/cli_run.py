@@ -11,12 +11,15 @@ from typing import Final
 
 HEAVY: Final = ("kubernetes_asyncio", "aiohttp")
 _MARK: Final = "loaded-heavy-modules:"
+
+
 # Runs the CLI as the console script does; at exit (also on sys.exit) it writes which of the
 # heavy modules ended up in sys.modules.
-_WRAPPER: Final = f"""
+def _wrapper(watched: tuple[str, ...]) -> str:
+    return f"""
 import atexit, sys
 atexit.register(lambda: sys.__stderr__.write(
-    "{_MARK}" + ",".join(m for m in {HEAVY!r} if m in sys.modules) + "\\n"))
+    "{_MARK}" + ",".join(m for m in {watched!r} if m in sys.modules) + "\\n"))
 sys.argv[0] = "argocd-image-updater"
 from argocd_image_updater.cli.main import main
 main()
@@ -35,10 +38,13 @@ class CliRun:
         return self.stdout + self.stderr
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> CliRun:
+def run_cli(
+    *args: str, cwd: Path | None = None, timeout: float = 120, watched: tuple[str, ...] = HEAVY
+) -> CliRun:
+    """Run the command line; ``heavy`` of the result: which of ``watched`` it imported."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGE_UPDATER_")}
     result = subprocess.run(
-        [sys.executable, "-c", _WRAPPER, *args],
+        [sys.executable, "-c", _wrapper(watched), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

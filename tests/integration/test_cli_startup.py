@@ -24,6 +24,20 @@ def test_help_and_version_load_no_cluster_client(args: tuple[str, ...]) -> None:
     assert result.heavy == ()
 
 
+@pytest.mark.parametrize("args", [("--help",), ("version",), ("test", "--help")], ids=" ".join)
+def test_help_loads_no_http_client_yaml_parser_or_model_library(args: tuple[str, ...]) -> None:
+    result = run_cli(*args, watched=("httpx", "pydantic", "ruamel.yaml", "cryptography"))
+    assert result.returncode == 0, result.output
+    assert result.heavy == ()
+
+
+def test_test_help_lists_the_registered_strategies() -> None:
+    from argocd_image_updater.policy.strategies import listed_names
+
+    result = run_cli("test", "--help")
+    assert listed_names() in " ".join(result.stdout.split())
+
+
 def test_top_level_help_lists_every_command_with_its_own_help() -> None:
     result = run_cli("--help")
     for name in LAZY_COMMANDS:

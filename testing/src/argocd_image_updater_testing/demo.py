@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from argocd_image_updater.cli.test_cmd import (
+from argocd_image_updater.cli.test_run import (
     TestFailed,
     TestOptions,
     print_explain,

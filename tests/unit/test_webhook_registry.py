@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import pkgutil
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from chart_helm import CHART, load_values
 
 from argocd_image_updater.config.settings import OPTIONS
+from argocd_image_updater.model.webhook_types import WEBHOOK_TYPES
 from argocd_image_updater.webhook import types as type_package
 from argocd_image_updater.webhook.dispatch import KNOWN_TYPES
 from argocd_image_updater.webhook.registry import webhook_types
@@ -31,6 +33,13 @@ def test_every_module_of_the_types_package_is_one_registered_type() -> None:
         assert parsers.for_type(webhook_type.name).type_name == webhook_type.name
     assert parsers.types == tuple(names)
     assert frozenset(names) == KNOWN_TYPES
+
+
+def test_every_registered_type_is_its_description_in_the_model() -> None:
+    assert [t.name for t in webhook_types()] == [d.name for d in WEBHOOK_TYPES]
+    for webhook_type, description in zip(webhook_types(), WEBHOOK_TYPES, strict=True):
+        assert webhook_type.describes(description)
+        assert not webhook_type.describes(replace(description, setting="other"))
 
 
 def test_derived_names_of_a_type() -> None:

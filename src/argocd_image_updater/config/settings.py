@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
-from argocd_image_updater.webhook.registry import webhook_types
+from argocd_image_updater.model.webhook_types import WEBHOOK_TYPES
 
 
 class SettingsError(ValueError):
@@ -207,11 +207,11 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("tls_min_version", "--tlsminversion", "1.3", _tls_version, ("TLS_MIN_VERSION",), "tls.min-version", "minimum TLS version", RUN_WEBHOOK),
     Option("tls_max_version", "--tlsmaxversion", "1.3", _tls_version, ("TLS_MAX_VERSION",), "tls.max-version", "maximum TLS version", RUN_WEBHOOK),
     Option("tls_ciphers", "--tlsciphers", "", env=("TLS_CIPHERS",), configmap="tls.ciphers", help="colon-separated TLS 1.2 cipher names", commands=RUN_WEBHOOK),
-    # one secret per webhook type (webhook/types/), named after the type's setting
+    # one secret per webhook type (model/webhook_types.py), named after the type's setting
     *(
         Option(t.option, t.flag, "", env=(t.env,), help=f"secret of {t.label} webhooks (prefer the environment variable or the Secret)",
                commands=RUN_WEBHOOK, secret=True)
-        for t in webhook_types()
+        for t in WEBHOOK_TYPES
     ),
 )  # fmt: skip
 

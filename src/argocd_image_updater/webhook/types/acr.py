@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Final
 
 from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.model.webhook_types import ACR
 from argocd_image_updater.webhook.checks import (
     check_authorization,
     missing,
@@ -16,7 +17,7 @@ from argocd_image_updater.webhook.decoding import INT, STR, Schema, decode_paylo
 from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
-NAME: Final = "acr"
+NAME: Final = ACR.name
 SCHEMA: Final[Schema] = {
     "action": STR,
     "target": {
@@ -62,11 +63,4 @@ class AcrParser:
         )
 
 
-WEBHOOK_TYPE: Final = WebhookType(
-    name=NAME,
-    setting="acr",
-    label="Azure ACR",
-    secret_in="the whole `Authorization` header",
-    schema=SCHEMA,
-    new_parser=lambda clock: AcrParser(),
-)
+WEBHOOK_TYPE: Final = WebhookType.of(ACR, schema=SCHEMA, new_parser=lambda clock: AcrParser())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Final
 
 from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.model.webhook_types import ALIYUN_ACR
 from argocd_image_updater.webhook.checks import (
     check_query_secret,
     repository_and_push_tag,
@@ -14,7 +15,7 @@ from argocd_image_updater.webhook.decoding import STR, Schema, decode_payload
 from argocd_image_updater.webhook.events import WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
-NAME: Final = "aliyun-acr"
+NAME: Final = ALIYUN_ACR.name
 SCHEMA: Final[Schema] = {
     "push_data": {"digest": STR, "pushed_at": STR, "tag": STR},
     "repository": {
@@ -56,11 +57,6 @@ class AliyunAcrParser:
         )
 
 
-WEBHOOK_TYPE: Final = WebhookType(
-    name=NAME,
-    setting="aliyun_acr",
-    label="Aliyun ACR",
-    secret_in="query `secret=`",
-    schema=SCHEMA,
-    new_parser=lambda clock: AliyunAcrParser(),
+WEBHOOK_TYPE: Final = WebhookType.of(
+    ALIYUN_ACR, schema=SCHEMA, new_parser=lambda clock: AliyunAcrParser()
 )

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import ClassVar, Final
 
 from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.model.webhook_types import CLOUDEVENTS
 from argocd_image_updater.webhook.checks import (
     check_shared_secret,
     first_dotted_segment,
@@ -18,7 +19,7 @@ from argocd_image_updater.webhook.decoding import MAP, STR, Schema, decode_paylo
 from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
-NAME: Final = "cloudevents"
+NAME: Final = CLOUDEVENTS.name
 SCHEMA: Final[Schema] = {
     "specversion": STR,
     "type": STR,
@@ -118,11 +119,6 @@ class CloudEventsParser:
         return RegistryEvent(registry, repository, tag, digest, source_type=self.type_name)
 
 
-WEBHOOK_TYPE: Final = WebhookType(
-    name=NAME,
-    setting="cloudevents",
-    label="CloudEvents",
-    secret_in="header `X-Webhook-Secret` or query `secret=`",
-    schema=SCHEMA,
-    new_parser=lambda clock: CloudEventsParser(),
+WEBHOOK_TYPE: Final = WebhookType.of(
+    CLOUDEVENTS, schema=SCHEMA, new_parser=lambda clock: CloudEventsParser()
 )

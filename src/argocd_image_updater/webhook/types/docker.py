@@ -6,6 +6,7 @@ from typing import ClassVar, Final
 
 from argocd_image_updater.model.dockerhub import DOCKER_HUB
 from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.model.webhook_types import DOCKER
 from argocd_image_updater.webhook.checks import (
     check_query_secret,
     repository_and_push_tag,
@@ -15,7 +16,7 @@ from argocd_image_updater.webhook.decoding import STR, Schema, decode_payload
 from argocd_image_updater.webhook.events import WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
-NAME: Final = "docker.io"
+NAME: Final = DOCKER.name
 SCHEMA: Final[Schema] = {
     "repository": {"name": STR, "namespace": STR, "repo_name": STR},
     "push_data": {"tag": STR},
@@ -38,11 +39,6 @@ class DockerHubParser:
         return RegistryEvent(DOCKER_HUB, repository, tag, source_type=self.type_name)
 
 
-WEBHOOK_TYPE: Final = WebhookType(
-    name=NAME,
-    setting="docker",
-    label="Docker Hub",
-    secret_in="query `secret=`",
-    schema=SCHEMA,
-    new_parser=lambda clock: DockerHubParser(),
+WEBHOOK_TYPE: Final = WebhookType.of(
+    DOCKER, schema=SCHEMA, new_parser=lambda clock: DockerHubParser()
 )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Final
 
 from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.model.webhook_types import GENERIC
 from argocd_image_updater.webhook.checks import (
     missing,
     reject,
@@ -27,7 +28,7 @@ from argocd_image_updater.webhook.signatures import (
 )
 from argocd_image_updater.webhook.types import Clock, WebhookType
 
-NAME: Final = "generic"
+NAME: Final = GENERIC.name
 SCHEMA: Final[Schema] = {
     "registry": STR,
     "repository": STR,
@@ -91,12 +92,6 @@ class GenericParser:
         )
 
 
-WEBHOOK_TYPE: Final = WebhookType(
-    name=NAME,
-    setting="generic",
-    label="generic signed JSON",
-    secret_in="HMAC-SHA256 in `X-Signature-256` with `X-Timestamp`",
-    schema=SCHEMA,
-    new_parser=lambda clock: GenericParser(clock=clock),
-    needs_secret=True,
+WEBHOOK_TYPE: Final = WebhookType.of(
+    GENERIC, schema=SCHEMA, new_parser=lambda clock: GenericParser(clock=clock)
 )

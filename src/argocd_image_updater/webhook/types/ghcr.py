@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Final
 
 from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.model.webhook_types import GHCR
 from argocd_image_updater.webhook.checks import (
     missing,
     reject,
@@ -17,7 +18,7 @@ from argocd_image_updater.webhook.signatures import (
 )
 from argocd_image_updater.webhook.types import WebhookType
 
-NAME: Final = "ghcr.io"
+NAME: Final = GHCR.name
 SCHEMA: Final[Schema] = {
     "action": STR,
     "package": {
@@ -79,11 +80,4 @@ class GhcrParser:
         return RegistryEvent("ghcr.io", repository, tag, source_type=self.type_name)
 
 
-WEBHOOK_TYPE: Final = WebhookType(
-    name=NAME,
-    setting="ghcr",
-    label="GHCR",
-    secret_in="HMAC-SHA256 of the body in `X-Hub-Signature-256`",
-    schema=SCHEMA,
-    new_parser=lambda clock: GhcrParser(),
-)
+WEBHOOK_TYPE: Final = WebhookType.of(GHCR, schema=SCHEMA, new_parser=lambda clock: GhcrParser())

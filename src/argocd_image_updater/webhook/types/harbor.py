@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Final
 
 from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.model.webhook_types import HARBOR
 from argocd_image_updater.webhook.checks import (
     check_authorization,
     first_dotted_segment,
@@ -20,7 +21,7 @@ from argocd_image_updater.webhook.decoding import INT, MAP, STR, Schema, decode_
 from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
-NAME: Final = "harbor"
+NAME: Final = HARBOR.name
 SCHEMA: Final[Schema] = {
     "type": STR,
     "occur_at": INT,
@@ -84,11 +85,4 @@ class HarborParser:
         )
 
 
-WEBHOOK_TYPE: Final = WebhookType(
-    name=NAME,
-    setting="harbor",
-    label="Harbor",
-    secret_in="the whole `Authorization` header",
-    schema=SCHEMA,
-    new_parser=lambda clock: HarborParser(),
-)
+WEBHOOK_TYPE: Final = WebhookType.of(HARBOR, schema=SCHEMA, new_parser=lambda clock: HarborParser())

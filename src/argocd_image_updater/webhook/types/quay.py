@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Final
 
 from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.model.webhook_types import QUAY
 from argocd_image_updater.webhook.checks import (
     check_query_secret,
     first_dotted_segment,
@@ -17,7 +18,7 @@ from argocd_image_updater.webhook.decoding import STR, STRS, Schema, decode_payl
 from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
 from argocd_image_updater.webhook.types import WebhookType
 
-NAME: Final = "quay.io"
+NAME: Final = QUAY.name
 SCHEMA: Final[Schema] = {
     "name": STR,
     "repository": STR,
@@ -56,11 +57,4 @@ class QuayParser:
         return RegistryEvent(registry, doc.text("repository"), tags[0], source_type=self.type_name)
 
 
-WEBHOOK_TYPE: Final = WebhookType(
-    name=NAME,
-    setting="quay",
-    label="Quay",
-    secret_in="query `secret=`",
-    schema=SCHEMA,
-    new_parser=lambda clock: QuayParser(),
-)
+WEBHOOK_TYPE: Final = WebhookType.of(QUAY, schema=SCHEMA, new_parser=lambda clock: QuayParser())

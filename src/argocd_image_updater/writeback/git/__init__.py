@@ -1,7 +1,7 @@
 """Git plumbing for the ``git`` write-back method: the git CLI as async subprocesses
 (:mod:`.process`), credentials handed over without touching argv, URLs or config (:mod:`.auth`),
-where they come from (:mod:`.credentials`), a cache of local clones with safe commit and push
-(:mod:`.repo`), commits in place (:mod:`.inplace`) and the batch writer (:mod:`.writer`).
+where they come from (:mod:`.credentials`), a cache of local clones (:mod:`.repo`) handing out work
+trees with safe commit and push (:mod:`.worktree`, commits built by :mod:`.commits`), commits in place (:mod:`.inplace`) and the batch writer (:mod:`.writer`).
 
 Code outside ``writeback/`` (local mode) uses the names exported here, never the modules."""
 
@@ -16,6 +16,7 @@ from argocd_image_updater.writeback.git.auth import (
     TlsOptions,
     prepare_auth,
 )
+from argocd_image_updater.writeback.git.commits import atomic_write
 from argocd_image_updater.writeback.git.credentials import (
     SECRET_TYPE_LABEL,
     GitCredentialsResolver,
@@ -30,14 +31,13 @@ from argocd_image_updater.writeback.git.process import (
     GitTlsError,
     run_git,
 )
-from argocd_image_updater.writeback.git.repo import (
+from argocd_image_updater.writeback.git.repo import RepoCache
+from argocd_image_updater.writeback.git.worktree import (
     BranchNotFound,
     PushDenied,
     PushRejected,
-    RepoCache,
     Timeouts,
     WorkTree,
-    atomic_write,
 )
 from argocd_image_updater.writeback.git.writer import CommitSettings, GitBatchWriter
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from argocd_image_updater.writeback.git.commits import commit_command, identity_env, write_message
 from argocd_image_updater.writeback.git.process import minimal_env, run_git
-from argocd_image_updater.writeback.git.repo import commit_command, identity_env, write_message
 from argocd_image_updater.writeback.git.writer import CommitSettings
 
 GIT_TIMEOUT: Final = 60.0

@@ -34,7 +34,8 @@ from argocd_image_updater.writeback.git.credentials import (
     GitCredentialsError,
     GitCredentialsResolver,
 )
-from argocd_image_updater.writeback.git.repo import RepoCache, WorkTree
+from argocd_image_updater.writeback.git.repo import RepoCache
+from argocd_image_updater.writeback.git.worktree import WorkTree
 from argocd_image_updater.writeback.messages import (
     branch_name,
     grouped_commit_message,

@@ -216,3 +216,27 @@ def test_events_of_a_cycle() -> None:
     ]
     dry = [e.kind.value for _, e in cycle_events(collected, result, dry_run=True)]
     assert "updated" not in dry
+
+
+def test_an_update_links_its_pull_request_or_its_commit() -> None:
+    change = ImageChange("web", ImageRef.parse("ghcr.io/shop/web"), "1.0", "1.1", "")
+    app_plan = AppPlan.build(
+        app_name="web",
+        app_namespace="shop",
+        source_path=("spec", "source"),
+        source_type="Helm",
+        results=[],
+        changes=[change],
+    )
+    pushed = AppOutcome("shop/web", app_plan, written=True)
+    pushed.pushed = ("git@github.com:shop/deploy.git", "0123abc")
+    via_pr = AppOutcome("shop/web", app_plan, written=True)
+    via_pr.pushed, via_pr.link = None, "https://github.com/shop/deploy/pull/7"
+    links = [
+        e.link
+        for _, e in cycle_events(Collected(), CycleResult(apps=[pushed, via_pr]), dry_run=False)
+    ]
+    assert links == [
+        "https://github.com/shop/deploy/commit/0123abc",
+        "https://github.com/shop/deploy/pull/7",
+    ]

@@ -323,6 +323,7 @@ async def _write_batch(
         elif outcome.plan.has_changes:
             outcome.written = True
             outcome.pushed = done.pushed.get(outcome.app)
+            outcome.link = done.links.get(outcome.app, "")
             _log_written(outcome.plan, outcome.app)
 
 

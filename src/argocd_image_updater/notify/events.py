@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from argocd_image_updater.model.notifications import EventKind
+from argocd_image_updater.model.repo_url import RepoUrlError, parse_repo_url
 from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
 from argocd_image_updater.plan.model import ImageReason, Outcome
 
@@ -91,6 +92,19 @@ class Batch:
         return body
 
 
+def _commit_link(pushed: tuple[str, str] | None) -> str:
+    """The web page of a commit pushed straight to the branch (``<repository>/commit/<sha>``,
+    ``/commits/`` on bitbucket.org); "" when the repository URL is not understood."""
+    if pushed is None:
+        return ""
+    url, sha = pushed
+    try:
+        repo = parse_repo_url(url)
+    except RepoUrlError:
+        return ""
+    return f"{repo}/{'commits' if repo.host == 'bitbucket.org' else 'commit'}/{sha}"
+
+
 def _scope(cr: CRState | None) -> str:
     return f"{cr.namespace}/{cr.name}" if cr is not None else ""
 
@@ -110,7 +124,7 @@ def _outcome_events(outcome: AppOutcome, *, dry_run: bool) -> Iterable[Event]:
                 new=change.new_tag,
                 reason=ImageReason.UPDATED.value,
                 message=f"updated from {change.old_tag} to {change.new_tag}",
-                link=outcome.link,
+                link=outcome.link or _commit_link(outcome.pushed),
             )
     if outcome.error:
         yield Event(

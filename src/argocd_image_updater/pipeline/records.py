@@ -96,7 +96,11 @@ class BatchResult:
     """Per Application written with a push straight to the branch Argo CD follows (no write
     branch): the repository URL and the commit pushed."""
 
+    links: dict[str, str] = field(default_factory=dict)
+    """Per Application written through a pull/merge request: the request's web URL."""
+
     def update(self, other: BatchResult) -> None:
         self.errors.update(other.errors)
         self.waiting.update(other.waiting)
         self.pushed.update(other.pushed)
+        self.links.update(other.links)

@@ -138,11 +138,12 @@ class GitBatchWriter:
 
     async def _pull_request(
         self, member: _Member, creds: GitCredentials, head: str, base: str, message: str
-    ) -> None:
-        """Open the pull/merge request for ``head`` (or refresh ours), close superseded ones."""
+    ) -> str:
+        """Open the pull/merge request for ``head`` (or refresh ours), close superseded ones;
+        the request's web URL."""
         settings = member.config.write_back.git.pull_request
         if settings is None:
-            return
+            return ""
         if not isinstance(creds, HttpsCredentials):
             raise GitCredentialsError(
                 f"credentials type {type(creds).__name__} do not support PR creation: "
@@ -177,6 +178,7 @@ class GitBatchWriter:
             application=member.key,
             superseded=",".join(p.url for p in closed),
         )
+        return pr.url
 
     async def write_batch(self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]) -> BatchResult:
         result = BatchResult()
@@ -303,7 +305,8 @@ class GitBatchWriter:
             if todo and first.target.pull_request and write_branch:
                 # Also when nothing new was committed: the request must exist and be current
                 # (the target branch does not hold the change: there is something to merge).
-                await self._pull_request(todo[0], creds, write_branch, resolved_base, message)
+                url = await self._pull_request(todo[0], creds, write_branch, resolved_base, message)
+                result.links.update({m.key: url for m in todo if url and m.key not in failed})
         except Exception as err:  # every app of the group reports the failure; others go on
             for member in members:
                 result.errors[member.key] = f"git write-back to {repo_url} failed: {err}"

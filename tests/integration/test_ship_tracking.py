@@ -5,6 +5,7 @@ past ``spec.shipTimeout``, a Warning ``ImageNotShipped`` carrying the Applicatio
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.git_servers import bare_repo, branch_commit
 from argocd_image_updater_testing.kube import KubeApiServer
 from argocd_image_updater_testing.push import ImagePusher
+from argocd_image_updater_testing.receivers import NotificationReceiver
 from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
@@ -298,3 +300,39 @@ async def test_git_method_needs_a_synced_revision_containing_the_pushed_commit(
     assert observed("git") == before + 1
     [api_entry] = shipments(kube, "api")
     assert api_entry["state"] == "Written"
+
+
+async def test_a_shipped_change_is_a_shipped_notification(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    kube.store.put(kustomize_app("shop", image, "1.0.0"))
+    async with NotificationReceiver() as receiver:
+        kube.store.put(objects.secret("hooks", NS, {"url": receiver.url, "key": "signing"}))
+        target = {
+            "name": "audit",
+            "type": "webhook",
+            "urlSecret": {"secretName": "hooks", "key": "url"},
+            "signingSecret": {"secretName": "hooks", "key": "key"},
+            "on": ["shipped"],
+        }
+        kube.store.put(updater("shop", "shop", image, notifications={"targets": [target]}))
+        controller, closers = await make_controller(kube, registry, tmp_path)
+        notifier = controller.reporter.notifier
+        try:
+            assert (await controller.cycle()).images_updated == 1
+            set_app_status(kube, "shop", sync="Synced", health="Healthy", images=[f"{image}:1.0.1"])
+            await controller.cycle()
+            await asyncio.wait_for(notifier.idle(), 30)
+        finally:
+            await close_all(closers)
+        [request] = receiver.requests  # "updated" is not asked for
+    [event] = request.json()["events"]
+    assert (event["event"], event["application"], event["alias"]) == (
+        "shipped",
+        f"{NS}/shop",
+        "web",
+    )
+    assert (event["image"], event["to"]) == (image, "1.0.1")
+    assert "is live after" in event["message"]

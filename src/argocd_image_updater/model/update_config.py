@@ -30,7 +30,7 @@ DEFAULT_METHOD: Final = "argocd"
 DEFAULT_GIT_CREDENTIALS: Final = "repocreds"
 
 PullRequestProvider = str
-"""The key of a pull request host (``model.pr_hosts``): ``github``, ``gitlab``."""
+"""The key of a pull request host (``model.pr_hosts``): ``github``, ``gitlab``, ``gitea``, …"""
 
 
 class WriteBackError(ValueError):
@@ -192,6 +192,8 @@ class ManifestTarget:
 class PullRequestSettings:
     provider: PullRequestProvider
     labels: tuple[str, ...] = ()
+    api_url: str | None = None
+    """The host's API base from ``pullRequest.<host>.apiURL``; ``None``: derived."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ HTTP client closed by whoever made it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, Self
 
@@ -46,12 +46,16 @@ def check_token_source(source: TokenSource) -> None:
 
 def error_text(payload: Any) -> str:
     """The human part of a JSON error body (GitHub's ``message``/``errors``, GitLab's
-    ``message`` as text, list or field map, or ``error``/``error_description``)."""
+    ``message`` as text, list or field map, or ``error``/``error_description``, Gitea's and
+    Azure DevOps' ``message``, Bitbucket Cloud's ``error: {message, detail}``, Bitbucket Data
+    Center's ``errors: [{message}]``)."""
     if not isinstance(payload, Mapping):
         return str(payload).strip()[:500] if payload not in (None, "") else ""
     parts: list[str] = []
     message = payload.get("message", payload.get("error"))
-    if isinstance(message, str):
+    if isinstance(message, Mapping) and "message" in message:
+        parts.extend(str(message[k]) for k in ("message", "detail") if message.get(k))
+    elif isinstance(message, str):
         parts.append(message)
     elif isinstance(message, list):
         parts.extend(str(m) for m in message)
@@ -222,6 +226,37 @@ class HttpApiClient:
         if response.status_code not in passthrough:
             raise_for_status(self.provider, response, describe(method, response.request.url))
         return response
+
+    def _next_page(self, first: httpx.URL, link: str | None) -> httpx.URL | None:
+        """The next page a list answer links to (``None`` at the end), only on the API's own
+        origin so that the token never travels elsewhere."""
+        if not link:
+            return None
+        target = first.join(link)
+        if not same_origin(first, target):
+            raise ScmError(
+                f"{self.provider} API {describe('GET', first)}: refusing to follow a next-page "
+                "link to another origin"
+            )
+        return target
+
+    async def _link_pages(
+        self, url: str, params: Mapping[str, str | int]
+    ) -> AsyncIterator[list[Any]]:
+        """The items of a JSON list and of the pages its ``Link: <…>; rel="next"`` headers name
+        (GitHub, Gitea), at most :data:`MAX_PAGES`."""
+        response = await self._request("GET", url, params=params)
+        first = response.request.url
+        for _ in range(MAX_PAGES):
+            items = self._json(response)
+            if not isinstance(items, list):
+                raise ScmError(f"{self.provider} API {describe('GET', first)}: expected a list")
+            yield items
+            target = self._next_page(first, response.links.get("next", {}).get("url"))
+            if target is None:
+                return
+            response = await self._request("GET", target)
+        raise ScmError(f"{self.provider} API {describe('GET', first)}: more than {MAX_PAGES} pages")
 
     def _json(self, response: httpx.Response) -> Any:
         try:

@@ -13,7 +13,7 @@ import base64
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -26,7 +26,6 @@ from argocd_image_updater.model.pr_hosts import GITHUB
 from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.writeback.scm.api import (
-    MAX_PAGES,
     PER_PAGE,
     HttpApiClient,
     TokenSource,
@@ -34,7 +33,6 @@ from argocd_image_updater.writeback.scm.api import (
     parse_time,
     raise_for_status,
     response_text,
-    same_origin,
     send,
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
@@ -90,8 +88,11 @@ def _head_owner(data: Any) -> str:
 HOST: Final = GITHUB
 
 
-def client(token: TokenSource, api: str, http: httpx.AsyncClient | None) -> GitHubClient:
-    """The client for the API base ``api`` (what :mod:`~.hosts` calls for ``github``)."""
+def client(
+    token: TokenSource, api: str, http: httpx.AsyncClient | None, username: str = ""
+) -> GitHubClient:
+    """The client for the API base ``api`` (what :mod:`~.hosts` calls for ``github``; the
+    username plays no part)."""
     return GitHubClient(token, api_url=api, http=http)
 
 
@@ -127,30 +128,15 @@ class GitHubClient(HttpApiClient):
     def _auth_headers(self, token: str) -> dict[str, str]:
         return _headers(token)
 
-    async def _pages(self, url: str, params: Mapping[str, str | int]) -> AsyncIterator[list[Any]]:
-        response = await self._request("GET", url, params={**params, "per_page": PER_PAGE})
-        first = response.request.url
-        for _ in range(MAX_PAGES):
-            items = self._json(response)
-            if not isinstance(items, list):
-                raise ScmError(f"GitHub API {describe('GET', first)}: expected a list")
-            yield items
-            next_url = response.links.get("next", {}).get("url")
-            if not next_url:
-                return
-            target = first.join(next_url)
-            if not same_origin(first, target):
-                raise ScmError(
-                    f"GitHub API {describe('GET', first)}: refusing to follow a next-page link "
-                    "to another origin"
-                )
-            response = await self._request("GET", target)
-        raise ScmError(f"GitHub API {describe('GET', first)}: more than {MAX_PAGES} pages")
-
     async def find_open(self, repo: RepoLocation, head: str, base: str) -> PullRequest | None:
-        params = {"state": "open", "head": f"{repo.owner_path}:{head}", "base": base}
+        params: dict[str, str | int] = {
+            "state": "open",
+            "head": f"{repo.owner_path}:{head}",
+            "base": base,
+            "per_page": PER_PAGE,
+        }
         owner = repo.owner_path.lower()
-        async for items in self._pages(f"{self._repo_url(repo)}/pulls", params):
+        async for items in self._link_pages(f"{self._repo_url(repo)}/pulls", params):
             for item in items:
                 pr = _pull(item)
                 if pr.head == head and pr.base == base and _head_owner(item) in ("", owner):
@@ -227,8 +213,8 @@ class GitHubClient(HttpApiClient):
     ) -> list[PullRequest]:
         owner = repo.owner_path.lower()
         found: list[PullRequest] = []
-        params = {"state": "open", "base": base}
-        async for items in self._pages(f"{self._repo_url(repo)}/pulls", params):
+        params: dict[str, str | int] = {"state": "open", "base": base, "per_page": PER_PAGE}
+        async for items in self._link_pages(f"{self._repo_url(repo)}/pulls", params):
             for item in items:
                 pr = _pull(item)
                 if (

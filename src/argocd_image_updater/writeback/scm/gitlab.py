@@ -67,8 +67,11 @@ def _not_from_fork(data: Any) -> bool:
 HOST: Final = GITLAB
 
 
-def client(token: TokenSource, api: str, http: httpx.AsyncClient | None) -> GitLabClient:
-    """The client for the API base ``api`` (what :mod:`~.hosts` calls for ``gitlab``)."""
+def client(
+    token: TokenSource, api: str, http: httpx.AsyncClient | None, username: str = ""
+) -> GitLabClient:
+    """The client for the API base ``api`` (what :mod:`~.hosts` calls for ``gitlab``; the
+    username plays no part)."""
     return GitLabClient(token, base_url=api, http=http)
 
 

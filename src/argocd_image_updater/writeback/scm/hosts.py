@@ -1,6 +1,7 @@
 """The client of each pull request host of :data:`~argocd_image_updater.model.pr_hosts.PR_HOSTS`,
 chosen by its ``gitConfig.pullRequest`` key: one module per host in this package
-(``github.py``, ``gitlab.py``), found by itself — no list to edit."""
+(``github.py``, ``gitlab.py``, ``gitea.py``, ``bitbucket.py``, ``bitbucket_server.py``,
+``azure_devops.py``), found by itself — no list to edit."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.scm.api import TokenSource
 from argocd_image_updater.writeback.scm.host import PullRequestClient
 
-ClientFactory = Callable[[TokenSource, str, httpx.AsyncClient | None], PullRequestClient]
-"""(token, API base, caller-owned HTTP client or None) → the host's client."""
+ClientFactory = Callable[[TokenSource, str, httpx.AsyncClient | None, str], PullRequestClient]
+"""(token, API base, caller-owned HTTP client or None, HTTPS username) → the host's client.
+The username matters only where the token form depends on it (Bitbucket Cloud app passwords)."""
 
 _NOT_HOSTS: Final = frozenset({"api", "errors", "host", "hosts", "lifecycle"})
 
@@ -33,7 +35,7 @@ _NOT_HOSTS: Final = frozenset({"api", "errors", "host", "hosts", "lifecycle"})
 def clients() -> Mapping[str, ClientFactory]:
     """The client of each host: every module of this package but the shared ones defines
     ``HOST`` (its :class:`~argocd_image_updater.model.pr_hosts.PullRequestHost`) and
-    ``client(token, api, http)``; every host of ``PR_HOSTS`` has exactly one."""
+    ``client(token, api, http, username)``; every host of ``PR_HOSTS`` has exactly one."""
     found: dict[str, ClientFactory] = {}
     package = importlib.import_module(__package__ or "argocd_image_updater.writeback.scm")
     for module in pkgutil.iter_modules(package.__path__):
@@ -42,7 +44,9 @@ def clients() -> Mapping[str, ClientFactory]:
         loaded = importlib.import_module(f"{package.__name__}.{module.name}")
         host, factory = getattr(loaded, "HOST", None), getattr(loaded, "client", None)
         if not isinstance(host, PullRequestHost) or not callable(factory):
-            raise TypeError(f"{loaded.__name__} defines no HOST and client(token, api, http)")
+            raise TypeError(
+                f"{loaded.__name__} defines no HOST and client(token, api, http, username)"
+            )
         if host.key in found:
             raise ValueError(f"two clients for the pull request host '{host.key}'")
         found[host.key] = factory
@@ -62,16 +66,20 @@ def client_for(
     *,
     api_url: str | None = None,
     http: httpx.AsyncClient | None = None,
+    username: str = "",
 ) -> PullRequestClient:
     """The client of the host selected by ``gitConfig.pullRequest.<provider>``; ``api_url``
     overrides the API base derived from ``repo`` (GitHub: the ``/api/v3`` URL; GitLab: the
-    instance URL). A repository on another host's well-known instance is logged as a warning."""
+    instance URL; see :meth:`~argocd_image_updater.model.pr_hosts.PullRequestHost.api_base`).
+    ``username`` is the HTTPS username of the credentials holding ``token``. A repository on
+    another host's well-known instance is logged as a warning; a URL the host's API rule cannot
+    read raises :class:`~argocd_image_updater.model.repo_url.RepoUrlError`."""
     host = pr_host(provider)
     found = detect_pr_host(repo)
     if found is not None and found is not host and api_url is None:
         log.warning(
             "The repository is on %s (%s) but gitConfig.pullRequest selects %s: the %s will "
-            "likely fail; use pullRequest: {%s: {}}, or --pr-api-url",
+            "likely fail; use pullRequest: {%s: {}}, or set its apiURL",
             repo.host,
             found.name,
             host.key,
@@ -79,4 +87,4 @@ def client_for(
             found.key,
             repository=repo.full_path,
         )
-    return clients()[host.key](token, api_url or host.api_base(repo), http)
+    return clients()[host.key](token, api_url or host.api_base(repo), http, username)

@@ -51,18 +51,28 @@ async def ensure_pull_request(
 ) -> EnsureResult:
     """Open or refresh the request for ``head → base``; close the ones it supersedes.
 
-    The title is cut to 255 runes and the body to 65536; labels are trimmed, blanks and duplicates
-    dropped. An open request for the same branches gets the new title, body and missing labels
-    (no duplicate is opened). With ``supersedes_prefix``, every other open request into ``base``
+    The title is cut to 255 runes and the body to 65536 (or the host's own limit: 4000 on Azure
+    DevOps); labels are trimmed, blanks and duplicates dropped, and ignored (with a warning) on a
+    host whose requests have none (Bitbucket). An open request for the same branches gets the
+    new title, body and missing labels (no duplicate is opened). With ``supersedes_prefix``, every other open request into ``base``
     whose head starts with it is closed with the comment ``Superseded by #<n>`` (``!<n>`` on
     GitLab); a failure to close one is logged and leaves it out of ``closed``.
     """
+    host = client.host
     title = truncate_runes(title.strip(), MAX_TITLE_RUNES)
-    body = truncate_runes(body.strip(), MAX_BODY_RUNES)
+    body = truncate_runes(body.strip(), min(MAX_BODY_RUNES, host.max_body_runes))
     if not title:
         raise ValueError("a pull request needs a title")
     wanted_labels = normalize_labels(labels)
     plog = log.bind(repository=repo.full_path, head=head, base=base)
+    if wanted_labels and not host.supports_labels:
+        plog.warning(
+            "%s %ss have no labels: ignoring labels %s",
+            host.name,
+            host.request,
+            ",".join(wanted_labels),
+        )
+        wanted_labels = ()
 
     created = False
     pr = await client.find_open(repo, head, base)

@@ -1,0 +1,206 @@
+"""Gitea and Forgejo pull requests over the REST API v1 (self-hosted instances).
+
+Endpoints (the API base is ``<scheme>://<host>/api/v1``): ``GET/POST /repos/{owner}/{repo}/pulls``,
+``PATCH /repos/{owner}/{repo}/pulls/{index}``, ``POST /repos/{owner}/{repo}/issues/{index}/labels``
+and ``…/issues/{index}/comments``. Lists are paged with ``page``/``limit`` and follow the
+``Link: <…>; rel="next"`` header (only to the same API origin). The token goes in
+``Authorization: token …``. A second request for the same branches is refused with
+``409 pull request already exists for these targets``; labels must exist in the repository (or
+its organisation) to be set, names Gitea does not know are left out (and reported as a warning).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Final
+
+import httpx
+
+from argocd_image_updater.model.pr_hosts import GITEA
+from argocd_image_updater.model.repo_url import RepoLocation
+from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.writeback.scm.api import (
+    HttpApiClient,
+    TokenSource,
+    describe,
+    raise_for_status,
+    response_text,
+)
+from argocd_image_updater.writeback.scm.errors import ScmError
+from argocd_image_updater.writeback.scm.host import PullRequest
+
+PAGE_LIMIT: Final = 50
+"""Gitea's default ``MAX_RESPONSE_ITEMS``: larger pages are cut to it anyway."""
+
+log = get_logger("writeback.scm.gitea")
+
+HOST: Final = GITEA
+
+
+def client(
+    token: TokenSource, api: str, http: httpx.AsyncClient | None, username: str = ""
+) -> GiteaClient:
+    """The client for the API base ``api`` (what :mod:`~.hosts` calls for ``gitea``; the
+    username plays no part)."""
+    return GiteaClient(token, api_url=api, http=http)
+
+
+def _label_names(items: Any) -> tuple[str, ...]:
+    return tuple(
+        str(label["name"])
+        for label in items or ()
+        if isinstance(label, Mapping) and "name" in label
+    )
+
+
+def _pull(data: Any) -> PullRequest:
+    try:
+        state = str(data["state"])
+        if state == "closed" and data.get("merged"):
+            state = "merged"
+        return PullRequest(
+            number=int(data["number"]),
+            url=str(data["html_url"]),
+            head=str(data["head"]["ref"]),
+            base=str(data["base"]["ref"]),
+            title=str(data.get("title") or ""),
+            state=state,
+            body=str(data.get("body") or ""),
+            labels=_label_names(data.get("labels")),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise ScmError("Gitea API: unexpected pull request object in the answer") from None
+
+
+def _not_from_fork(data: Any) -> bool:
+    head, base = data.get("head") or {}, data.get("base") or {}
+    return head.get("repo_id") is None or head.get("repo_id") == base.get("repo_id")
+
+
+class GiteaClient(HttpApiClient):
+    """The pull request API of one Gitea or Forgejo instance at ``api_url`` (``…/api/v1``);
+    ``http`` is a caller-owned client (else one is made and closed by :meth:`aclose`)."""
+
+    host = HOST
+
+    def __init__(
+        self,
+        token: TokenSource,
+        *,
+        api_url: str,
+        http: httpx.AsyncClient | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        if not api_url.startswith(("https://", "http://")):
+            raise ValueError("Gitea API URL must start with https:// or http://")
+        super().__init__(token, http, timeout)
+        self._api = api_url.rstrip("/")
+
+    def _repo_url(self, repo: RepoLocation) -> str:
+        if "/" in repo.owner_path:
+            raise ScmError(
+                f"Gitea repositories are owner/repo, not '{repo.full_path}' (nested paths are "
+                "a GitLab feature)"
+            )
+        return f"{self._api}/repos/{repo.owner_path}/{repo.name}"
+
+    def _auth_headers(self, token: str) -> dict[str, str]:
+        return {"Authorization": f"token {token}", "Accept": "application/json"}
+
+    async def _open_pulls(self, repo: RepoLocation) -> list[tuple[PullRequest, Any]]:
+        found: list[tuple[PullRequest, Any]] = []
+        params: dict[str, str | int] = {"state": "open", "limit": PAGE_LIMIT}
+        async for items in self._link_pages(f"{self._repo_url(repo)}/pulls", params):
+            found.extend((_pull(item), item) for item in items)
+        return found
+
+    async def find_open(self, repo: RepoLocation, head: str, base: str) -> PullRequest | None:
+        for pr, item in await self._open_pulls(repo):
+            if pr.head == head and pr.base == base and _not_from_fork(item):
+                return pr
+        return None
+
+    async def create(
+        self,
+        repo: RepoLocation,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        labels: Sequence[str],
+    ) -> PullRequest:
+        payload = {"title": title, "head": head, "base": base, "body": body}
+        response = await self._request(
+            "POST", f"{self._repo_url(repo)}/pulls", json=payload, passthrough=frozenset({409})
+        )
+        if response.status_code != 409:
+            return await self._add_labels(repo, _pull(self._json(response)), labels)
+        text = response_text(response)
+        if "already exists" not in text:
+            raise_for_status(self.provider, response, describe("POST", response.request.url))
+        existing = await self.find_open(repo, head, base)
+        if existing is None:
+            raise ScmError(
+                f"Gitea API: a pull request for {head} → {base} already exists but is not "
+                f"listed as open ({text})",
+                status=409,
+            )
+        log.debug("Pull request for %s already exists: #%d", head, existing.number)
+        return existing
+
+    async def _add_labels(
+        self, repo: RepoLocation, pr: PullRequest, labels: Sequence[str]
+    ) -> PullRequest:
+        missing = [label for label in labels if label not in pr.labels]
+        if not missing:
+            return pr
+        url = f"{self._repo_url(repo)}/issues/{pr.number}/labels"
+        try:
+            names = _label_names(
+                self._json(await self._request("POST", url, json={"labels": missing}))
+            )
+        except ScmError as exc:
+            log.warning(
+                "Could not add labels to pull request #%d: %s",
+                pr.number,
+                exc,
+                repository=repo.full_path,
+                labels=",".join(missing),
+            )
+            return pr
+        unknown = [label for label in missing if label not in names]
+        if unknown:
+            log.warning(
+                "Labels %s of pull request #%d do not exist in the repository: create them "
+                "in Gitea to have them set",
+                ",".join(unknown),
+                pr.number,
+                repository=repo.full_path,
+            )
+        # the answer lists every label of the issue after the addition
+        return replace(pr, labels=names)
+
+    async def update(
+        self, repo: RepoLocation, pr: PullRequest, title: str, body: str, labels: Sequence[str]
+    ) -> PullRequest:
+        url = f"{self._repo_url(repo)}/pulls/{pr.number}"
+        response = await self._request("PATCH", url, json={"title": title, "body": body})
+        return await self._add_labels(repo, _pull(self._json(response)), labels)
+
+    async def list_open_by_prefix(
+        self, repo: RepoLocation, base: str, head_prefix: str
+    ) -> list[PullRequest]:
+        return [
+            pr
+            for pr, item in await self._open_pulls(repo)
+            if pr.base == base and pr.head.startswith(head_prefix) and _not_from_fork(item)
+        ]
+
+    async def close(self, repo: RepoLocation, pr: PullRequest, comment: str) -> None:
+        if comment:
+            url = f"{self._repo_url(repo)}/issues/{pr.number}/comments"
+            await self._request("POST", url, json={"body": comment})
+        await self._request(
+            "PATCH", f"{self._repo_url(repo)}/pulls/{pr.number}", json={"state": "closed"}
+        )

@@ -15,6 +15,7 @@ from ruamel.yaml import YAML
 from test_manifests import EXTERNAL, one, run_env, run_flags
 
 from argocd_image_updater.cli.main import cli
+from argocd_image_updater.config.notifications_file import parse_notifications
 from argocd_image_updater.config.registries_conf import parse_registries_conf
 from argocd_image_updater.config.settings import KNOWN_CONFIGMAP_KEYS, OPTIONS
 from argocd_image_updater.webhook.registry import SECRET_ENV_VARS, SECRET_KEYS
@@ -125,6 +126,17 @@ def test_registries_conf_renders_from_config_registries_and_parses() -> None:
     assert parsed == FULL_VALUES["config"]["registries"]
     assert config is not None
     assert "registries.conf" not in configmap(render(None))
+
+
+def test_notifications_yaml_renders_from_config_notifications_and_parses() -> None:
+    text = configmap(render(FULL_VALUES))["notifications.yaml"]
+    parsed = parse_notifications(text, "notifications.yaml")
+    assert parsed is not None
+    assert (
+        parsed.model_dump(by_alias=True, exclude_none=True)
+        == FULL_VALUES["config"]["notifications"]
+    )
+    assert "notifications.yaml" not in configmap(render(None))
 
 
 def test_ext_credential_scripts_are_mounted_from_the_auth_scripts_configmap() -> None:

@@ -13,6 +13,7 @@ from argocd_image_updater.model.registry import TagSortMode
 from argocd_image_updater.model.retry import RetryPolicy
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.registry.errors import RegistryAuthError
+from argocd_image_updater.registry.revalidate import Revalidation
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater_testing.push import ImagePusher
 
@@ -58,18 +59,23 @@ async def test_scan_without_metadata_lists_tags_only(
     assert dict(p.counts) == {"tags": 1}
 
 
+NO_ROTATION = Revalidation(newest=1, rotate=0)
+
+
 async def test_newest_build_second_scan_fetches_no_manifest_or_config(
     registry, repo, five_tags, proxy, endpoint_for
 ):
     p = await proxy(registry)
     request = ScanRequest(endpoint_for(p), repo, metadata=True)
-    async with Scanner() as scanner:
+    async with Scanner(revalidation=NO_ROTATION) as scanner:
         first = await scanner.scan(request)
         assert dict(p.counts) == {"tags": 1, "manifest": 5, "blob": 5}  # the minimum
         p.reset()
         second = await scanner.scan(request)
-        assert dict(p.counts) == {"tags": 1, "manifest_head": 5}
-        assert scanner.stats == {"tags": 2, "manifest": 5, "blob": 5, "manifest_head": 5}
+        # only the newest build, the tag that wins now, is asked about again
+        assert dict(p.counts) == {"tags": 1, "manifest_head": 1}
+        assert p.log[-1] == ("HEAD", f"/v2/{repo}/manifests/1.4", 200)
+        assert scanner.stats == {"tags": 2, "manifest": 5, "blob": 5, "manifest_head": 1}
     assert first == second
     by_name = {t.name: t for t in first.tags}
     for i in range(5):
@@ -81,22 +87,82 @@ async def test_newest_build_second_scan_fetches_no_manifest_or_config(
         assert image.created == START + i * HOUR
 
 
-async def test_moved_tag_is_refetched_by_its_new_digest(
+async def test_moved_candidate_tag_is_noticed_in_the_next_scan(
     registry, repo, five_tags, proxy, endpoint_for
 ):
     p = await proxy(registry)
     request = ScanRequest(endpoint_for(p), repo, metadata=True)
-    async with Scanner() as scanner:
+    async with Scanner(revalidation=NO_ROTATION) as scanner:
+        await scanner.scan(request)
+        async with ImagePusher(registry.url) as pusher:
+            moved = await pusher.push_image(repo, "1.4", created=START + 100 * HOUR)
+        p.reset()
+        result = await scanner.scan(request)
+    assert dict(p.counts) == {"tags": 1, "manifest_head": 1, "manifest": 1, "blob": 1}
+    assert ("GET", f"/v2/{repo}/manifests/{moved}", 200) in p.log
+    tag = next(t for t in result.tags if t.name == "1.4")
+    assert tag.digest == moved
+    assert tag.images[0].created == START + 100 * HOUR
+
+
+async def test_other_known_tags_are_checked_in_turn(registry, repo, five_tags, proxy, endpoint_for):
+    p = await proxy(registry)
+    request = ScanRequest(endpoint_for(p), repo, metadata=True)
+    async with Scanner(revalidation=Revalidation(newest=1, rotate=1)) as scanner:
         await scanner.scan(request)
         async with ImagePusher(registry.url) as pusher:
             moved = await pusher.push_image(repo, "1.1", created=START + 100 * HOUR)
+        heads: list[str] = []
+        noticed = None
+        for _ in range(4):  # four other tags, one per scan: the moved one gets its turn
+            p.reset()
+            result = await scanner.scan(request)
+            assert p.counts["tags"] == 1 and p.counts["manifest_head"] == 2
+            heads += [path for method, path, _ in p.log if method == "HEAD"]
+            tag = next(t for t in result.tags if t.name == "1.1")
+            if noticed is None and tag.digest == moved:
+                noticed = tag
+    assert f"/v2/{repo}/manifests/1.1" in heads
+    assert noticed is not None and noticed.images[0].created == START + 100 * HOUR
+
+
+async def test_a_forgotten_tag_is_fetched_afresh(registry, repo, five_tags, proxy, endpoint_for):
+    p = await proxy(registry)
+    request = ScanRequest(endpoint_for(p), repo, metadata=True)
+    async with Scanner(revalidation=NO_ROTATION) as scanner:
+        await scanner.scan(request)
+        async with ImagePusher(registry.url) as pusher:
+            moved = await pusher.push_image(repo, "1.2", created=START + 100 * HOUR)
+        scanner.forget_tags(repo, ["1.2"])  # what a registry webhook for 1.2 does
         p.reset()
         result = await scanner.scan(request)
-    assert dict(p.counts) == {"tags": 1, "manifest_head": 5, "manifest": 1, "blob": 1}
-    assert ("GET", f"/v2/{repo}/manifests/{moved}", 200) in p.log
-    tag = next(t for t in result.tags if t.name == "1.1")
-    assert tag.digest == moved
-    assert tag.images[0].created == START + 100 * HOUR
+    assert dict(p.counts) == {"tags": 1, "manifest_head": 1, "manifest": 1, "blob": 1}
+    assert ("GET", f"/v2/{repo}/manifests/1.2", 200) in p.log
+    assert next(t for t in result.tags if t.name == "1.2").digest == moved
+
+
+async def test_steady_state_requests_stay_within_a_tenth_of_the_minimum(
+    registry, proxy, endpoint_for
+):
+    repos = [f"test/r{uuid.uuid4().hex[:12]}" for _ in range(4)]
+    async with ImagePusher(registry.url) as pusher:
+        for repo in repos:
+            await pusher.push_tags(repo, [f"1.{i}" for i in range(5)], START, HOUR)
+    p = await proxy(registry)
+    requests = [ScanRequest(endpoint_for(p), repo, metadata=True) for repo in repos]
+    scans = 20
+    async with Scanner() as scanner:  # the default schedule
+        for request in requests:
+            await scanner.scan(request)
+        p.reset()
+        for _ in range(scans):
+            for request in requests:
+                await scanner.scan(request)
+    # minimum per scan: the tag list and the current newest build's digest
+    minimum = scans * len(repos) * 2
+    total = sum(p.counts.values())
+    assert set(p.counts) == {"tags", "manifest_head"}
+    assert minimum < total <= 1.1 * minimum
 
 
 async def test_index_children_fetched_only_for_wanted_platforms(

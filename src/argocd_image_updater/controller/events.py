@@ -111,6 +111,9 @@ async def handle_event(controller: Controller, event: RegistryEvent) -> CycleRes
         "webhook_repository": event.repository,
         "webhook_tag": event.tag,
     }
+    # The pushed tag may have moved: its next scan asks the registry instead of trusting the
+    # digest it knew (the event's repository on any endpoint; at worst one extra request).
+    controller.scanner.forget_tags(event.repository, [event.tag] if event.tag else None)
     collected, cached = await _selection(controller)
     narrowed = Collected(crs=collected.crs)
     for config, cr in collected.configs:

@@ -52,6 +52,10 @@ class LruDict(Generic[K, V]):
     def pop(self, key: K) -> V | None:
         return self._data.pop(key, None)
 
+    def items(self) -> list[tuple[K, V]]:
+        """The entries, least recently used first (a copy: safe to change the dict meanwhile)."""
+        return list(self._data.items())
+
     def put(self, key: K, value: V) -> None:
         self._data[key] = value
         self._data.move_to_end(key)
@@ -84,6 +88,10 @@ class MetadataCache:
         value = self._entries.get(digest)
         (CACHE_HITS if value is not None else CACHE_MISSES).labels("metadata").inc()
         return value
+
+    def peek(self, digest: str) -> CachedMetadata | None:
+        """The cached value without counting a hit or a miss (for bookkeeping, not a fetch)."""
+        return self._entries._data.get(digest)
 
     def put(self, digest: str, value: CachedMetadata) -> None:
         self._entries.put(digest, value)

@@ -11,20 +11,24 @@ Requests made for one scan, which are also the minimum needed:
   - a tag this scanner has not seen: ``GET`` its manifest by tag, which gives digest and content
     in one request; then the config blob (single image) or, for an index, the child manifest and
     config blob of each wanted platform — each skipped when its digest is already cached;
-  - a tag seen before: ``HEAD`` it (tags are mutable, so the registry is always asked for the
-    current digest). Unchanged digest → everything comes from the cache, no ``GET``. Changed
-    digest → ``GET`` the manifest by that digest, and config/children as above.
+  - a tag seen before, when :class:`~argocd_image_updater.registry.revalidate.Revalidation`
+    picks it for this scan (the newest known builds always, the others in turn): ``HEAD`` it
+    (tags are mutable). Unchanged digest → everything comes from the cache, no ``GET``.
+    Changed digest → ``GET`` the manifest by that digest, and config/children as above. A known
+    tag not picked keeps its last digest, without a request.
 
-Tag → digest is never taken from memory without asking the registry (this is what the ``digest``
-strategy relies on); only content by digest is cached.
+The ``digest`` strategy (``only_tags``) always asks the registry for its tag's digest;
+:meth:`Scanner.forget_tags` (a registry webhook) makes the next scan fetch the tags afresh. Content
+by digest is cached and never goes stale.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from types import MappingProxyType
 
 import httpx
@@ -50,8 +54,12 @@ from argocd_image_updater.registry.errors import (
 )
 from argocd_image_updater.registry.manifest import Descriptor, Manifest
 from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, EndpointLimits
+from argocd_image_updater.registry.revalidate import RepositoryTags, Revalidation
 from argocd_image_updater.registry.stats import RequestStats
 from argocd_image_updater.registry.transport import TlsKey, http_client
+
+REPOSITORIES_REMEMBERED = 10_000
+"""Repositories whose tag digests the scanner keeps (least recently scanned out)."""
 
 MAX_METADATA_CONCURRENCY = 20
 """Concurrent metadata fetches per scan (as in the original)."""
@@ -127,13 +135,17 @@ class Scanner:
         metadata_concurrency: int = MAX_METADATA_CONCURRENCY,
         registry_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         clock: Callable[[], float] = time.monotonic,
+        revalidation: Revalidation | None = None,
     ) -> None:
         self._retry = retry or RetryPolicy()
         self._metadata_concurrency = metadata_concurrency
         self._registry_concurrency = registry_concurrency
         self._tag_lists = TagListCache()
         self._metadata = MetadataCache(metadata_entries)
-        self._tag_digests: LruDict[tuple[str, str, str], str] = LruDict(metadata_entries)
+        self._revalidation = revalidation or Revalidation()
+        self._repositories: LruDict[tuple[str, str], RepositoryTags] = LruDict(
+            REPOSITORIES_REMEMBERED
+        )
         self._tokens = TokenCache(clock)
         self._stats = RequestStats()
         self._http: dict[TlsKey, httpx.AsyncClient] = {}
@@ -211,17 +223,63 @@ class Scanner:
         # the digest of its tag.
         if not req.metadata or (hint is not None and req.only_tags is None):
             return ScanResult(req, tuple(TagInfo(n) for n in names), hint, listed)
-        infos = await self._fetch_all(client, repository, names, req)
+        state = self._repository(req.endpoint.api_url, repository)
+        if req.only_tags is None:
+            state.keep_only(names)
+            check = state.to_check(names, self._revalidation, self._created)
+        else:
+            check = names  # one tag named by the policy: always asked for
+        infos = await self._fetch_all(client, repository, names, req, state, check)
         return ScanResult(req, tuple(i for i in infos if i is not None), hint, listed)
 
+    def forget_tags(self, repository: str, tags: Iterable[str] | None = None) -> None:
+        """Forget the digests of ``tags`` (all when ``None``) of ``repository`` (its path in the
+        registry, on any endpoint): the next scan asks the registry for them. For registry
+        webhooks, which announce a pushed tag before the scan that follows."""
+        wanted = repository.strip("/")
+        for (_, path), state in self._repositories.items():
+            # "nginx" also names "library/nginx" (a default namespace): forgetting too much
+            # costs one request, missing a push would cost an interval.
+            if path == wanted or path.endswith(f"/{wanted}"):
+                state.forget(tags)
+
+    def _repository(self, api_url: str, repository: str) -> RepositoryTags:
+        key = (api_url.rstrip("/"), repository)
+        state = self._repositories.get(key)
+        if state is None:
+            state = RepositoryTags(f"{key[0]}/{repository}")
+            self._repositories.put(key, state)
+        return state
+
+    def _created(self, digest: str) -> datetime | None:
+        """The build date of a digest's cached metadata (newest of an index's images)."""
+        meta = self._metadata.peek(digest)
+        if isinstance(meta, PlatformImage):
+            return meta.created
+        if meta is None:
+            return None
+        dates = [
+            child.created
+            for _, d in meta.entries
+            if isinstance(child := self._metadata.peek(d), PlatformImage)
+            and child.created is not None
+        ]
+        return max(dates, default=None)
+
     async def _fetch_all(
-        self, client: RegistryClient, repository: str, names: tuple[str, ...], req: ScanRequest
+        self,
+        client: RegistryClient,
+        repository: str,
+        names: tuple[str, ...],
+        req: ScanRequest,
+        state: RepositoryTags,
+        check: Collection[str],
     ) -> list[TagInfo | None]:
         slots = asyncio.Semaphore(self._metadata_concurrency)
 
         async def one(tag: str) -> TagInfo | None:
             async with slots:
-                return await self._fetch_tag(client, repository, tag, req)
+                return await self._fetch_tag(client, repository, tag, req, state, tag in check)
 
         tasks = [asyncio.ensure_future(one(tag)) for tag in names]
         try:
@@ -233,18 +291,26 @@ class Scanner:
             raise
 
     async def _fetch_tag(
-        self, client: RegistryClient, repository: str, tag: str, req: ScanRequest
+        self,
+        client: RegistryClient,
+        repository: str,
+        tag: str,
+        req: ScanRequest,
+        state: RepositoryTags,
+        check: bool,
     ) -> TagInfo | None:
+        """One tag's metadata: a tag not seen before is fetched, a known one is asked about
+        again (``HEAD``) when ``check``, else it keeps the digest it had."""
         log = self._log.bind(registry=client.endpoint.host, repository=repository, tag=tag)
-        memo = (client.endpoint.api_url, repository, tag)
         try:
             manifest: Manifest | None = None
-            if self._tag_digests.get(memo) is None:
+            digest = state.known(tag)
+            if digest is None:
                 manifest = await client.get_manifest(repository, tag, req.credentials)
                 digest = manifest.digest
-            else:
+            elif check:
                 digest = await client.head_digest(repository, tag, req.credentials)
-            self._tag_digests.put(memo, digest)
+            state.remember(tag, digest)
             known = manifest
 
             async def load() -> CachedMetadata:
@@ -262,6 +328,7 @@ class Scanner:
             return TagInfo(tag, digest, tuple(images))
         except ManifestNotFound:
             log.debug("Tag disappeared while scanning, skipping it")
+            state.forget((tag,))
             return None
         except RegistryProtocolError as exc:
             log.warning("Could not read the metadata of this tag, skipping it", error=str(exc))

@@ -18,6 +18,7 @@ from fleet import registries_conf
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.observe.metrics import REGISTRY
+from argocd_image_updater.writeback.git import RepoCache
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.git_servers import bare_repo, branch_commit
 from argocd_image_updater_testing.kube import KubeApiServer
@@ -336,3 +337,10 @@ async def test_a_shipped_change_is_a_shipped_notification(
     )
     assert (event["image"], event["to"]) == (image, "1.0.1")
     assert "is live after" in event["message"]
+
+
+async def test_ancestry_is_unknown_without_a_cached_clone(tmp_path: Path) -> None:
+    cache = RepoCache(tmp_path / "clones")
+    commit, other = "a" * 40, "b" * 40
+    assert await cache.contains_commit("file:///nowhere.git", commit, commit) is True
+    assert await cache.contains_commit("file:///nowhere.git", commit, other) is None

@@ -111,6 +111,9 @@ class ShipTracker:
                 finished.append(moved)
             else:
                 self._pending[key] = moved
+        if not partial:  # an Application gone from the listing keeps no final entry
+            for key in [k for k, s in self._done.items() if s.app not in listed]:
+                del self._done[key]
         if not dry_run:
             git = {
                 f"{config.app.namespace}/{config.app.name}"

@@ -15,11 +15,13 @@ Configuration shape (``--config``):
 Parts are the product's own: the real registry (``docker-registry``, storage written directly)
 behind a counting proxy, the Kubernetes API fake, and the controller as ``run`` builds it
 (``build_controller``), which runs in a child process so that its peak RSS is its own and the
-fakes' CPU is not on its event loop. Two cycles:
+fakes' CPU is not on its event loop. Three cycles:
 
 1. cold: new scanner, nothing cached; exactly the stale Applications must be patched;
-2. warm: the next cycle, nothing new. Tag lists never outlive a cycle, so it lists each
-   repository's tags again (metadata stays cached by digest).
+2. warm: the next cycle, nothing new in the registry. Tag lists never outlive a cycle, so it
+   lists each repository's tags again (metadata stays cached by digest); the ImageUpdaters whose
+   Applications the cold cycle updated get their status rewritten (their result changed);
+3. steady: one more cycle where nothing changed at all since the last one (no write of any kind).
 
 The benchmark fails (exit status 1) when any cycle updates other Applications than expected.
 
@@ -51,7 +53,7 @@ from common import emit, profile_text, scratch_dir, write_fleet_storage
 NS = "argocd"
 START = datetime(2024, 1, 1, tzinfo=UTC)
 IMAGE_LIST = "argocd-image-updater.argoproj.io/image-list"
-CYCLES = ("cold", "warm")
+CYCLES = ("cold", "warm", "steady")
 
 # The product is imported inside functions: the controller process must load only what the
 # controller loads (no fakes), or its peak RSS would not be its own.
@@ -239,7 +241,9 @@ def check_cycle(
     *,
     first: bool,
     patches: int,
+    status_patches: int | None = None,
 ) -> list[str]:
+    """What is wrong with a cycle; ``status_patches`` is checked to be 0 when given."""
     problems = []
     stale = sorted(s.app_name(a) for a in s.stale())
     want_written = stale if first else []
@@ -261,6 +265,8 @@ def check_cycle(
         problems.append(f"images_updated {event['images_updated']}, expected {len(want_written)}")
     if patches != len(want_written):
         problems.append(f"{patches} PATCH requests, expected {len(want_written)}")
+    if status_patches:
+        problems.append(f"{status_patches} status writes in a cycle where nothing changed")
     actual = app_images(store, s)
     expected = expected_images(s, host, updated=True)
     wrong = [name for name in expected if actual[name] != expected[name]]
@@ -343,7 +349,15 @@ async def drive_child(s: Scenario, kube: Any, proxy: Any, argv: list[str]) -> li
                 event["profile"],
             )
             row.problems = check_cycle(
-                event, kube.store, s, proxy.host, first=number == 0, patches=patches
+                event,
+                kube.store,
+                s,
+                proxy.host,
+                first=number == 0,
+                patches=patches,
+                status_patches=(
+                    kube_counts[("patch", "imageupdaters/status")] if label == "steady" else None
+                ),
             )
             rows.append(row)
         child.stdin.write(b"quit\n")

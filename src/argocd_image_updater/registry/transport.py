@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from argocd_image_updater.kits.absent_modules import mark_absent
 from argocd_image_updater.kits.tlstrust import CABundleError, client_context
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.errors import RegistryConfigError
@@ -69,6 +70,7 @@ def ssl_context(endpoint: RegistryEndpoint) -> ssl.SSLContext:
 
 def http_client(endpoint: RegistryEndpoint) -> httpx.AsyncClient:
     """A new client for endpoints with the TLS settings of ``endpoint`` (HTTP/2 over TLS)."""
+    mark_absent("sniffio")  # httpcore looks for it on every request: see kits.absent_modules
     key = TlsKey.of(endpoint)
     return httpx.AsyncClient(
         verify=ssl_context(endpoint),

@@ -16,7 +16,7 @@ import pytest
 from fleet import registries_conf
 from waiting import eventually
 
-from argocd_image_updater.cli.run_cmd import build_controller
+from argocd_image_updater.cli.run_cmd import StartupError, build_controller
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.notify.dispatcher import Notifier
@@ -212,3 +212,17 @@ async def test_the_crd_refuses_a_bad_notifications_section(kube: KubeApiServer) 
         with pytest.raises(KubeError) as info:
             kube.store.put(objects.image_updater("bad", NS, spec))
         assert message in str(info.value)
+
+
+async def test_a_bad_default_stops_the_start_naming_the_field(
+    kube: KubeApiServer, registry: RegistryServer, tmp_path: Path
+) -> None:
+    (tmp_path / "notifications.yaml").write_text(
+        "targets:\n  - {name: chat, type: slack, urlSecret: {secretName: s}}\n"
+    )
+    with pytest.raises(StartupError) as info:
+        await controller_for(kube, registry, tmp_path)
+    assert str(info.value) == (
+        f"notifications configuration: {tmp_path / 'notifications.yaml'}: "
+        "targets[0].urlSecret.key: required field is missing"
+    )

@@ -58,6 +58,7 @@ async def build_cluster_controller(
     settings: Settings, registries: RegistryConfig
 ) -> tuple[Controller, list[Any]]:
     """Applications from the Kubernetes API (or Argo CD's API), status and events written back."""
+    notifications = default_notifications(settings)  # checked before anything is opened
     closers: list[Any] = []
     kube: KubeClient | None = None
     if not settings.disable_kubernetes:
@@ -104,7 +105,11 @@ async def build_cluster_controller(
 
     batch_writer = build_git_writer(settings, kube)
     closers.append(batch_writer)
-    notifier = build_notifier(settings, secrets, kube.namespace if kube else "argocd")
+    notifier = Notifier(
+        secrets,
+        namespace=kube.namespace if kube else "argocd",
+        default=notifications.current,
+    )
     closers.append(notifier)
     controller = Controller(
         store=store,
@@ -131,12 +136,11 @@ async def build_cluster_controller(
     return controller, closers
 
 
-def build_notifier(settings: Settings, secrets: SecretReader | None, namespace: str) -> Notifier:
-    """Notifications: each ImageUpdater's targets, and the ConfigMap default (re-read when it
-    changes; its Secrets are read in the controller's ``namespace``)."""
+def default_notifications(settings: Settings) -> NotificationsFile:
+    """The default notification targets (the ConfigMap key ``notifications.yaml``), re-read
+    when the file changes; their Secrets are read in the controller's namespace."""
     path = str(settings.notifications_config_path)
     try:
-        default = NotificationsFile(path)
+        return NotificationsFile(path)
     except NotificationsFileError as err:
         raise StartupError(f"notifications configuration: {err}") from None
-    return Notifier(secrets, namespace=namespace, default=default.current)

@@ -29,7 +29,9 @@ from argocd_image_updater.cli.main import cli
 from argocd_image_updater.cli.options import CONFIG_DIR_ENV
 from argocd_image_updater.config import annotations as ann
 from argocd_image_updater.config.credentials import CredentialKind
-from argocd_image_updater.config.imageupdater import MSG_ONE_PROVIDER
+from argocd_image_updater.config.imageupdater_writeback import (
+    MSG_ONE_PROVIDER,
+)
 from argocd_image_updater.config.registries_conf import RegistryEntry
 from argocd_image_updater.config.settings import FILE_KEYS, OPTIONS
 from argocd_image_updater.model.pr_hosts import (

@@ -8,17 +8,19 @@ import pytest
 
 from argocd_image_updater.config.imageupdater import (
     MSG_IMAGES_REQUIRED,
-    MSG_ONE_PROVIDER,
-    MSG_ONE_TARGET,
-    MSG_PLUGIN_NAME,
     MSG_VERIFICATION,
     ImageUpdater,
     ImageUpdaterError,
-    normalize_pr_labels,
     parse_image_updater,
     ref_settings,
     ref_verification,
     ref_write_back,
+)
+from argocd_image_updater.config.imageupdater_writeback import (
+    MSG_ONE_PROVIDER,
+    MSG_ONE_TARGET,
+    MSG_PLUGIN_NAME,
+    normalize_pr_labels,
 )
 from argocd_image_updater.model.update_config import (
     GitSettings,

@@ -8,6 +8,8 @@ defaults: ``None`` means "inherit from the enclosing scope".
 :func:`parse_image_updater` turns a mapping into an :class:`ImageUpdater` or raises
 :class:`ImageUpdaterError` listing every problem with its field path, e.g.
 ``spec.applicationRefs[0].images[1].alias: 'org/app' does not match ^[a-zA-Z0-9][a-zA-Z0-9-._]*$``.
+The write-back blocks are in ``config.imageupdater_writeback``; the models' base and the error
+descriptions in ``config.cr_validation``.
 """
 
 from __future__ import annotations
@@ -21,37 +23,36 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    create_model,
     field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
-from pydantic_core import ErrorDetails, PydanticCustomError
 
+from argocd_image_updater.config.cr_validation import (
+    CRModel,
+    describe_errors,
+    invalid,
+)
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
+from argocd_image_updater.config.imageupdater_writeback import (
+    ManifestTarget,
+    WriteBackConfig,
+    write_back_layer,
+)
 from argocd_image_updater.config.labels import Requirement
 from argocd_image_updater.config.notifications import Notifications
 from argocd_image_updater.model import update_config as uc
-from argocd_image_updater.model.pr_hosts import ONE_HOST_MESSAGE, PR_HOST_KEYS, normalize_labels
 
 GROUP: Final = "argocd-image-updater.argoproj.io"
 API_VERSION: Final = f"{GROUP}/v1alpha1"
 KIND: Final = "ImageUpdater"
 
 ALIAS_PATTERN: Final = r"^[a-zA-Z0-9][a-zA-Z0-9-._]*$"
-METHOD_PATTERN: Final = r"^(argocd|git|git:[a-zA-Z0-9][a-zA-Z0-9-._/:]*)$"
 _ALIAS_RE: Final = re.compile(ALIAS_PATTERN)
-_METHOD_RE: Final = re.compile(METHOD_PATTERN)
 
 MSG_IMAGES_REQUIRED: Final = (
     "Either useAnnotations must be true, or images must be provided with at least one item"
 )
-MSG_ONE_TARGET: Final = (
-    "Exactly one of helm, kustomize, or plugin must be specified within manifestTargets "
-    "if the block is present."
-)
-MSG_PLUGIN_NAME: Final = "At least one of spec or name must be specified in plugin target."
-MSG_ONE_PROVIDER: Final = ONE_HOST_MESSAGE
 MSG_VERIFICATION: Final = (
     "at least one verification method (cosignKey or keyless) is required when verification is "
     "enabled"
@@ -66,29 +67,10 @@ class ImageUpdaterError(ValueError):
         self.errors: tuple[str, ...] = tuple(errors)
 
 
-def _invalid(detail: str, subpath: str = "") -> PydanticCustomError:
-    """A validation error; ``subpath`` extends the field path of the failing model."""
-    if subpath:
-        return PydanticCustomError(
-            "invalid_at", "{subpath}: {detail}", {"subpath": subpath, "detail": detail}
-        )
-    return PydanticCustomError("invalid", "{detail}", {"detail": detail})
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        strict=True,
-    )
-
-
 # --- settings ----------------------------------------------------------------------------------
 
 
-class CommonUpdateSettings(_Model):
+class CommonUpdateSettings(CRModel):
     update_strategy: str | None = None
     force_update: bool | None = None
     allow_tags: str | None = None
@@ -116,189 +98,15 @@ def _settings(cs: CommonUpdateSettings | None, where: str = "") -> uc.UpdateSett
     return cs.to_settings(where) if cs is not None else None
 
 
-# --- manifest targets --------------------------------------------------------------------------
-
-
-class HelmTarget(_Model):
-    name: str | None = None
-    tag: str | None = None
-    spec: str | None = None
-
-
-class KustomizeTarget(_Model):
-    name: str
-
-
-class PluginTarget(_Model):
-    name: str | None = Field(default=None, min_length=1, max_length=253)
-    tag: str | None = Field(default=None, min_length=1, max_length=253)
-    spec: str | None = Field(default=None, min_length=1, max_length=253)
-
-    @model_validator(mode="after")
-    def _name_or_spec(self) -> PluginTarget:
-        if self.spec is None and self.name is None:
-            raise _invalid(MSG_PLUGIN_NAME)
-        return self
-
-
-class ManifestTarget(_Model):
-    helm: HelmTarget | None = None
-    kustomize: KustomizeTarget | None = None
-    plugin: PluginTarget | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> ManifestTarget:
-        if sum(t is not None for t in (self.helm, self.kustomize, self.plugin)) != 1:
-            raise _invalid(MSG_ONE_TARGET)
-        return self
-
-    def to_target(self) -> uc.ManifestTarget:
-        return uc.ManifestTarget(
-            helm=(
-                uc.HelmTarget(self.helm.name, self.helm.tag, self.helm.spec)
-                if self.helm is not None
-                else None
-            ),
-            kustomize=(
-                uc.KustomizeTarget(self.kustomize.name) if self.kustomize is not None else None
-            ),
-            plugin=(
-                uc.PluginTarget(self.plugin.name, self.plugin.tag, self.plugin.spec)
-                if self.plugin is not None
-                else None
-            ),
-        )
-
-
-# --- write-back --------------------------------------------------------------------------------
-
-
-API_URL_PATTERN: Final = r"^https?://[^\s/?#@]+(/[^\s?#]*)?$"
-
-
-class ProviderConfig(_Model):
-    """``github: {}``, ``gitea: {apiURL: https://git.example.com/api/v1}``, …: the host's API
-    base, when it is not the one derived from the repository URL (``model.pr_hosts``)."""
-
-    api_url: str | None = Field(
-        default=None, alias="apiURL", max_length=2048, pattern=API_URL_PATTERN
-    )
-
-
-def normalize_pr_labels(labels: Sequence[str] | None) -> tuple[str, ...] | None:
-    """Trim labels, drop blanks and duplicates (order kept); ``None`` when none remain."""
-    return normalize_labels(labels) or None
-
-
-PullRequestHosts = create_model(
-    "PullRequestHosts",
-    __base__=_Model,
-    **{key: (ProviderConfig | None, None) for key in PR_HOST_KEYS},  # type: ignore[call-overload]
-)
-"""One optional object per pull request host of ``model.pr_hosts`` (``github: {}``, …)."""
-
-
-class PullRequest(PullRequestHosts):
-    labels: list[str] | None = Field(default=None, max_length=100)
-
-    @field_validator("labels")
-    @classmethod
-    def _label_lengths(cls, labels: list[str] | None) -> list[str] | None:
-        for i, label in enumerate(labels or ()):
-            if not 1 <= len(label) <= 255:
-                raise _invalid(f"label {label!r} must be 1-255 characters long", f"[{i}]")
-        return labels
-
-    @property
-    def providers(self) -> tuple[str, ...]:
-        """The keys of the hosts that are set."""
-        return tuple(key for key in PR_HOST_KEYS if getattr(self, key) is not None)
-
-    @model_validator(mode="after")
-    def _one_provider(self) -> PullRequest:
-        if len(self.providers) != 1:
-            raise _invalid(MSG_ONE_PROVIDER)
-        return self
-
-    @property
-    def normalized_labels(self) -> tuple[str, ...] | None:
-        return normalize_pr_labels(self.labels)
-
-    def to_settings(self) -> uc.PullRequestSettings:
-        provider = self.providers[0]
-        host: ProviderConfig = getattr(self, provider)
-        return uc.PullRequestSettings(
-            provider=provider, labels=self.normalized_labels or (), api_url=host.api_url
-        )
-
-
-class GitConfig(_Model):
-    repository: str | None = None
-    branch: str | None = None
-    write_back_target: str | None = None
-    pull_request: PullRequest | None = None
-
-    @model_validator(mode="after")
-    def _branch_format(self) -> GitConfig:
-        if self.branch is None:
-            return self
-        if self.branch.strip().count(":") > 1:
-            raise _invalid(
-                f"invalid format for git-branch: '{self.branch}' has more than one ':'; use "
-                "<branch>, <base>:<write-branch-template> or :<write-branch-template>",
-                "branch",
-            )
-        if self.pull_request is not None and ":" in self.branch:
-            raise _invalid(
-                f"pullRequest mode does not support colon branch format '{self.branch}': set "
-                "the branch to the base branch only, the pull request branch is generated",
-                "branch",
-            )
-        return self
-
-    def to_settings(self) -> uc.GitSettings:
-        return uc.GitSettings(
-            repository=self.repository,
-            branch=self.branch,
-            write_back_target=self.write_back_target,
-            pull_request=self.pull_request.to_settings() if self.pull_request else None,
-        )
-
-
-class WriteBackConfig(_Model):
-    method: str | None = None
-    git_config: GitConfig | None = None
-
-    @field_validator("method")
-    @classmethod
-    def _method_pattern(cls, method: str | None) -> str | None:
-        if method is not None and not _METHOD_RE.match(method):
-            raise _invalid(
-                f"{method!r} does not match {METHOD_PATTERN}: use argocd, git, git:repocreds, "
-                "git:secret:<name> or git:secret:<namespace>/<name>"
-            )
-        return method
-
-    def to_layer(self) -> uc.WriteBackLayer:
-        return uc.WriteBackLayer(
-            method=self.method,
-            git=self.git_config.to_settings() if self.git_config is not None else None,
-        )
-
-
-def _layer(wbc: WriteBackConfig | None) -> uc.WriteBackLayer | None:
-    return wbc.to_layer() if wbc is not None else None
-
-
 # --- verification ------------------------------------------------------------------------------
 
 
-class SecretRef(_Model):
+class SecretRef(CRModel):
     secret_name: str
     key: str
 
 
-class Keyless(_Model):
+class Keyless(CRModel):
     """Keyless (Fulcio certificate) signatures: who must have signed, as cosign's
     ``--certificate-identity(-regexp)`` and ``--certificate-oidc-issuer(-regexp)``."""
 
@@ -306,12 +114,12 @@ class Keyless(_Model):
     identity: str = Field(min_length=1)
 
 
-class ConfigMapRef(_Model):
+class ConfigMapRef(CRModel):
     config_map_name: str = Field(min_length=1)
     key: str = Field(min_length=1)
 
 
-class ImagesVerification(_Model):
+class ImagesVerification(CRModel):
     enabled: bool = True
     cosign_key: SecretRef | None = None
     cosign_repository: str | None = Field(default=None, min_length=1)
@@ -321,7 +129,7 @@ class ImagesVerification(_Model):
     @model_validator(mode="after")
     def _needs_method(self) -> ImagesVerification:
         if self.enabled and self.cosign_key is None and self.keyless is None:
-            raise _invalid(MSG_VERIFICATION)
+            raise invalid(MSG_VERIFICATION)
         return self
 
     def to_verification(self) -> uc.Verification:
@@ -345,7 +153,7 @@ def _verification(v: ImagesVerification | None) -> uc.Verification | None:
 # --- selection ---------------------------------------------------------------------------------
 
 
-class LabelSelectorRequirement(_Model):
+class LabelSelectorRequirement(CRModel):
     key: str
     operator: str
     values: list[str] | None = None
@@ -354,7 +162,7 @@ class LabelSelectorRequirement(_Model):
         return Requirement(self.key, self.operator, tuple(self.values or ()))
 
 
-class LabelSelector(_Model):
+class LabelSelector(CRModel):
     match_labels: dict[str, str] | None = None
     match_expressions: list[LabelSelectorRequirement] | None = None
 
@@ -363,7 +171,7 @@ class LabelSelector(_Model):
         return tuple(e.to_requirement() for e in self.match_expressions or ())
 
 
-class ImageConfig(_Model):
+class ImageConfig(CRModel):
     alias: str
     image_name: str
     common_update_settings: CommonUpdateSettings | None = None
@@ -374,7 +182,7 @@ class ImageConfig(_Model):
     @classmethod
     def _alias_pattern(cls, alias: str) -> str:
         if not _ALIAS_RE.match(alias):
-            raise _invalid(
+            raise invalid(
                 f"{alias!r} does not match {ALIAS_PATTERN}: use letters, digits, '-', '.' "
                 "and '_' (no '/')"
             )
@@ -401,7 +209,7 @@ class ImageConfig(_Model):
         )
 
 
-class ApplicationRef(_Model):
+class ApplicationRef(CRModel):
     name_pattern: str
     label_selectors: LabelSelector | None = None
     use_annotations: bool = False
@@ -413,11 +221,11 @@ class ApplicationRef(_Model):
     @model_validator(mode="after")
     def _images_or_annotations(self) -> ApplicationRef:
         if not self.use_annotations and not self.images:
-            raise _invalid(MSG_IMAGES_REQUIRED)
+            raise invalid(MSG_IMAGES_REQUIRED)
         seen: set[str] = set()
         for i, image in enumerate(self.images or ()):
             if image.alias in seen:
-                raise _invalid(
+                raise invalid(
                     f"duplicate alias '{image.alias}': every image of an applicationRef needs "
                     "its own alias",
                     f"images[{i}].alias",
@@ -438,7 +246,7 @@ class ObjectMeta(BaseModel):
     uid: str | None = None
 
 
-class ImageUpdaterSpec(_Model):
+class ImageUpdaterSpec(CRModel):
     application_refs: list[ApplicationRef] = Field(min_length=1)
     common_update_settings: CommonUpdateSettings | None = None
     write_back_config: WriteBackConfig | None = None
@@ -455,9 +263,9 @@ class ImageUpdaterSpec(_Model):
         try:
             parsed = parse_go_duration(value)
         except DurationError as err:
-            raise _invalid(str(err)) from None
+            raise invalid(str(err)) from None
         if parsed.total_seconds() <= 0:
-            raise _invalid(f"'{value}' is not a positive duration; use e.g. 30m or 2h")
+            raise invalid(f"'{value}' is not a positive duration; use e.g. 30m or 2h")
         return value
 
     @model_validator(mode="after")
@@ -465,7 +273,7 @@ class ImageUpdaterSpec(_Model):
         seen: set[str] = set()
         for i, ref in enumerate(self.application_refs):
             if ref.name_pattern in seen:
-                raise _invalid(
+                raise invalid(
                     f"duplicate value '{ref.name_pattern}': each namePattern may appear only "
                     "once in an ImageUpdater; merge the two applicationRefs",
                     f"applicationRefs[{i}].namePattern",
@@ -478,7 +286,7 @@ class ImageUpdaterSpec(_Model):
         return _settings(self.common_update_settings)
 
 
-class ImageUpdater(_Model):
+class ImageUpdater(CRModel):
     api_version: str | None = None
     kind: str | None = None
     metadata: ObjectMeta
@@ -489,14 +297,14 @@ class ImageUpdater(_Model):
     @classmethod
     def _api_version(cls, value: str | None) -> str | None:
         if value is not None and value != API_VERSION:
-            raise _invalid(f"'{value}' is not supported; use {API_VERSION}")
+            raise invalid(f"'{value}' is not supported; use {API_VERSION}")
         return value
 
     @field_validator("kind")
     @classmethod
     def _kind(cls, value: str | None) -> str | None:
         if value is not None and value != KIND:
-            raise _invalid(f"'{value}' is not an {KIND}; use kind: {KIND}")
+            raise invalid(f"'{value}' is not an {KIND}; use kind: {KIND}")
         return value
 
     @property
@@ -552,7 +360,7 @@ def image_specs(
 def ref_write_back(cr: ImageUpdater, ref: ApplicationRef) -> uc.WriteBack:
     """The spec-level write-back configuration merged with the ref's."""
     return uc.WriteBack.from_layers(
-        _layer(cr.spec.write_back_config), _layer(ref.write_back_config)
+        write_back_layer(cr.spec.write_back_config), write_back_layer(ref.write_back_config)
     )
 
 
@@ -565,58 +373,6 @@ def ref_verification(
 
 
 # --- parsing -----------------------------------------------------------------------------------
-
-_TYPE_MESSAGES: Final[Mapping[str, str]] = {
-    "string_type": "expected a string",
-    "bool_type": "expected true or false",
-    "int_type": "expected an integer",
-    "list_type": "expected a list",
-    "dict_type": "expected an object",
-    "model_type": "expected an object",
-    "model_attributes_type": "expected an object",
-}
-
-
-def _path(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
-    return out
-
-
-def _describe(error: ErrorDetails) -> str:
-    loc: list[int | str] = list(error["loc"])
-    kind = error["type"]
-    ctx = error.get("ctx") or {}
-    if kind == "invalid_at":
-        sub = str(ctx["subpath"])
-        base = _path(loc)
-        joined = f"{base}{sub}" if sub.startswith("[") else f"{base}.{sub}" if base else sub
-        return f"{joined}: {ctx['detail']}"
-    where = _path(loc) or "<root>"
-    if kind == "invalid":
-        return f"{where}: {ctx['detail']}"
-    if kind == "missing":
-        return f"{where}: required field is missing"
-    if kind == "extra_forbidden" and loc == ["spec", "namespace"]:
-        return (
-            f"{where}: field was removed: Applications are looked up in the ImageUpdater's own "
-            "metadata.namespace; delete spec.namespace and create the resource there"
-        )
-    if kind == "extra_forbidden":
-        return f"{where}: unknown field; remove it or check its spelling against the CRD"
-    if kind in _TYPE_MESSAGES:
-        value = error.get("input")
-        return f"{where}: {_TYPE_MESSAGES[kind]}, got {type(value).__name__} {value!r}"
-    return f"{where}: {error['msg']}"
-
-
-def describe_errors(exc: ValidationError) -> list[str]:
-    """``<field path>: <problem>`` for every error of a validation."""
-    return [_describe(e) for e in exc.errors(include_url=False)]
 
 
 def parse_image_updater(obj: Mapping[str, Any]) -> ImageUpdater:

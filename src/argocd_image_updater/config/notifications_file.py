@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from argocd_image_updater.config.imageupdater import describe_errors
+from argocd_image_updater.config.cr_validation import describe_errors
 from argocd_image_updater.config.notifications import Notifications
 from argocd_image_updater.config.reloading import WatchedFile
 from argocd_image_updater.observe.log import get_logger

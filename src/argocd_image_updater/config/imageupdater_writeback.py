@@ -1,0 +1,198 @@
+"""The write-back blocks of the ``ImageUpdater`` resource: ``writeBackConfig`` (method, Git
+settings, the pull request host) and ``manifestTargets`` (Helm, Kustomize, plugin), validated as
+the CRD validates them and turned into ``model.update_config`` values."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+from pydantic import Field, create_model, field_validator, model_validator
+
+from argocd_image_updater.config.cr_validation import CRModel, invalid
+from argocd_image_updater.model import update_config as uc
+from argocd_image_updater.model.pr_hosts import ONE_HOST_MESSAGE, PR_HOST_KEYS, normalize_labels
+
+METHOD_PATTERN: Final = r"^(argocd|git|git:[a-zA-Z0-9][a-zA-Z0-9-._/:]*)$"
+_METHOD_RE: Final = re.compile(METHOD_PATTERN)
+MSG_ONE_TARGET: Final = (
+    "Exactly one of helm, kustomize, or plugin must be specified within manifestTargets "
+    "if the block is present."
+)
+MSG_PLUGIN_NAME: Final = "At least one of spec or name must be specified in plugin target."
+MSG_ONE_PROVIDER: Final = ONE_HOST_MESSAGE
+
+
+# --- manifest targets --------------------------------------------------------------------------
+
+
+class HelmTarget(CRModel):
+    name: str | None = None
+    tag: str | None = None
+    spec: str | None = None
+
+
+class KustomizeTarget(CRModel):
+    name: str
+
+
+class PluginTarget(CRModel):
+    name: str | None = Field(default=None, min_length=1, max_length=253)
+    tag: str | None = Field(default=None, min_length=1, max_length=253)
+    spec: str | None = Field(default=None, min_length=1, max_length=253)
+
+    @model_validator(mode="after")
+    def _name_or_spec(self) -> PluginTarget:
+        if self.spec is None and self.name is None:
+            raise invalid(MSG_PLUGIN_NAME)
+        return self
+
+
+class ManifestTarget(CRModel):
+    helm: HelmTarget | None = None
+    kustomize: KustomizeTarget | None = None
+    plugin: PluginTarget | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ManifestTarget:
+        if sum(t is not None for t in (self.helm, self.kustomize, self.plugin)) != 1:
+            raise invalid(MSG_ONE_TARGET)
+        return self
+
+    def to_target(self) -> uc.ManifestTarget:
+        return uc.ManifestTarget(
+            helm=(
+                uc.HelmTarget(self.helm.name, self.helm.tag, self.helm.spec)
+                if self.helm is not None
+                else None
+            ),
+            kustomize=(
+                uc.KustomizeTarget(self.kustomize.name) if self.kustomize is not None else None
+            ),
+            plugin=(
+                uc.PluginTarget(self.plugin.name, self.plugin.tag, self.plugin.spec)
+                if self.plugin is not None
+                else None
+            ),
+        )
+
+
+# --- write-back --------------------------------------------------------------------------------
+
+
+API_URL_PATTERN: Final = r"^https?://[^\s/?#@]+(/[^\s?#]*)?$"
+
+
+class ProviderConfig(CRModel):
+    """``github: {}``, ``gitea: {apiURL: https://git.example.com/api/v1}``, …: the host's API
+    base, when it is not the one derived from the repository URL (``model.pr_hosts``)."""
+
+    api_url: str | None = Field(
+        default=None, alias="apiURL", max_length=2048, pattern=API_URL_PATTERN
+    )
+
+
+def normalize_pr_labels(labels: Sequence[str] | None) -> tuple[str, ...] | None:
+    """Trim labels, drop blanks and duplicates (order kept); ``None`` when none remain."""
+    return normalize_labels(labels) or None
+
+
+PullRequestHosts = create_model(
+    "PullRequestHosts",
+    __base__=CRModel,
+    **{key: (ProviderConfig | None, None) for key in PR_HOST_KEYS},  # type: ignore[call-overload]
+)
+"""One optional object per pull request host of ``model.pr_hosts`` (``github: {}``, …)."""
+
+
+class PullRequest(PullRequestHosts):
+    labels: list[str] | None = Field(default=None, max_length=100)
+
+    @field_validator("labels")
+    @classmethod
+    def _label_lengths(cls, labels: list[str] | None) -> list[str] | None:
+        for i, label in enumerate(labels or ()):
+            if not 1 <= len(label) <= 255:
+                raise invalid(f"label {label!r} must be 1-255 characters long", f"[{i}]")
+        return labels
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        """The keys of the hosts that are set."""
+        return tuple(key for key in PR_HOST_KEYS if getattr(self, key) is not None)
+
+    @model_validator(mode="after")
+    def _one_provider(self) -> PullRequest:
+        if len(self.providers) != 1:
+            raise invalid(MSG_ONE_PROVIDER)
+        return self
+
+    @property
+    def normalized_labels(self) -> tuple[str, ...] | None:
+        return normalize_pr_labels(self.labels)
+
+    def to_settings(self) -> uc.PullRequestSettings:
+        provider = self.providers[0]
+        host: ProviderConfig = getattr(self, provider)
+        return uc.PullRequestSettings(
+            provider=provider, labels=self.normalized_labels or (), api_url=host.api_url
+        )
+
+
+class GitConfig(CRModel):
+    repository: str | None = None
+    branch: str | None = None
+    write_back_target: str | None = None
+    pull_request: PullRequest | None = None
+
+    @model_validator(mode="after")
+    def _branch_format(self) -> GitConfig:
+        if self.branch is None:
+            return self
+        if self.branch.strip().count(":") > 1:
+            raise invalid(
+                f"invalid format for git-branch: '{self.branch}' has more than one ':'; use "
+                "<branch>, <base>:<write-branch-template> or :<write-branch-template>",
+                "branch",
+            )
+        if self.pull_request is not None and ":" in self.branch:
+            raise invalid(
+                f"pullRequest mode does not support colon branch format '{self.branch}': set "
+                "the branch to the base branch only, the pull request branch is generated",
+                "branch",
+            )
+        return self
+
+    def to_settings(self) -> uc.GitSettings:
+        return uc.GitSettings(
+            repository=self.repository,
+            branch=self.branch,
+            write_back_target=self.write_back_target,
+            pull_request=self.pull_request.to_settings() if self.pull_request else None,
+        )
+
+
+class WriteBackConfig(CRModel):
+    method: str | None = None
+    git_config: GitConfig | None = None
+
+    @field_validator("method")
+    @classmethod
+    def _method_pattern(cls, method: str | None) -> str | None:
+        if method is not None and not _METHOD_RE.match(method):
+            raise invalid(
+                f"{method!r} does not match {METHOD_PATTERN}: use argocd, git, git:repocreds, "
+                "git:secret:<name> or git:secret:<namespace>/<name>"
+            )
+        return method
+
+    def to_layer(self) -> uc.WriteBackLayer:
+        return uc.WriteBackLayer(
+            method=self.method,
+            git=self.git_config.to_settings() if self.git_config is not None else None,
+        )
+
+
+def write_back_layer(wbc: WriteBackConfig | None) -> uc.WriteBackLayer | None:
+    return wbc.to_layer() if wbc is not None else None

@@ -568,7 +568,16 @@ def _ref(**image: Any) -> dict[str, Any]:
                 "writeBackConfig": {"gitConfig": {"pullRequest": {"github": {}, "gitlab": {}}}},
             },
             "spec.writeBackConfig.gitConfig.pullRequest",
-            "Exactly one of github or gitlab",
+            "Exactly one of github, gitlab, gitea, bitbucket, bitbucketServer or azureDevOps "
+            "must be set",
+        ),
+        (
+            {
+                "applicationRefs": [REF],
+                "writeBackConfig": {"gitConfig": {"pullRequest": {"gitea": {"apiURL": "git.lan"}}}},
+            },
+            "spec.writeBackConfig.gitConfig.pullRequest.gitea.apiURL",
+            "should match",
         ),
         (
             {"applicationRefs": [REF], "commonUpdateSettings": {"forceUpdate": "yes"}},

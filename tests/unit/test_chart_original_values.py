@@ -17,6 +17,8 @@ from argocd_image_updater.config.registries_conf import parse_registries_conf
 from argocd_image_updater.config.settings import OPTIONS
 from argocd_image_updater_testing.manifest_checks import flag_problems, reference_problems
 
+pytestmark = pytest.mark.system  # the Helm chart rendered and linted by Helm
+
 # What the values files refer to and their users provide.
 USER_OBJECTS = {
     ("Secret", "gpg-keys"),

@@ -21,6 +21,8 @@ from argocd_image_updater.config.settings import KNOWN_CONFIGMAP_KEYS, OPTIONS
 from argocd_image_updater.webhook.registry import SECRET_ENV_VARS, SECRET_KEYS
 from argocd_image_updater_testing.manifest_checks import flag_problems, reference_problems
 
+pytestmark = pytest.mark.system  # the Helm chart rendered and linted by Helm
+
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_CRD = (
     ROOT / "config" / "crd" / "bases" / "argocd-image-updater.argoproj.io_imageupdaters.yaml"

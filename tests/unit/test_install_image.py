@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from tools import SETUP_TOOLS, setup_tool
 
+pytestmark = pytest.mark.system  # the container image and the wheel build
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 BUILD_SCRIPT = (ROOT / "scripts" / "build-image").read_text()

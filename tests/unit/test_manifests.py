@@ -22,6 +22,8 @@ from argocd_image_updater_testing.manifest_checks import (
     reference_problems,
 )
 
+pytestmark = pytest.mark.system  # the manifests rendered by kubectl kustomize
+
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "manifests" / "install.yaml"
 CONFIG = ROOT / "config"

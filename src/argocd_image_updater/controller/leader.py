@@ -25,10 +25,9 @@ from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from argocd_image_updater.kube.client import KubeClient, KubeError
-from argocd_image_updater.observe import metrics
+from argocd_image_updater.kube.client import call as kube_call
 from argocd_image_updater.observe.log import get_logger
 
 T = TypeVar("T")
@@ -158,17 +157,7 @@ class LeaderElector:
     # --- API -----------------------------------------------------------------------------------
 
     async def _call(self, coro: Awaitable[T]) -> T:
-        metrics.K8S_API_REQUESTS.inc()
-        try:
-            return await coro
-        except ApiException as exc:
-            metrics.K8S_API_ERRORS.inc()
-            raise KubeError(
-                int(exc.status or 0), f"Kubernetes API: {exc.reason} (HTTP {exc.status})"
-            ) from None
-        except OSError as exc:
-            metrics.K8S_API_ERRORS.inc()
-            raise KubeError(0, f"Kubernetes API unreachable: {exc}") from None
+        return await kube_call(coro)
 
     def _body(
         self,

@@ -41,6 +41,20 @@ def _error(exc: ApiException) -> KubeError:
     return KubeError(int(exc.status or 0), f"Kubernetes API: {message} (HTTP {exc.status})", reason)
 
 
+async def call(coro: Awaitable[T]) -> T:
+    """Await one Kubernetes API request: counted in the metrics, its failure a
+    :class:`KubeError` (the API's message and reason, or the connection problem)."""
+    metrics.K8S_API_REQUESTS.inc()
+    try:
+        return await coro
+    except ApiException as exc:
+        metrics.K8S_API_ERRORS.inc()
+        raise _error(exc) from None
+    except OSError as exc:
+        metrics.K8S_API_ERRORS.inc()
+        raise KubeError(0, f"Kubernetes API unreachable: {exc}") from None
+
+
 class KubeClient:
     """Async access to the Kubernetes API; create with :meth:`connect`."""
 
@@ -94,15 +108,7 @@ class KubeClient:
         await self.close()
 
     async def _call(self, coro: Awaitable[T]) -> T:
-        metrics.K8S_API_REQUESTS.inc()
-        try:
-            return await coro
-        except ApiException as exc:
-            metrics.K8S_API_ERRORS.inc()
-            raise _error(exc) from None
-        except OSError as exc:
-            metrics.K8S_API_ERRORS.inc()
-            raise KubeError(0, f"Kubernetes API unreachable: {exc}") from None
+        return await call(coro)
 
     # --- custom resources --------------------------------------------------------------------
     async def list_objects(

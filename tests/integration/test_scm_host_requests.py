@@ -87,16 +87,18 @@ async def test_bitbucket_cloud_refuses_a_bad_query() -> None:
 
 async def test_bitbucket_data_center_requests_name_the_version() -> None:
     repo = parse_repo_url("ssh://git@bitbucket.example.com:7999/plat/deploy.git")
-    async with BitbucketServerFake(tokens=[TOKEN], repos=["PLAT/deploy"]) as bb:
-        async with client_for("bitbucketServer", repo, TOKEN, api_url=bb.api_url) as client:
-            await ensure_pull_request(client, repo, f"{PREFIX}a", "main", "v1", "b", [])
-            bb.pull("PLAT/deploy", 1).touch()  # someone else edited it in between
-            await ensure_pull_request(client, repo, f"{PREFIX}a", "main", "v1", "b2", [])
-            await ensure_pull_request(
-                client, repo, f"{PREFIX}b", "main", "v2", "", [], supersedes_prefix=PREFIX
-            )
-            # a duplicate create is answered with 409 and found
-            again = await client.create(repo, f"{PREFIX}b", "main", "v2", "", [])
+    async with (
+        BitbucketServerFake(tokens=[TOKEN], repos=["PLAT/deploy"]) as bb,
+        client_for("bitbucketServer", repo, TOKEN, api_url=bb.api_url) as client,
+    ):
+        await ensure_pull_request(client, repo, f"{PREFIX}a", "main", "v1", "b", [])
+        bb.pull("PLAT/deploy", 1).touch()  # someone else edited it in between
+        await ensure_pull_request(client, repo, f"{PREFIX}a", "main", "v1", "b2", [])
+        await ensure_pull_request(
+            client, repo, f"{PREFIX}b", "main", "v2", "", [], supersedes_prefix=PREFIX
+        )
+        # a duplicate create is answered with 409 and found
+        again = await client.create(repo, f"{PREFIX}b", "main", "v2", "", [])
     assert again.number == 2
     post = bb.calls("POST", "/pull-requests")[0]
     assert post.path == "/rest/api/1.0/projects/plat/repos/deploy/pull-requests"
@@ -124,10 +126,12 @@ async def test_bitbucket_data_center_other_conflicts_are_errors(tmp_path) -> Non
     git_dir = bare_repo(tmp_path / "PLAT" / "deploy.git", files={"a.txt": "1\n"})
     git("--git-dir", str(git_dir), "branch", "update-1", "main", home=home)
     repo = parse_repo_url("https://bitbucket.example.com/scm/PLAT/deploy.git")
-    async with BitbucketServerFake(tokens=[TOKEN], repos=["PLAT/deploy"], git_root=tmp_path) as bb:
-        async with client_for("bitbucketServer", repo, TOKEN, api_url=bb.api_url) as client:
-            with pytest.raises(ScmError, match="409 Repository .* is already up-to-date") as info:
-                await client.create(repo, "update-1", "main", "t", "", [])
+    async with (
+        BitbucketServerFake(tokens=[TOKEN], repos=["PLAT/deploy"], git_root=tmp_path) as bb,
+        client_for("bitbucketServer", repo, TOKEN, api_url=bb.api_url) as client,
+    ):
+        with pytest.raises(ScmError, match=r"409 Repository .* is already up-to-date") as info:
+            await client.create(repo, "update-1", "main", "t", "", [])
     assert info.value.status == 409 and bb.pulls("PLAT/deploy") == []
 
 

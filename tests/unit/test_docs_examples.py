@@ -12,7 +12,10 @@ Each fence is classified by its content (the info string only says which languag
   overlay → its ConfigMap literals as settings; Helm values → the chart's keys and its
   ``config.registries`` through the registries.conf parser; a GitHub Actions job → its ``run``
   scripts as shell;
-* JSON with ``specversion`` → the CloudEvents webhook parser;
+* JSON with ``specversion`` → the CloudEvents webhook parser; a notification payload (``events``,
+  or a CloudEvent of type ``io.argoproj.imageupdater.*``) → its events are known kinds;
+* Python → compiled (syntax only); a Secret → its values are strings; the settings ConfigMap →
+  its keys as settings and ``notifications.yaml`` through the notifications parser;
 * anything else without a language (diagrams, trees, output) is text.
 
 An example that is intentionally partial can be preceded by ``<!-- docs-example: partial -->``:
@@ -39,15 +42,18 @@ from argocd_image_updater.cli.main import cli
 from argocd_image_updater.cli.options import load_settings
 from argocd_image_updater.config.annotations import config_from_annotations_v0
 from argocd_image_updater.config.imageupdater import parse_image_updater
+from argocd_image_updater.config.notifications_file import parse_notifications
 from argocd_image_updater.config.registries_conf import parse_registries_conf
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.notifications import EventKind
 from argocd_image_updater.webhook.events import WebhookRequest
 from argocd_image_updater.webhook.types.cloudevents import CloudEventsParser
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PARTIAL = "<!-- docs-example: partial -->"
+NOTIFICATION_TYPE = "io.argoproj.imageupdater."
 SHELL = {"sh", "bash", "shell", "console"}
 PROGRAM = "argocd-image-updater"
 CHART_VALUES = ROOT / "charts" / "argocd-image-updater" / "values.yaml"
@@ -237,6 +243,16 @@ def check_yaml_document(doc: Any, text: str, ca: Path) -> str:
         return "ImageUpdater"
     if kind == "Application":
         return check_application(doc)
+    if kind == "Secret":
+        values = {**(doc.get("data") or {}), **(doc.get("stringData") or {})}
+        assert values and all(isinstance(v, str) for v in values.values()), "a Secret's values"
+        return "Secret"
+    if kind == "ConfigMap" and doc["metadata"]["name"] == "argocd-image-updater-config":
+        data = dict(doc.get("data") or {})
+        if "notifications.yaml" in data:
+            parse_notifications(data.pop("notifications.yaml"), "notifications.yaml")
+        resolve("run", {}, env={}, configmap=data)
+        return "settings ConfigMap"
     if set(doc) == {"metadata"}:
         return check_application(application(metadata={"name": "example", **doc["metadata"]}))
     if set(doc) <= {"helm", "kustomize", "plugin", "directory"}:
@@ -273,13 +289,29 @@ def check_json(text: str) -> str:
     for placeholder, value in PLACEHOLDERS.items():
         text = text.replace(placeholder, value)
     doc = json.loads(text)
-    assert isinstance(doc, dict) and "specversion" in doc, "unrecognised JSON example"
+    assert isinstance(doc, dict), "unrecognised JSON example"
+    if str(doc.get("type", "")).startswith(NOTIFICATION_TYPE) or "events" in doc:
+        return check_notification(doc)
+    assert "specversion" in doc, "unrecognised JSON example"
     request = WebhookRequest(
         "POST", headers={"Content-Type": "application/json"}, body=text.encode()
     )
     event = CloudEventsParser().parse(request)
     assert event.repository and event.tag
     return "CloudEvent"
+
+
+def check_notification(doc: Mapping[str, Any]) -> str:
+    """A notification payload (``webhook``, or a ``cloudevents`` one with its ``data``)."""
+    kinds = {k.value for k in EventKind}
+    events = doc["data"]["events"] if "specversion" in doc else doc["events"]
+    assert events and all(e["event"] in kinds for e in events), "unknown notification events"
+    if "specversion" in doc:
+        assert doc["specversion"] == "1.0"
+        assert {e["event"] for e in events} == {doc["type"].removeprefix(NOTIFICATION_TYPE)}
+        return "notification CloudEvent"
+    assert {"id", "time", "source"} <= set(doc)
+    return "notification"
 
 
 @pytest.fixture(scope="module")
@@ -301,6 +333,9 @@ def check_fence(fence: Fence, ca: Path) -> str:
         return ", ".join(check_yaml_document(doc, fence.text, ca) for doc in docs)
     if fence.info == "json":
         return check_json(fence.text)
+    if fence.info == "python":
+        compile(fence.text, str(fence), "exec")
+        return "Python"
     assert fence.info == "", f"unknown fence language '{fence.info}'"
     transcript = prompt_lines(fence.text)
     if transcript:
@@ -339,6 +374,8 @@ def test_the_checks_catch_broken_examples(ca_file: Path) -> None:
         Fence("x.md", 1, "yaml", "apiVersion: argocd-image-updater.argoproj.io/v1alpha1\nkind: ImageUpdater\nmetadata: {name: x}\nspec: {applicationRefs: [{images: []}]}\n", False),
         Fence("x.md", 1, "yaml", "something: else\n", False),
         Fence("x.md", 1, "", "apiVersion: v1\nkind: ConfigMap\n", False),
+        Fence("x.md", 1, "yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-image-updater-config}\ndata:\n  notifications.yaml: |\n    targets: [{name: x, type: email}]\n", False),
+        Fence("x.md", 1, "json", '{"id": "1", "time": "t", "source": "s", "events": [{"event": "deleted"}]}', False),
     ]  # fmt: skip
     for fence in broken:
         with pytest.raises((click.ClickException, ValueError, AssertionError, YAMLError)):

@@ -170,7 +170,7 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("registries_conf_path", "--registries-conf-path", "/app/config/registries.conf",
            help="path to registries.conf", commands=RUN_WEBHOOK, aliases=("--registries-conf",)),
     Option("notifications_config_path", "--notifications-config-path", "/app/config/notifications.yaml",
-           help="the default notification targets (the ConfigMap key notifications.yaml; docs/notifications.md); a missing file means none"),
+           help="the default notification targets (the ConfigMap key notifications.yaml; docs/notifications.md); a missing file means none", commands=RUN_WEBHOOK),
     Option("cloud_credentials_auto", "--cloud-credentials-auto", True, _bool, ("IMAGE_UPDATER_CLOUD_CREDENTIALS_AUTO",), "cloud.credentials-auto",
            "a registry without credentials whose host is ECR, Artifact Registry/GCR or ACR logs in with the pod's cloud identity (when the SDK extra is installed); false = anonymous", RUN_WEBHOOK),
     Option("git_commit_user", "--git-commit-user", "argocd-image-updater", env=("GIT_COMMIT_USER",), configmap="git.user",

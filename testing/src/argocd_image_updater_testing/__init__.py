@@ -1,4 +1,5 @@
 """Test doubles and the demo's machinery for argocd-image-updater, a separate distribution that the
 product never imports: a real registry process, a token server, a faulty proxy, a Referrers API
-front, cosign-style signing, git servers, Kubernetes, Argo CD, GitHub and GitLab API fakes, and the
+front, cosign-style signing, git servers, Kubernetes, Argo CD, GitHub and GitLab API fakes,
+notification receivers (``receivers.py``), and the
 ``demo`` command (registered through the ``argocd_image_updater.commands`` entry point)."""

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import importlib
 import platform
+import sys
 from typing import Final
 
 import click
+
+# httpx imports its own command line (and with it rich and pygments, ~0.3 s) whenever those
+# happen to be installed, e.g. next to development tools. This program never runs httpx's command
+# line, so it is marked as absent: httpx then defines a stub, exactly as when they are missing.
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 from argocd_image_updater import __version__
 

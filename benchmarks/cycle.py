@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import json
 import random
 import resource
@@ -167,6 +168,16 @@ async def child_main(
         "run", {"kubeconfig": kubeconfig, "registries_conf_path": conf, "once": True}, env={}
     )
     controller, closers = await build_controller(settings)
+    gc_time: list[float] = []
+    gc_began = [0.0]
+
+    def on_gc(phase: str, info: Mapping[str, Any]) -> None:
+        if phase == "start":
+            gc_began[0] = time.perf_counter()
+        else:
+            gc_time.append(time.perf_counter() - gc_began[0])
+
+    gc.callbacks.append(on_gc)
     try:
         emit({"event": "ready", "rss_mb": peak_rss_mb()})
         for _ in range(len(CYCLES)):
@@ -174,6 +185,7 @@ async def child_main(
             if command != "go":
                 return
             profiler = cProfile.Profile() if profile else None
+            gc_time.clear()
             began = time.perf_counter()
             cpu_began = time.process_time()
             if profiler is not None:
@@ -188,6 +200,7 @@ async def child_main(
                     "event": "cycle",
                     "wall": wall,
                     "cpu": cpu,
+                    "gc": sum(gc_time),
                     "apps": len(result.apps),
                     "images_updated": result.images_updated,
                     "written": sorted(a.app.split("/", 1)[1] for a in result.apps if a.written),
@@ -210,6 +223,7 @@ class Measured:
     cycle: str
     wall: float
     cpu: float
+    gc: float
     registry: Counter[str]
     kube: Counter[tuple[str, str]]
     updated: int
@@ -329,7 +343,7 @@ async def drive_child(s: Scenario, kube: Any, proxy: Any, argv: list[str]) -> li
     rows: list[Measured] = []
     try:
         ready = await receive()
-        rows.append(Measured("startup", 0.0, 0.0, Counter(), Counter(), 0, ready["rss_mb"]))
+        rows.append(Measured("startup", 0.0, 0.0, 0.0, Counter(), Counter(), 0, ready["rss_mb"]))
         for number, label in enumerate(CYCLES):
             proxy.reset()
             kube_before = Counter(kube.requests)
@@ -342,6 +356,7 @@ async def drive_child(s: Scenario, kube: Any, proxy: Any, argv: list[str]) -> li
                 label,
                 event["wall"],
                 event["cpu"],
+                event["gc"],
                 Counter(proxy.counts),
                 kube_counts,
                 len(event["written"]),
@@ -393,17 +408,18 @@ def render(rounds: list[list[Measured]], s: Scenario, setup: Mapping[str, float]
         f"Setup: registry storage {setup['storage']:.1f} s, Kubernetes fake seeded "
         f"{setup['seed']:.1f} s.",
         "",
-        f"| cycle | wall s{how} | controller CPU s{how} | registry requests (tags / manifest / "
-        "blob) | minimum | k8s requests | apps updated | peak RSS MB |",
-        "|---|---:|---:|---|---:|---|---:|---:|",
+        f"| cycle | wall s{how} | controller CPU s{how} | of which GC s | registry requests "
+        "(tags / manifest / blob) | minimum | k8s requests | apps updated | peak RSS MB |",
+        "|---|---:|---:|---:|---|---:|---|---:|---:|",
     ]
     for index, row in enumerate(rows):
         rss = max(r[index].rss_mb for r in rounds)
         if row.cycle == "startup":
-            lines.append(f"| after startup | - | - | - | - | - | - | {rss:.0f} |")
+            lines.append(f"| after startup | - | - | - | - | - | - | - | {rss:.0f} |")
             continue
         wall = _spread([r[index].wall for r in rounds])
         cpu = _spread([r[index].cpu for r in rounds])
+        gc_spent = _spread([r[index].gc for r in rounds])
         c = row.registry
         other = sum(c.values()) - c["tags"] - c["manifest"] - c["blob"]
         registry = f"{sum(c.values())} ({c['tags']} / {c['manifest']} / {c['blob']}"
@@ -412,7 +428,7 @@ def render(rounds: list[list[Measured]], s: Scenario, setup: Mapping[str, float]
         parts = ", ".join(f"{v} {r} {n}" for (v, r), n in sorted(row.kube.items()))
         kube = f"{kube_total} ({parts})"
         lines.append(
-            f"| {row.cycle} | {wall} | {cpu} | {registry} | {minimum} | {kube} | "
+            f"| {row.cycle} | {wall} | {cpu} | {gc_spent} | {registry} | {minimum} | {kube} | "
             f"{row.updated} | {rss:.0f} |"
         )
     lines += [
@@ -423,7 +439,7 @@ def render(rounds: list[list[Measured]], s: Scenario, setup: Mapping[str, float]
         "Application patches on the cold cycle; besides, an ImageUpdater's status is written "
         "once on its first cycle and afterwards only when it changes (or for the heartbeat), "
         "and each write-back creates an event. Controller CPU is the process time of the "
-        "controller process during the cycle. Peak RSS is the controller process's ru_maxrss "
+        "controller process during the cycle, GC the time its garbage collections took. Peak RSS is the controller process's ru_maxrss "
         "so far (the highest of the rounds).",
     ]
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -146,7 +147,10 @@ def _log_plan(
 ) -> None:
     """One line per image; the updates only with ``updates`` (the batch writer's apps log
     them once it is known whether their target already held them: :func:`_log_updates`)."""
+    quiet = not log.is_enabled(logging.DEBUG)
     for result in plan.results:
+        if quiet and result.outcome is Outcome.UP_TO_DATE and not result.warnings:
+            continue  # its only line would be at debug level: spare building it
         fields = {
             "application": app_key,
             "image_alias": result.alias,

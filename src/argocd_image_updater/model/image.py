@@ -19,6 +19,7 @@ Docker's normalising parser with its exact acceptance rules.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,6 +76,13 @@ class ImageRef:
     @classmethod
     def parse(cls, text: str) -> ImageRef:
         """Parse ``[alias=]reference`` the way the original does; raise :class:`ImageRefError`."""
+        if cls is ImageRef:
+            # Applications share images: each text is parsed once (references are immutable).
+            return _parse_cached(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> ImageRef:
         alias, sep, ref = text.strip().partition("=")
         if not sep:
             alias, ref = "", alias
@@ -282,3 +290,8 @@ def _validate(text: str, ref: str, registry: str, name: str, tag: str | None, di
         raise fail("the digest after '@' is empty")
     if digest and not _LOOSE_DIGEST_RE.fullmatch(digest):
         raise fail(f"digest '{digest}' is not <algorithm>:<hex>")
+
+
+@functools.lru_cache(maxsize=16384)
+def _parse_cached(text: str) -> ImageRef:
+    return ImageRef._parse(text)

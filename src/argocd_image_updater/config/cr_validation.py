@@ -1,6 +1,7 @@
-"""What the ``ImageUpdater`` models share: their base (the CRD's camelCase names, strict
-types, unknown fields refused), the validation error carrying a field path, and how a pydantic
-validation error is described as ``<field path>: <problem>`` lines (the API server's wording)."""
+"""What the ``ImageUpdater`` models (notification targets included) share: their base (the CRD's
+camelCase names, strict types, unknown fields refused), the validation error carrying a field
+path, and how a pydantic validation error is described as ``<field path>: <problem>`` lines
+(the API server's wording)."""
 
 from __future__ import annotations
 

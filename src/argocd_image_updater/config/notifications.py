@@ -23,10 +23,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic import Field, field_validator, model_validator
 
+from argocd_image_updater.config.cr_validation import CRModel, invalid
 from argocd_image_updater.model.notifications import (
     TARGET_TYPE_NAMES,
     EventKind,
@@ -41,29 +40,14 @@ MSG_SIGNING_REQUIRED: Final = "signingSecret is required for type webhook"
 MSG_SIGNING_UNUSED: Final = "signingSecret applies to types webhook and cloudevents only"
 
 
-def _invalid(detail: str, subpath: str = "") -> PydanticCustomError:
-    """The error shapes ``config.imageupdater`` turns into ``<field path>: <problem>``."""
-    if subpath:
-        return PydanticCustomError(
-            "invalid_at", "{subpath}: {detail}", {"subpath": subpath, "detail": detail}
-        )
-    return PydanticCustomError("invalid", "{detail}", {"detail": detail})
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, strict=True
-    )
-
-
-class SecretKeyRef(_Model):
+class SecretKeyRef(CRModel):
     """A key of a Secret (in the ImageUpdater's namespace; the default's: the controller's)."""
 
     secret_name: str = Field(min_length=1, max_length=253)
     key: str = Field(min_length=1, max_length=253)
 
 
-class NotificationTarget(_Model):
+class NotificationTarget(CRModel):
     name: str
     type: str
     url_secret: SecretKeyRef
@@ -75,7 +59,7 @@ class NotificationTarget(_Model):
     @classmethod
     def _name_pattern(cls, name: str) -> str:
         if len(name) > NAME_MAX or not _NAME_RE.match(name):
-            raise _invalid(
+            raise invalid(
                 f"{name!r} does not match {NAME_PATTERN}: use lower-case letters, digits and "
                 "'-' (at most 63 characters)"
             )
@@ -85,7 +69,7 @@ class NotificationTarget(_Model):
     @classmethod
     def _known_type(cls, value: str) -> str:
         if target_type(value) is None:
-            raise _invalid(
+            raise invalid(
                 f"unsupported value {value!r}: supported values: {', '.join(TARGET_TYPE_NAMES)}"
             )
         return value
@@ -97,11 +81,11 @@ class NotificationTarget(_Model):
         seen: set[str] = set()
         for i, kind in enumerate(kinds or ()):
             if kind not in known:
-                raise _invalid(
+                raise invalid(
                     f"unsupported value {kind!r}: supported values: {', '.join(known)}", f"[{i}]"
                 )
             if kind in seen:
-                raise _invalid(f"duplicate value {kind!r}", f"[{i}]")
+                raise invalid(f"duplicate value {kind!r}", f"[{i}]")
             seen.add(kind)
         return kinds
 
@@ -110,9 +94,9 @@ class NotificationTarget(_Model):
         described = target_type(self.type)
         assert described is not None  # checked by _known_type
         if described.signing_required and self.signing_secret is None:
-            raise _invalid(MSG_SIGNING_REQUIRED, "signingSecret")
+            raise invalid(MSG_SIGNING_REQUIRED, "signingSecret")
         if not described.signing and self.signing_secret is not None:
-            raise _invalid(MSG_SIGNING_UNUSED, "signingSecret")
+            raise invalid(MSG_SIGNING_UNUSED, "signingSecret")
         return self
 
     @property
@@ -123,7 +107,7 @@ class NotificationTarget(_Model):
         return frozenset(EventKind(kind) for kind in self.on)
 
 
-class Notifications(_Model):
+class Notifications(CRModel):
     targets: list[NotificationTarget] = Field(max_length=MAX_TARGETS)
     """An empty list sends nothing (an ImageUpdater opts out of the ConfigMap default)."""
 
@@ -132,7 +116,7 @@ class Notifications(_Model):
         seen: set[str] = set()
         for i, target in enumerate(self.targets):
             if target.name in seen:
-                raise _invalid(
+                raise invalid(
                     f"duplicate name '{target.name}': each target needs its own name",
                     f"targets[{i}].name",
                 )

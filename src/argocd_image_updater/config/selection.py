@@ -153,8 +153,35 @@ def _annotation_images(
     ]
 
 
+@dataclass(slots=True)
+class _RefConfigs:
+    """What a ref configures the same way for every Application (write-back, images), built
+    once per selection pass instead of once per Application."""
+
+    write_backs: dict[int, WriteBack] = field(default_factory=dict)
+    specs: dict[int, list[ImageSpec]] = field(default_factory=dict)
+
+    def write_back(self, cr: ImageUpdater, ref: ApplicationRef) -> WriteBack:
+        found = self.write_backs.get(id(ref))
+        if found is None:
+            found = self.write_backs[id(ref)] = ref_write_back(cr, ref)
+        return found
+
+    def images(self, cr: ImageUpdater, ref: ApplicationRef) -> list[ImageSpec]:
+        found = self.specs.get(id(ref))
+        if found is None:
+            settings = ref_settings(cr, ref)
+            verification = ref_verification(cr, ref)
+            found = self.specs[id(ref)] = image_specs(cr, ref, settings, verification)
+        return found
+
+
 def _try_ref(
-    cr: ImageUpdater, ref: ApplicationRef, app: Application, result: SelectionResult
+    cr: ImageUpdater,
+    ref: ApplicationRef,
+    app: Application,
+    result: SelectionResult,
+    shared: _RefConfigs,
 ) -> tuple[list[ImageSpec], WriteBack] | None:
     """Build the images and write-back config of ``app`` under ``ref``; ``None`` to go on."""
     who = app.qualified_name
@@ -167,7 +194,7 @@ def _try_ref(
             return None
         write_back = WriteBack.from_layers(ann.read_write_back(app))
     else:
-        write_back = ref_write_back(cr, ref)
+        write_back = shared.write_back(cr, ref)
     try:
         write_back.check(app.namespace)
         app.write_source(write_back.write_back_target)
@@ -187,9 +214,7 @@ def _try_ref(
             return None
         verification = ref_verification(cr, ref, include_spec=False)
         return _annotation_images(app, annotated, settings, verification), write_back
-    settings = ref_settings(cr, ref)
-    verification = ref_verification(cr, ref)
-    return image_specs(cr, ref, settings, verification), write_back
+    return shared.images(cr, ref), write_back
 
 
 def _write_back_field(cr: ImageUpdater, ref: ApplicationRef, app: Application) -> str:
@@ -279,9 +304,10 @@ def select_applications(
     refs = sort_refs(cr.spec.application_refs)
     if isinstance(apps, AppIndex):
         apps = apps.candidates(ref.name_pattern for ref in refs)
+    shared = _RefConfigs()
     for app in apps:
         try:
-            _select(cr, refs, app, result)
+            _select(cr, refs, app, result, shared)
         except Exception as exc:  # one application never stops the others
             reason = (
                 f"Could not read the configuration of app {app.qualified_name} from "
@@ -293,7 +319,11 @@ def select_applications(
 
 
 def _select(
-    cr: ImageUpdater, refs: Sequence[ApplicationRef], app: Application, result: SelectionResult
+    cr: ImageUpdater,
+    refs: Sequence[ApplicationRef],
+    app: Application,
+    result: SelectionResult,
+    shared: _RefConfigs,
 ) -> None:
     """Add ``app``'s configuration under the first matching ref of ``cr``, if any."""
     for ref in refs:
@@ -301,7 +331,7 @@ def _select(
             continue
         if not _selector_matches(ref, app, result.warnings):
             continue
-        built = _try_ref(cr, ref, app, result)
+        built = _try_ref(cr, ref, app, result, shared)
         if built is None:
             continue
         specs, write_back = built

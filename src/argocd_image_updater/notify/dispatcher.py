@@ -110,6 +110,7 @@ class Route:
 class _Lane:
     queue: deque[tuple[Route, Batch]] = field(default_factory=deque)
     task: asyncio.Task[None] | None = None
+    sending: bool = False
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -234,6 +235,7 @@ class Notifier:
         try:
             while lane.queue:
                 route, batch = lane.queue.popleft()
+                lane.sending = True
                 try:
                     await self._deliver(route, batch)
                 except Exception as err:  # one message never stops the queue
@@ -243,13 +245,15 @@ class Notifier:
                         str(err),
                         **route.fields,
                     )
+                finally:
+                    lane.sending = False
         finally:
             if self._lanes.get(key) is lane and not lane.queue:
                 del self._lanes[key]
 
     def pending(self) -> int:
         """Messages waiting or being sent."""
-        return sum(len(lane.queue) + 1 for lane in self._lanes.values())
+        return sum(len(lane.queue) + lane.sending for lane in self._lanes.values())
 
     async def idle(self) -> None:
         """Wait until every queued message was sent or given up."""

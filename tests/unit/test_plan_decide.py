@@ -32,7 +32,13 @@ from argocd_image_updater.model.update_config import (
     Verification,
     WriteBack,
 )
-from argocd_image_updater.plan.decide import ScanOutcome, ScanResults, needs_update, plan_app
+from argocd_image_updater.plan.decide import (
+    ChoiceMemory,
+    ScanOutcome,
+    ScanResults,
+    needs_update,
+    plan_app,
+)
 from argocd_image_updater.plan.jobs import AppJobs, ScanKey, plan_scans
 from argocd_image_updater.plan.model import (
     SIGNATURE_CHECK_PENDING,
@@ -933,3 +939,21 @@ def test_applications_sharing_a_scan_and_policy_share_one_choice() -> None:
     assert plan_app(constrained, results).results[0].chosen == "example.com/app:1.0.1"
     assert plan_app(ignoring, results).results[0].chosen == "example.com/app:1.0.1"
     assert results.choices_made == 3
+
+
+def test_a_later_cycle_reuses_the_choice_only_while_the_tags_are_the_same() -> None:
+    memory = ChoiceMemory()
+    jobs = _jobs_of("app-0", "example.com/app:1.0.0", image("a", "example.com/app"))
+
+    def cycle(*names: str) -> tuple[str | None, int]:
+        results = ScanResults(memory=memory)
+        for key in jobs.scan_keys:
+            results[key] = FakeScan(tuple(tags(*names)))
+        chosen = plan_app(jobs, results).results[0].chosen
+        memory.keep(results)
+        return chosen, results.choices_made
+
+    assert cycle("1.0.0", "1.1.0") == ("example.com/app:1.1.0", 1)
+    assert cycle("1.0.0", "1.1.0") == ("example.com/app:1.1.0", 0)  # same tags: reused
+    assert cycle("1.0.0", "1.1.0", "1.2.0") == ("example.com/app:1.2.0", 1)  # a new tag
+    assert cycle("1.0.0", "1.1.0") == ("example.com/app:1.1.0", 1)  # one gone

@@ -32,7 +32,7 @@ from argocd_image_updater.pipeline.records import (
     CRState,
     CycleResult,
 )
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.decide import ChoiceMemory, ScanResults
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.patch import json_patch_ops
@@ -99,16 +99,18 @@ async def run_scans(
     credentials: CredentialsCache,
     concurrency: int = 16,
     scan_round: int | None = None,
+    memory: ChoiceMemory | None = None,
 ) -> ScanResults:
     """Run every distinct scan once; the value is a ScanResult or the exception it raised.
 
     Scans of one ``scan_round`` (see :meth:`Scanner.new_round`) share one tag listing per
-    repository; a new round (each cycle) lists again."""
+    repository; a new round (each cycle) lists again. ``memory`` holds the last cycle's tag
+    choices, reused for scans that found the same tags."""
     firsts: dict[ScanKey, tuple[ImageJob, str]] = {}
     for app_jobs, namespace in jobs:
         for job in app_jobs.jobs:
             firsts.setdefault(job.scan_key, (job, namespace))
-    results = ScanResults()
+    results = ScanResults(memory=memory)
     limit = asyncio.Semaphore(concurrency)
 
     async def one(key: ScanKey, job: ImageJob, namespace: str) -> None:
@@ -344,9 +346,11 @@ async def run_cycle(
     may_write: Callable[[], bool] | None = None,
     verifier: Verifier | None = None,
     config_maps: ConfigMapReader | None = None,
+    choices: ChoiceMemory | None = None,
 ) -> CycleResult:
     """One cycle; ``verifier`` (kept across cycles for its cache) checks signatures of images
-    whose verification is enabled; without one such images are refused, never written."""
+    whose verification is enabled; without one such images are refused, never written.
+    ``choices`` (kept across cycles) spares choosing again from tag lists that did not change."""
     started = time.monotonic()
     scan_round = scanner.new_round()  # tag lists are fresh: listed after this cycle began
     result = CycleResult(config_errors=collected.errors)
@@ -364,6 +368,7 @@ async def run_cycle(
         scanner,
         credentials,
         scan_round=scan_round,
+        memory=choices,
     )
     result.scans = len(scans)
     gate = Gate(
@@ -402,6 +407,8 @@ async def run_cycle(
                 outcome.error = f"not writing {outcome.app}: this replica is no longer the leader"
         else:
             await _write_batch(deferred, batch_writer)
+    if choices is not None:
+        choices.keep(scans)
     result.duration = time.monotonic() - started
     metrics.CYCLE_DURATION.observe(result.duration)
     log.info(

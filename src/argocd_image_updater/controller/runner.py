@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -24,6 +25,7 @@ from argocd_image_updater.observe.health import Health
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter, BatchWriter
 from argocd_image_updater.pipeline.records import Collected, CycleResult
+from argocd_image_updater.plan.decide import ChoiceMemory
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.cycle_metrics import forget_cr
 from argocd_image_updater.report.reporter import Reporter
@@ -70,12 +72,18 @@ class Controller:
     """Checks image signatures (made from ``scanner`` when not given; kept for its cache)."""
     config_maps: ConfigMapReader | None = None
     """Reads trusted root ConfigMaps of keyless verification (``kube`` when not given)."""
+    choices: ChoiceMemory = field(default_factory=ChoiceMemory)
+    """The last cycle's tag choices, reused for tag lists that did not change."""
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
         return self.elector is None or self.elector.is_leader()
 
     async def cycle(self) -> CycleResult:
+        if self.cycles == 0:
+            # What lives now (modules, clients, settings) lives for the whole process: keep it
+            # out of the collector's full passes, which would traverse it again and again.
+            gc.freeze()
         collected = await collect(self.store, self.namespaces, self.legacy, self.read_crs)
         present = {(cr.namespace, cr.name) for cr in collected.crs}
         for namespace, name in self.known_crs - present:
@@ -87,6 +95,8 @@ class Controller:
         result = await self.update(collected)
         if self.reporter is not None:
             await self.reporter.report(collected, result, dry_run=self.dry_run)
+        if self.cycles == 0:
+            gc.freeze()  # and the caches the first cycle filled
         self.cycles += 1
         metrics.LAST_SUCCESSFUL_CYCLE.set(time.time())
         if self.health is not None:
@@ -109,6 +119,7 @@ class Controller:
             may_write=self.is_leader,
             verifier=self.verifier,
             config_maps=self.config_maps or self.kube,
+            choices=self.choices,
         )
 
     async def run(self, once: bool = False, stop: asyncio.Event | None = None) -> None:

@@ -70,38 +70,74 @@ class ScanResultLike(Protocol):
 ScanOutcome: TypeAlias = ScanResultLike | Exception
 
 
+_Choice: TypeAlias = tuple[tuple[TagInfo, ...], Mapping[str, int] | None, Selection | PolicyError]
+"""A choice with the tags and order hint it was made from."""
+
+
+class ChoiceMemory:
+    """The tag choices of the last cycle, kept by the controller across cycles: a scan that
+    lists the same tags as last time (the steady state) reuses its choice instead of choosing
+    again, so a cycle where nothing changed costs a comparison of tag lists per scan."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[ScanKey, Policy], _Choice] = {}
+
+    def keep(self, results: ScanResults) -> None:
+        """Remember the choices of ``results`` (a whole cycle's) and forget older ones."""
+        self._last = dict(results.choices)
+
+    def recall(
+        self,
+        key: ScanKey,
+        policy: Policy,
+        tags: tuple[TagInfo, ...],
+        hint: Mapping[str, int] | None,
+    ) -> _Choice | None:
+        found = self._last.get((key, policy))
+        if found is None or found[1] != hint or found[0] != tags:
+            return None
+        return found
+
+
 class ScanResults(dict[ScanKey, ScanOutcome]):
     """A cycle's scan outcomes by scan key, remembering each tag choice made from them.
 
     Applications that share a scan and a policy get the same choice: it is made once per
     (scan, policy) and reused (the policy holds everything the choice depends on: strategy,
-    constraint, allow and ignore filters, platforms). Pure: a new mapping per cycle, no I/O.
+    constraint, allow and ignore filters, platforms). With a :class:`ChoiceMemory`, a choice
+    of the last cycle is reused when the scan found exactly the same tags. Pure: a new mapping
+    per cycle, no I/O.
     """
 
-    __slots__ = ("_choices",)
+    __slots__ = ("_memory", "choices", "choices_made")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, memory: ChoiceMemory | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._choices: dict[tuple[ScanKey, Policy], Selection | PolicyError] = {}
+        self._memory = memory
+        self.choices: dict[tuple[ScanKey, Policy], _Choice] = {}
+        self.choices_made = 0
+        """How many choices were made (not reused) so far."""
 
     def choose(self, key: ScanKey, policy: Policy, scan: ScanResultLike) -> Selection:
         """The choice of ``policy`` from ``scan`` (the outcome stored under ``key``)."""
         memo = (key, policy)
-        found = self._choices.get(memo)
+        found = self.choices.get(memo)
         if found is None:
-            try:
-                found = choose(policy, scan.tags, scan.order_hint)
-            except PolicyError as err:
-                found = err
-            self._choices[memo] = found
-        if isinstance(found, PolicyError):
-            raise found
-        return found
-
-    @property
-    def choices_made(self) -> int:
-        """How many distinct choices were made so far."""
-        return len(self._choices)
+            tags, hint = tuple(scan.tags), scan.order_hint
+            found = self._memory.recall(key, policy, tags, hint) if self._memory else None
+            if found is None:
+                self.choices_made += 1
+                try:
+                    chosen: Selection | PolicyError = choose(policy, tags, hint)
+                except PolicyError as err:
+                    chosen = err
+                found = (tags, hint, chosen)
+            self.choices[memo] = found
+        if isinstance(found[2], PolicyError):
+            raise found[2]
+        return found[2]
 
 
 def _choose(

@@ -20,7 +20,7 @@ from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.writeback.git import RepoCache
 from argocd_image_updater_testing import objects
-from argocd_image_updater_testing.git_servers import bare_repo, branch_commit
+from argocd_image_updater_testing.git_servers import bare_repo, branch_commit, git
 from argocd_image_updater_testing.kube import KubeApiServer
 from argocd_image_updater_testing.push import ImagePusher
 from argocd_image_updater_testing.receivers import NotificationReceiver
@@ -344,3 +344,59 @@ async def test_ancestry_is_unknown_without_a_cached_clone(tmp_path: Path) -> Non
     commit, other = "a" * 40, "b" * 40
     assert await cache.contains_commit("file:///nowhere.git", commit, commit) is True
     assert await cache.contains_commit("file:///nowhere.git", commit, other) is None
+
+
+def merge_base_runs() -> float:
+    return (
+        REGISTRY.get_sample_value(
+            "argocd_image_updater_git_operations_total",
+            {"operation": "merge-base", "result": "success"},
+        )
+        or 0.0
+    ) + (
+        REGISTRY.get_sample_value(
+            "argocd_image_updater_git_operations_total",
+            {"operation": "merge-base", "result": "error"},
+        )
+        or 0.0
+    )
+
+
+async def test_ancestry_is_asked_of_git_once_per_commit_pair(tmp_path: Path) -> None:
+    remote = bare_repo(tmp_path / "deploy.git", files={"a.yaml": "a: 1\n"})
+    first = branch_commit(remote, "main")
+    work = tmp_path / "work"
+    git("clone", "-q", str(remote), str(work), home=tmp_path)
+    (work / "a.yaml").write_text("a: 2\n")
+    git("commit", "-qam", "second", cwd=work, home=tmp_path)
+    git("push", "-q", "origin", "HEAD:main", cwd=work, home=tmp_path)
+    second = branch_commit(remote, "main")
+    assert first is not None and second is not None and first != second
+    cache = RepoCache(tmp_path / "clones")
+    url = f"file://{remote}"
+    async with cache.checkout(url, branch="main") as clone:
+        # The cache fetches shallow; this clone gets the full history, as after our own commits.
+        git("fetch", "-q", "--unshallow", "origin", cwd=clone.path, home=tmp_path)
+    before = merge_base_runs()
+    answers = await asyncio.gather(*(cache.contains_commit(url, first, second) for _ in range(20)))
+    assert answers == [True] * 20
+    assert await cache.contains_commit(url, second, first) is False
+    assert await cache.contains_commit(url, second, first) is False
+    assert merge_base_runs() == before + 2
+
+
+async def test_a_shallow_clone_cannot_say_not_an_ancestor(tmp_path: Path) -> None:
+    remote = bare_repo(tmp_path / "deploy.git", files={"a.yaml": "a: 1\n"})
+    first = branch_commit(remote, "main")
+    work = tmp_path / "work"
+    git("clone", "-q", str(remote), str(work), home=tmp_path)
+    (work / "a.yaml").write_text("a: 2\n")
+    git("commit", "-qam", "second", cwd=work, home=tmp_path)
+    git("push", "-q", "origin", "HEAD:main", cwd=work, home=tmp_path)
+    second = branch_commit(remote, "main")
+    assert first is not None and second is not None
+    cache = RepoCache(tmp_path / "clones")
+    url = f"file://{remote}"
+    async with cache.checkout(url, branch="main") as clone:
+        assert (clone.path / ".git" / "shallow").is_file()
+    assert await cache.contains_commit(url, first, second) is None

@@ -89,6 +89,9 @@ class _Entry:
     broken: bool = False
 
 
+_ANCESTRY_MEMO: Final = 4096
+
+
 class RepoCache:
     """Local clones of remote repositories under ``root``, one per URL, LRU-evicted.
 
@@ -111,6 +114,9 @@ class RepoCache:
         self.max_bytes = max_bytes
         self.timeouts = timeouts or Timeouts()
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        # Ancestry never changes once both commits are known: every (repository, commit,
+        # revision) is asked of git once, however many Applications or cycles ask again.
+        self._ancestry: OrderedDict[tuple[str, str, str], bool] = OrderedDict()
         self._repos = self.root / "repos"
         self._home = self.root / "home"
         self._tmp = self.root / "tmp"
@@ -200,7 +206,8 @@ class RepoCache:
 
     async def contains_commit(self, url: str, commit: str, revision: str) -> bool | None:
         """Whether ``commit`` is ``revision`` or an ancestor of it, answered by the cached clone
-        of ``url`` alone (no fetch); ``None`` when there is no clone or it lacks either commit."""
+        of ``url`` alone (no fetch); ``None`` when there is no clone, it lacks either commit, or
+        its shallow history cannot tell. Answers are remembered per commit pair."""
         if commit == revision:
             return True
         entry = self._entries.get(repo_key(split_credentials(url.strip())[0]))
@@ -209,14 +216,30 @@ class RepoCache:
         for sha in (commit, revision):
             if not all(c in "0123456789abcdef" for c in sha) or not 4 <= len(sha) <= 64:
                 return None
+        key = (entry.key, commit, revision)
         async with entry.lock:
-            result = await run_git(
-                ["merge-base", "--is-ancestor", commit, revision],
-                cwd=entry.path,
-                env=minimal_env(self._home),
-                timeout=self.timeouts.local,
-                check=False,
-            )
+            if key in self._ancestry:
+                self._ancestry.move_to_end(key)
+                return self._ancestry[key]
+            answer = await self._is_ancestor(entry, commit, revision)
+            if answer is False and (entry.path / ".git" / "shallow").is_file():
+                # A shallow clone cuts history: "not an ancestor" may only mean "not fetched",
+                # unless the revision is older than the commit (then it cannot contain it).
+                answer = False if await self._is_ancestor(entry, revision, commit) else None
+        if answer is not None:  # unknown commits may arrive with a later fetch: ask again then
+            self._ancestry[key] = answer
+            while len(self._ancestry) > _ANCESTRY_MEMO:
+                self._ancestry.popitem(last=False)
+        return answer
+
+    async def _is_ancestor(self, entry: _Entry, commit: str, revision: str) -> bool | None:
+        result = await run_git(
+            ["merge-base", "--is-ancestor", commit, revision],
+            cwd=entry.path,
+            env=minimal_env(self._home),
+            timeout=self.timeouts.local,
+            check=False,
+        )
         return {0: True, 1: False}.get(result.code)
 
     async def _prepare(self, entry: _Entry, url: str, env: Mapping[str, str]) -> None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
@@ -432,8 +434,38 @@ async def _eventually(check: Callable[[], bool], within: float) -> bool:
         await asyncio.sleep(0.01)
 
 
+def _blocking_until(check: Callable[[], bool], within: float) -> bool:
+    """Like :func:`_eventually`, but without letting the event loop run meanwhile."""
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+async def _finishes(task: asyncio.Task[Any], within: float) -> bool:
+    """Whether ``task`` ends within ``within`` seconds (so a hang fails the test, not the run)."""
+    done, _ = await asyncio.wait({task}, timeout=within)
+    return task in done
+
+
+@pytest.fixture
+def leftovers() -> Iterator[list[bytes]]:
+    """Markers (see :func:`_processes_with`) of the test's processes: whatever still runs with
+    one at the end is killed, so a failing test leaves nothing running behind it."""
+    markers: list[bytes] = []
+    yield markers
+    for marker in markers:
+        for pid in _processes_with(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("scheme", ["http", "ssh"])
-async def test_timeout_kills_the_process_group(tmp_path: Path, scheme: str) -> None:
+async def test_timeout_kills_the_process_group(
+    tmp_path: Path, scheme: str, leftovers: list[bytes]
+) -> None:
     silent = socket.socket()  # accepts connections (backlog) and never answers
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
@@ -442,6 +474,7 @@ async def test_timeout_kills_the_process_group(tmp_path: Path, scheme: str) -> N
     creds = SshCredentials("unused", SshOptions(insecure_ignore_host_key=True))
     cache = RepoCache(tmp_path / "cache", timeouts=Timeouts(network=1.0, local=30))
     marker = f"HOME={tmp_path / 'cache' / 'home'}".encode()
+    leftovers.append(marker)
     transport = b"ssh" if scheme == "ssh" else b"git-remote-http"
 
     async def use() -> None:
@@ -463,12 +496,13 @@ async def test_timeout_kills_the_process_group(tmp_path: Path, scheme: str) -> N
     assert list((tmp_path / "cache" / "tmp").iterdir()) == []
 
 
-async def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
+async def test_cancellation_kills_the_process_group(tmp_path: Path, leftovers: list[bytes]) -> None:
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
     cache = RepoCache(tmp_path / "cache", timeouts=Timeouts(network=60, local=30))
     marker = f"HOME={tmp_path / 'cache' / 'home'}".encode()
+    leftovers.append(marker)
     url = f"http://127.0.0.1:{silent.getsockname()[1]}/app.git"
 
     async def use() -> None:
@@ -479,16 +513,47 @@ async def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
     try:
         assert await _eventually(lambda: bool(_processes_with(marker, b"git-remote-http")), 10)
         task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        assert await _finishes(task, 30), "the cancelled checkout did not end"
+        assert task.cancelled()
         assert await _eventually(lambda: not _processes_with(marker), 30)
     finally:
+        task.cancel()
         silent.close()
 
 
-async def test_run_git_kills_background_children_on_timeout(tmp_path: Path) -> None:
+async def test_cancellation_while_git_starts_kills_the_process_group(
+    tmp_path: Path, leftovers: list[bytes]
+) -> None:
+    """asyncio forks git before it connects git's pipes: a cancellation in between must still
+    kill whatever git started (here a shell and two sleeps holding the pipes), not hang."""
     env = minimal_env(tmp_path)
     marker = f"HOME={tmp_path}".encode()
+    leftovers.append(marker)
+    args = ["-c", "alias.hang=!sleep 60 & sleep 60", "hang"]
+    task = asyncio.create_task(run_git(args, cwd=tmp_path, env=env, timeout=60))
+    try:
+        # One loop step at a time until git is forked; then, with the loop held still (so the
+        # start cannot complete), until git has started its children; then cancel.
+        for _ in range(1000):
+            await asyncio.sleep(0)
+            if _processes_with(marker, b"git"):
+                break
+        assert _blocking_until(lambda: len(_processes_with(marker, b"sleep")) >= 2, 10)
+        task.cancel()
+        assert await _finishes(task, 30), "the cancelled git did not end"
+        assert task.cancelled()
+        # run_git reaps the whole group before the cancellation goes on.
+        assert _processes_with(marker) == []
+    finally:
+        task.cancel()
+
+
+async def test_run_git_kills_background_children_on_timeout(
+    tmp_path: Path, leftovers: list[bytes]
+) -> None:
+    env = minimal_env(tmp_path)
+    marker = f"HOME={tmp_path}".encode()
+    leftovers.append(marker)
     # The alias's shell leaves a background child behind: it must die with the group.
     args = ["-c", "alias.hang=!sleep 60 & sleep 60", "hang"]
     task = asyncio.create_task(run_git(args, cwd=tmp_path, env=env, timeout=1.0))

@@ -2,8 +2,9 @@
 
 Every git process starts in its own session (and so its own process group). On timeout or
 cancellation the whole group is killed — git, ``git-remote-https``, ``ssh`` and whatever else the
-operation spawned — so no git process outlives its operation. Errors carry the git subcommand and
-a redacted excerpt of git's stderr.
+operation spawned — and reaped before :func:`run_git` ends, also when the cancellation comes while
+the process is still being set up, so no git process outlives its operation. Errors carry the git
+subcommand and a redacted excerpt of git's stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import Counter, Histogram
 
@@ -44,6 +45,8 @@ DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 # Transports git may use; ``ext::`` (runs arbitrary commands) and friends stay disabled.
 ALLOWED_PROTOCOLS: Final = "file:git:http:https:ssh"
 _EXCERPT_CHARS: Final = 1500
+STOP_TIMEOUT: Final = 10.0
+"""Seconds to wait for a killed git process group to be reaped (or a cancelled start to end)."""
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@")
 # Options of ``git`` itself that take a separate value (``git -C DIR …``, ``git -c K=V …``).
 _GLOBAL_OPTS_WITH_VALUE: Final = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
@@ -195,6 +198,65 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+async def _outlast(future: asyncio.Future[Any], within: float) -> bool:
+    """Wait up to ``within`` seconds for ``future``, also when the waiting task is cancelled
+    meanwhile (clean-up must complete); return whether it was."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    cancelled = False
+    while not future.done() and (left := deadline - loop.time()) > 0:
+        try:
+            await asyncio.wait((future,), timeout=left)
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
+
+
+async def _kill_and_reap(proc: asyncio.subprocess.Process, operation: str) -> bool:
+    """Kill ``proc``'s process group and wait (bounded) until git is reaped and the pipes its
+    group held are closed; return whether the caller was cancelled meanwhile."""
+    _kill_group(proc.pid)
+    reaped = asyncio.ensure_future(proc.wait())
+    cancelled = await _outlast(reaped, STOP_TIMEOUT)
+    if not reaped.done():
+        reaped.cancel()
+        log.error(
+            "git process group still running after SIGKILL",
+            operation=operation,
+            pid=proc.pid,
+            waited=f"{STOP_TIMEOUT:g}s",
+        )
+    return cancelled
+
+
+def _kill_when_started(start: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    if not start.cancelled() and start.exception() is None:
+        _kill_group(start.result().pid)
+
+
+async def _start(operation: str, argv: Sequence[str], **options: Any) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a session (and process group) of its own.
+
+    asyncio forks first and connects the pipes afterwards. A cancellation in between would
+    abandon the process: asyncio then kills only git, not the remote helper or ssh it already
+    started, and waits for pipes those still hold. So the start always completes, and a
+    cancelled start kills and reaps the group before the cancellation goes on.
+    """
+    start = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(*argv, start_new_session=True, **options)
+    )
+    try:
+        return await asyncio.shield(start)
+    except asyncio.CancelledError:
+        await _outlast(start, STOP_TIMEOUT)
+        if not start.done():
+            start.add_done_callback(_kill_when_started)
+            log.error("git did not start in time and is killed once it has", operation=operation)
+        elif not start.cancelled() and start.exception() is None:
+            await _kill_and_reap(start.result(), operation)
+        raise
+
+
 async def run_git(
     args: Sequence[str],
     *,
@@ -216,29 +278,29 @@ async def run_git(
     result = "error"
     log.trace("running git", operation=operation, args=" ".join(args))
     try:
-        proc = await asyncio.create_subprocess_exec(
-            git,
-            *args,
+        proc = await _start(
+            operation,
+            [git, *args],
             cwd=cwd,
             env=dict(env),
             stdin=asyncio.subprocess.PIPE if data is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
         )
         try:
-            out, err = await asyncio.wait_for(proc.communicate(data), timeout)
+            # Not asyncio.wait_for: on 3.11 it loses a cancellation that comes as git ends.
+            async with asyncio.timeout(timeout):
+                out, err = await proc.communicate(data)
         except TimeoutError:
-            _kill_group(proc.pid)
-            await proc.wait()
             result = "timeout"
+            if await _kill_and_reap(proc, operation):
+                raise asyncio.CancelledError from None
             raise GitTimeout(
                 operation, f"git {operation} timed out after {timeout:g} s", code=None
             ) from None
         except BaseException:
             # Cancelled (or anything else): take the whole process group down with us.
-            _kill_group(proc.pid)
-            await asyncio.shield(proc.wait())
+            await _kill_and_reap(proc, operation)
             raise
         # git itself exited; make sure nothing it started (ssh, remote helpers) lingers on.
         _kill_group(proc.pid)

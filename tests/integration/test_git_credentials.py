@@ -27,11 +27,14 @@ def _secret(root: Path, name: str, **data: str) -> None:
 
 @pytest.fixture
 def resolver(tmp_path: Path) -> GitCredentialsResolver:
+    # Passwords are registered for masking process-wide: none may be a word other tests print.
     _secret(tmp_path, "org-template", url="https://git.example.com/org", password="org-token")
     _secret(
         tmp_path, "team-template", url="https://git.example.com/org/team/", password="team-token"
     )
-    _secret(tmp_path, "deploy", url="https://Git.Example.com/org/Deploy.git/", password="deploy")
+    _secret(
+        tmp_path, "deploy", url="https://Git.Example.com/org/Deploy.git/", password="deploy-token"
+    )
     return GitCredentialsResolver(DirectoryObjects(tmp_path), NS)
 
 
@@ -39,8 +42,8 @@ def resolver(tmp_path: Path) -> GitCredentialsResolver:
     ("url", "password"),
     [
         # the repository Secret: case, .git and a trailing slash do not matter
-        ("https://git.example.com/org/deploy", "deploy"),
-        ("https://git.example.com/ORG/deploy.git", "deploy"),
+        ("https://git.example.com/org/deploy", "deploy-token"),
+        ("https://git.example.com/ORG/deploy.git", "deploy-token"),
         # templates: the longest covering prefix wins
         ("https://git.example.com/org/team/app.git", "team-token"),
         ("https://git.example.com/org/other.git", "org-token"),

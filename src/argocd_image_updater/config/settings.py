@@ -192,7 +192,7 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("git_cache_dir", "--git-cache-dir", "", env=("GIT_CACHE_DIR",),
            help="directory for the local clones kept across cycles; default: a private temporary directory", commands=RUN_WEBHOOK),
     Option("pr_api_url", "--pr-api-url", "", env=("IMAGE_UPDATER_PR_API_URL",),
-           help="API base URL for pull/merge requests (a GitHub Enterprise .../api/v3 or a GitLab instance URL); default: derived from the repository URL", commands=RUN_WEBHOOK),
+           help="API base URL for pull/merge requests (e.g. a GitHub Enterprise .../api/v3, a GitLab instance URL, a Gitea .../api/v1, a Bitbucket Data Center .../rest/api/1.0); a gitConfig.pullRequest.<host>.apiURL takes precedence; default: derived from the repository URL", commands=RUN_WEBHOOK),
     # --- webhook ------------------------------------------------------------------------------
     Option("enable_webhook", "--enable-webhook", False, _bool, ("ENABLE_WEBHOOK",), "webhook.enable", "serve registry webhooks"),
     Option("webhook_require_secret", "--webhook-require-secret", True, _bool, ("WEBHOOK_REQUIRE_SECRET",), "webhook.require-secret",

@@ -12,8 +12,9 @@ from typing import Any, Final, Self
 import httpx
 
 from argocd_image_updater.model.pr_hosts import PullRequestHost
+from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.model.retry import parse_retry_after
-from argocd_image_updater.observe.log import register_secret
+from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.writeback.scm.errors import (
     ScmAuthError,
     ScmError,
@@ -24,6 +25,8 @@ from argocd_image_updater.writeback.scm.host import PullRequest
 
 MAX_PAGES: Final = 100
 PER_PAGE: Final = 100
+
+log = get_logger("writeback.scm")
 
 TokenSource = str | Callable[[], Awaitable[str]]
 """A fixed token, or an async callable returning a current one (e.g. a GitHub App token)."""
@@ -226,6 +229,40 @@ class HttpApiClient:
         if response.status_code not in passthrough:
             raise_for_status(self.provider, response, describe(method, response.request.url))
         return response
+
+    async def find_open(self, repo: RepoLocation, head: str, base: str) -> PullRequest | None:
+        """The open request for ``head → base`` (each host defines it)."""
+        raise NotImplementedError
+
+    async def _existing(
+        self,
+        response: httpx.Response,
+        repo: RepoLocation,
+        head: str,
+        base: str,
+        *,
+        duplicate: bool,
+        listed: str = "open",
+    ) -> PullRequest:
+        """The open request a refused create names as already there: ``response`` is the
+        refusal, ``duplicate`` whether it says the request exists (else it raises as any failed
+        answer); a duplicate the host does not list as ``listed`` raises :class:`ScmError`."""
+        if not duplicate:
+            raise_for_status(self.provider, response, describe("POST", response.request.url))
+        existing = await self.find_open(repo, head, base)
+        if existing is None:
+            raise ScmError(
+                f"{self.provider} API: a {self.host.request} for {head} → {base} already exists "
+                f"but is not listed as {listed} ({response_text(response)})",
+                status=response.status_code,
+            )
+        log.debug(
+            "%s for %s already exists: %s",
+            self.host.request.capitalize(),
+            head,
+            self.reference(existing),
+        )
+        return existing
 
     def _next_page(self, first: httpx.URL, link: str | None) -> httpx.URL | None:
         """The next page a list answer links to (``None`` at the end), only on the API's own

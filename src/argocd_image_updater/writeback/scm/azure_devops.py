@@ -29,8 +29,6 @@ from argocd_image_updater.writeback.scm.api import (
     HttpApiClient,
     TokenSource,
     describe,
-    raise_for_status,
-    response_text,
 )
 from argocd_image_updater.writeback.scm.errors import ScmAuthError, ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
@@ -190,17 +188,10 @@ class AzureDevOpsClient(HttpApiClient):
         response = await self._send("POST", self._url(), json=payload, passthrough=frozenset({409}))
         if response.status_code != 409:
             return self._pull(self._json(response))
-        if not any(marker in response.text for marker in EXISTS):
-            raise_for_status(self.provider, response, describe("POST", response.request.url))
-        existing = await self.find_open(repo, head, base)
-        if existing is None:
-            raise ScmError(
-                f"Azure DevOps API: a pull request for {head} → {base} already exists but is "
-                f"not listed as active ({response_text(response)})",
-                status=409,
-            )
-        log.debug("Pull request for %s already exists: !%d", head, existing.number)
-        return existing
+        duplicate = any(marker in response.text for marker in EXISTS)
+        return await self._existing(
+            response, repo, head, base, duplicate=duplicate, listed="active"
+        )
 
     async def update(
         self, repo: RepoLocation, pr: PullRequest, title: str, body: str, labels: Sequence[str]

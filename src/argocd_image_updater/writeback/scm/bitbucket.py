@@ -21,13 +21,12 @@ import httpx
 
 from argocd_image_updater.model.pr_hosts import BITBUCKET
 from argocd_image_updater.model.repo_url import RepoLocation
-from argocd_image_updater.observe.log import get_logger, register_secret
+from argocd_image_updater.observe.log import register_secret
 from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     HttpApiClient,
     TokenSource,
     describe,
-    raise_for_status,
     response_text,
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
@@ -38,8 +37,6 @@ PAGE_LEN: Final = 50
 TOKEN_USERNAME: Final = "x-token-auth"
 """The git username of access tokens: such a token is a Bearer token for the API."""
 _STATES: Final = {"OPEN": "open", "MERGED": "merged", "DECLINED": "closed", "SUPERSEDED": "closed"}
-
-log = get_logger("writeback.scm.bitbucket")
 
 HOST: Final = BITBUCKET
 
@@ -177,18 +174,8 @@ class BitbucketClient(HttpApiClient):
         )
         if response.status_code < 400:
             return _pull(self._json(response))
-        text = response_text(response)
-        if "already" not in text.lower():
-            raise_for_status(self.provider, response, describe("POST", response.request.url))
-        existing = await self.find_open(repo, head, base)
-        if existing is None:
-            raise ScmError(
-                f"Bitbucket Cloud API: a pull request for {head} → {base} already exists but "
-                f"is not listed as open ({text})",
-                status=response.status_code,
-            )
-        log.debug("Pull request for %s already exists: #%d", head, existing.number)
-        return existing
+        duplicate = "already" in response_text(response).lower()
+        return await self._existing(response, repo, head, base, duplicate=duplicate)
 
     async def update(
         self, repo: RepoLocation, pr: PullRequest, title: str, body: str, labels: Sequence[str]

@@ -21,15 +21,12 @@ import httpx
 
 from argocd_image_updater.model.pr_hosts import BITBUCKET_SERVER, bitbucket_server_location
 from argocd_image_updater.model.repo_url import RepoLocation
-from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     PER_PAGE,
     HttpApiClient,
     TokenSource,
     describe,
-    raise_for_status,
-    response_text,
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
@@ -37,8 +34,6 @@ from argocd_image_updater.writeback.scm.host import PullRequest
 DUPLICATE: Final = "DuplicatePullRequestException"
 _STATES: Final = {"OPEN": "open", "MERGED": "merged", "DECLINED": "closed"}
 _BRANCH: Final = "refs/heads/"
-
-log = get_logger("writeback.scm.bitbucket_server")
 
 HOST: Final = BITBUCKET_SERVER
 
@@ -176,17 +171,8 @@ class BitbucketServerClient(HttpApiClient):
         )
         if response.status_code != 409:
             return _pull(self._json(response))
-        if DUPLICATE not in response.text:
-            raise_for_status(self.provider, response, describe("POST", response.request.url))
-        existing = await self.find_open(repo, head, base)
-        if existing is None:
-            raise ScmError(
-                f"Bitbucket Data Center API: a pull request for {head} → {base} already exists "
-                f"but is not listed as open ({response_text(response)})",
-                status=409,
-            )
-        log.debug("Pull request for %s already exists: #%d", head, existing.number)
-        return existing
+        duplicate = DUPLICATE in response.text
+        return await self._existing(response, repo, head, base, duplicate=duplicate)
 
     async def _version(self, repo: RepoLocation, pr: PullRequest) -> int:
         """The request's current ``version``, which updates and declines must name."""

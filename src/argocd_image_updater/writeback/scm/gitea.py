@@ -23,8 +23,6 @@ from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.scm.api import (
     HttpApiClient,
     TokenSource,
-    describe,
-    raise_for_status,
     response_text,
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
@@ -136,18 +134,8 @@ class GiteaClient(HttpApiClient):
         )
         if response.status_code != 409:
             return await self._add_labels(repo, _pull(self._json(response)), labels)
-        text = response_text(response)
-        if "already exists" not in text:
-            raise_for_status(self.provider, response, describe("POST", response.request.url))
-        existing = await self.find_open(repo, head, base)
-        if existing is None:
-            raise ScmError(
-                f"Gitea API: a pull request for {head} → {base} already exists but is not "
-                f"listed as open ({text})",
-                status=409,
-            )
-        log.debug("Pull request for %s already exists: #%d", head, existing.number)
-        return existing
+        duplicate = "already exists" in response_text(response)
+        return await self._existing(response, repo, head, base, duplicate=duplicate)
 
     async def _add_labels(
         self, repo: RepoLocation, pr: PullRequest, labels: Sequence[str]

@@ -157,18 +157,8 @@ class GitHubClient(HttpApiClient):
             "POST", f"{self._repo_url(repo)}/pulls", json=payload, passthrough=frozenset({422})
         )
         if response.status_code == 422:
-            text = response_text(response)
-            if "already exists" not in text:
-                raise_for_status(self.provider, response, describe("POST", response.request.url))
-            existing = await self.find_open(repo, head, base)
-            if existing is None:
-                raise ScmError(
-                    f"GitHub API: a pull request for {head} → {base} already exists but is not "
-                    f"listed as open ({text})",
-                    status=422,
-                )
-            log.debug("Pull request for %s already exists: #%d", head, existing.number)
-            pr = existing
+            duplicate = "already exists" in response_text(response)
+            pr = await self._existing(response, repo, head, base, duplicate=duplicate)
         else:
             pr = _pull(self._json(response))
         return await self._add_labels(repo, pr, labels)

@@ -17,22 +17,18 @@ import httpx
 
 from argocd_image_updater.model.pr_hosts import GITLAB
 from argocd_image_updater.model.repo_url import RepoLocation
-from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     PER_PAGE,
     HttpApiClient,
     TokenSource,
     describe,
-    raise_for_status,
     response_text,
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
 
 _STATES: Final = {"opened": "open", "closed": "closed", "merged": "merged", "locked": "locked"}
-
-log = get_logger("writeback.scm.gitlab")
 
 
 def project_id(repo: RepoLocation) -> str:
@@ -160,17 +156,8 @@ class GitLabClient(HttpApiClient):
         )
         if response.status_code not in (409, 422):
             return _merge_request(self._json(response))
-        if "already exists" not in response_text(response):
-            raise_for_status(self.provider, response, describe("POST", response.request.url))
-        existing = await self.find_open(repo, head, base)
-        if existing is None:
-            raise ScmError(
-                f"GitLab API: a merge request for {head} → {base} already exists but is not "
-                f"listed as open ({response_text(response)})",
-                status=response.status_code,
-            )
-        log.debug("Merge request for %s already exists: !%d", head, existing.number)
-        return existing
+        duplicate = "already exists" in response_text(response)
+        return await self._existing(response, repo, head, base, duplicate=duplicate)
 
     async def update(
         self, repo: RepoLocation, pr: PullRequest, title: str, body: str, labels: Sequence[str]

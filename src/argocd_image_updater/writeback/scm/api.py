@@ -188,6 +188,14 @@ def parse_time(value: str) -> float:
     return when.timestamp()
 
 
+def api_root(url: str, what: str) -> str:
+    """``url`` without its trailing ``/``; ``what`` (``Gitea API URL``) names it in the error
+    when it is not an ``https://`` or ``http://`` URL."""
+    if not url.startswith(("https://", "http://")):
+        raise ValueError(f"{what} must start with https:// or http://")
+    return url.rstrip("/")
+
+
 class HttpApiClient:
     """What every host's client shares: the token, authenticated requests with the host's
     error messages, and an HTTP client that is closed by :meth:`aclose` when this object made
@@ -311,3 +319,20 @@ class HttpApiClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class ApiRootClient(HttpApiClient):
+    """A host's client for the API base ``api_url`` (an ``https://`` or ``http://`` URL, kept
+    without its trailing ``/`` in ``_api``); ``http`` is a caller-owned client (else one is
+    made and closed by :meth:`aclose`)."""
+
+    def __init__(
+        self,
+        token: TokenSource,
+        *,
+        api_url: str,
+        http: httpx.AsyncClient | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self._api = api_root(api_url, f"{self.provider} API URL")
+        super().__init__(token, http, timeout)

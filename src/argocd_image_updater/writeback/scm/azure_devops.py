@@ -26,7 +26,7 @@ from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     PER_PAGE,
-    HttpApiClient,
+    ApiRootClient,
     TokenSource,
     describe,
 )
@@ -56,28 +56,17 @@ def _branch(ref: str) -> str:
     return ref[len(_BRANCH) :] if ref.startswith(_BRANCH) else ref
 
 
-class AzureDevOpsClient(HttpApiClient):
+class AzureDevOpsClient(ApiRootClient):
     """The pull request API of one Azure DevOps repository at ``api_url``
     (``…/_apis/git/repositories/<repo>``); ``http`` is a caller-owned client (else one is made
     and closed by :meth:`aclose`)."""
 
     host = HOST
 
-    def __init__(
-        self,
-        token: TokenSource,
-        *,
-        api_url: str,
-        http: httpx.AsyncClient | None = None,
-        timeout: float = 30.0,
-    ) -> None:
-        if not api_url.startswith(("https://", "http://")):
-            raise ValueError("Azure DevOps API URL must start with https:// or http://")
-        super().__init__(token, http, timeout)
-        self._api = api_url.rstrip("/")
-        self._web = (
-            self._api.replace(_REPOSITORIES, "/_git/", 1) if _REPOSITORIES in self._api else ""
-        )
+    @property
+    def _web(self) -> str:
+        """The repository's web page (``…/_git/<repo>``), or empty when ``_api`` names none."""
+        return self._api.replace(_REPOSITORIES, "/_git/", 1) if _REPOSITORIES in self._api else ""
 
     def _url(self, number: int | None = None, tail: str = "") -> str:
         url = f"{self._api}/pullrequests"

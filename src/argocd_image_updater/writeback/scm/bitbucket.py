@@ -26,6 +26,7 @@ from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     HttpApiClient,
     TokenSource,
+    api_root,
     describe,
     response_text,
 )
@@ -101,10 +102,8 @@ class BitbucketClient(HttpApiClient):
         http: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
     ) -> None:
-        if not api_url.startswith(("https://", "http://")):
-            raise ValueError("Bitbucket API URL must start with https:// or http://")
+        self._api = api_root(api_url, "Bitbucket API URL")
         super().__init__(token, http, timeout)
-        self._api = api_url.rstrip("/")
         self._username = "" if username == TOKEN_USERNAME else username
 
     def _repo_url(self, repo: RepoLocation) -> str:

@@ -24,7 +24,7 @@ from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.writeback.scm.api import (
     MAX_PAGES,
     PER_PAGE,
-    HttpApiClient,
+    ApiRootClient,
     TokenSource,
     describe,
 )
@@ -83,25 +83,12 @@ def _not_from_fork(data: Any) -> bool:
     return source == ("", "") or target == ("", "") or source == target
 
 
-class BitbucketServerClient(HttpApiClient):
+class BitbucketServerClient(ApiRootClient):
     """The pull request API of one Bitbucket Data Center instance at ``api_url``
     (``…/rest/api/1.0``); ``http`` is a caller-owned client (else one is made and closed by
     :meth:`aclose`)."""
 
     host = HOST
-
-    def __init__(
-        self,
-        token: TokenSource,
-        *,
-        api_url: str,
-        http: httpx.AsyncClient | None = None,
-        timeout: float = 30.0,
-    ) -> None:
-        if not api_url.startswith(("https://", "http://")):
-            raise ValueError("Bitbucket Data Center API URL must start with https:// or http://")
-        super().__init__(token, http, timeout)
-        self._api = api_url.rstrip("/")
 
     def _pulls_url(self, repo: RepoLocation, number: int | None = None) -> str:
         _, project, slug = bitbucket_server_location(repo)

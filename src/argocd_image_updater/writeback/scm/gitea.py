@@ -21,7 +21,7 @@ from argocd_image_updater.model.pr_hosts import GITEA
 from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.scm.api import (
-    HttpApiClient,
+    ApiRootClient,
     TokenSource,
     response_text,
 )
@@ -76,24 +76,11 @@ def _not_from_fork(data: Any) -> bool:
     return head.get("repo_id") is None or head.get("repo_id") == base.get("repo_id")
 
 
-class GiteaClient(HttpApiClient):
+class GiteaClient(ApiRootClient):
     """The pull request API of one Gitea or Forgejo instance at ``api_url`` (``…/api/v1``);
     ``http`` is a caller-owned client (else one is made and closed by :meth:`aclose`)."""
 
     host = HOST
-
-    def __init__(
-        self,
-        token: TokenSource,
-        *,
-        api_url: str,
-        http: httpx.AsyncClient | None = None,
-        timeout: float = 30.0,
-    ) -> None:
-        if not api_url.startswith(("https://", "http://")):
-            raise ValueError("Gitea API URL must start with https:// or http://")
-        super().__init__(token, http, timeout)
-        self._api = api_url.rstrip("/")
 
     def _repo_url(self, repo: RepoLocation) -> str:
         if "/" in repo.owner_path:

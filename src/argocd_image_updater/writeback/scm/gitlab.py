@@ -22,6 +22,7 @@ from argocd_image_updater.writeback.scm.api import (
     PER_PAGE,
     HttpApiClient,
     TokenSource,
+    api_root,
     describe,
     response_text,
 )
@@ -89,10 +90,8 @@ class GitLabClient(HttpApiClient):
         http: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
     ) -> None:
-        if not base_url.startswith(("https://", "http://")):
-            raise ValueError("GitLab base URL must start with https:// or http://")
+        self._api = f"{api_root(base_url, 'GitLab base URL')}/api/v4"
         super().__init__(token, http, timeout)
-        self._api = f"{base_url.rstrip('/')}/api/v4"
         self._oauth = oauth
 
     def _mr_url(self, repo: RepoLocation, iid: int | None = None) -> str:

@@ -27,6 +27,7 @@ from argocd_image_updater.writeback.scm.api import (
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
+from argocd_image_updater.writeback.scm.repos_api import ReposApiClient
 
 PAGE_LIMIT: Final = 50
 """Gitea's default ``MAX_RESPONSE_ITEMS``: larger pages are cut to it anyway."""
@@ -76,19 +77,17 @@ def _not_from_fork(data: Any) -> bool:
     return head.get("repo_id") is None or head.get("repo_id") == base.get("repo_id")
 
 
-class GiteaClient(ApiRootClient):
+class GiteaClient(ApiRootClient, ReposApiClient):
     """The pull request API of one Gitea or Forgejo instance at ``api_url`` (``…/api/v1``);
     ``http`` is a caller-owned client (else one is made and closed by :meth:`aclose`)."""
 
     host = HOST
 
-    def _repo_url(self, repo: RepoLocation) -> str:
-        if "/" in repo.owner_path:
-            raise ScmError(
-                f"Gitea repositories are owner/repo, not '{repo.full_path}' (nested paths are "
-                "a GitLab feature)"
-            )
-        return f"{self._api}/repos/{repo.owner_path}/{repo.name}"
+    def _api_base(self, repo: RepoLocation) -> str:
+        return self._api
+
+    def _pull(self, data: Any) -> PullRequest:
+        return _pull(data)
 
     def _auth_headers(self, token: str) -> dict[str, str]:
         return {"Authorization": f"token {token}", "Accept": "application/json"}
@@ -156,13 +155,6 @@ class GiteaClient(ApiRootClient):
         # the answer lists every label of the issue after the addition
         return replace(pr, labels=names)
 
-    async def update(
-        self, repo: RepoLocation, pr: PullRequest, title: str, body: str, labels: Sequence[str]
-    ) -> PullRequest:
-        url = f"{self._repo_url(repo)}/pulls/{pr.number}"
-        response = await self._request("PATCH", url, json={"title": title, "body": body})
-        return await self._add_labels(repo, _pull(self._json(response)), labels)
-
     async def list_open_by_prefix(
         self, repo: RepoLocation, base: str, head_prefix: str
     ) -> list[PullRequest]:
@@ -171,11 +163,3 @@ class GiteaClient(ApiRootClient):
             for pr, item in await self._open_pulls(repo)
             if pr.base == base and pr.head.startswith(head_prefix) and _not_from_fork(item)
         ]
-
-    async def close(self, repo: RepoLocation, pr: PullRequest, comment: str) -> None:
-        if comment:
-            url = f"{self._repo_url(repo)}/issues/{pr.number}/comments"
-            await self._request("POST", url, json={"body": comment})
-        await self._request(
-            "PATCH", f"{self._repo_url(repo)}/pulls/{pr.number}", json={"state": "closed"}
-        )

@@ -27,7 +27,6 @@ from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.writeback.scm.api import (
     PER_PAGE,
-    HttpApiClient,
     TokenSource,
     describe,
     parse_time,
@@ -37,6 +36,7 @@ from argocd_image_updater.writeback.scm.api import (
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
+from argocd_image_updater.writeback.scm.repos_api import ReposApiClient
 
 API_VERSION: Final = "2022-11-28"
 MEDIA_TYPE: Final = "application/vnd.github+json"
@@ -96,7 +96,7 @@ def client(
     return GitHubClient(token, api_url=api, http=http)
 
 
-class GitHubClient(HttpApiClient):
+class GitHubClient(ReposApiClient):
     """GitHub's pull request API for one token (a fixed string or an async token source).
 
     ``api_url`` overrides the API base derived from each repository's host
@@ -117,13 +117,11 @@ class GitHubClient(HttpApiClient):
         super().__init__(token, http, timeout)
         self._api_url = api_url.rstrip("/") if api_url else None
 
-    def _repo_url(self, repo: RepoLocation) -> str:
-        if "/" in repo.owner_path:
-            raise ScmError(
-                f"GitHub repositories are owner/repo, not '{repo.full_path}' (nested paths are "
-                "a GitLab feature)"
-            )
-        return f"{self._api_url or GITHUB.api_base(repo)}/repos/{repo.owner_path}/{repo.name}"
+    def _api_base(self, repo: RepoLocation) -> str:
+        return self._api_url or GITHUB.api_base(repo)
+
+    def _pull(self, data: Any) -> PullRequest:
+        return _pull(data)
 
     def _auth_headers(self, token: str) -> dict[str, str]:
         return _headers(token)
@@ -190,14 +188,6 @@ class GitHubClient(HttpApiClient):
         # the answer lists every label of the issue after the addition
         return replace(pr, labels=names or tuple(dict.fromkeys((*pr.labels, *missing))))
 
-    async def update(
-        self, repo: RepoLocation, pr: PullRequest, title: str, body: str, labels: Sequence[str]
-    ) -> PullRequest:
-        url = f"{self._repo_url(repo)}/pulls/{pr.number}"
-        response = await self._request("PATCH", url, json={"title": title, "body": body})
-        updated = _pull(self._json(response))
-        return await self._add_labels(repo, updated, labels)
-
     async def list_open_by_prefix(
         self, repo: RepoLocation, base: str, head_prefix: str
     ) -> list[PullRequest]:
@@ -214,14 +204,6 @@ class GitHubClient(HttpApiClient):
                 ):
                     found.append(pr)
         return found
-
-    async def close(self, repo: RepoLocation, pr: PullRequest, comment: str) -> None:
-        if comment:
-            url = f"{self._repo_url(repo)}/issues/{pr.number}/comments"
-            await self._request("POST", url, json={"body": comment})
-        await self._request(
-            "PATCH", f"{self._repo_url(repo)}/pulls/{pr.number}", json={"state": "closed"}
-        )
 
 
 # --- GitHub App installation tokens -----------------------------------------------------------

@@ -28,7 +28,7 @@ ClientFactory = Callable[[TokenSource, str, httpx.AsyncClient | None, str], Pull
 """(token, API base, caller-owned HTTP client or None, HTTPS username) → the host's client.
 The username matters only where the token form depends on it (Bitbucket Cloud app passwords)."""
 
-_NOT_HOSTS: Final = frozenset({"api", "errors", "host", "hosts", "lifecycle"})
+_NOT_HOSTS: Final = frozenset({"api", "errors", "host", "hosts", "lifecycle", "repos_api"})
 
 
 @functools.cache

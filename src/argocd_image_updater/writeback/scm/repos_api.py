@@ -1,0 +1,56 @@
+"""The ``/repos/{owner}/{repo}`` pull request API that GitHub and Gitea share: repository
+URLs, updating a request (title and body, then the missing labels) and closing it (an issue
+comment, then ``state: closed``). Each host keeps its API base, its request objects and how it
+adds labels."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from argocd_image_updater.model.repo_url import RepoLocation
+from argocd_image_updater.writeback.scm.api import HttpApiClient
+from argocd_image_updater.writeback.scm.errors import ScmError
+from argocd_image_updater.writeback.scm.host import PullRequest
+
+
+class ReposApiClient(HttpApiClient):
+    """A host whose pull requests live under ``<API base>/repos/{owner}/{repo}/pulls`` and
+    whose comments and labels under ``…/issues/{number}``."""
+
+    def _api_base(self, repo: RepoLocation) -> str:
+        """The API base that serves ``repo``."""
+        raise NotImplementedError
+
+    def _pull(self, data: Any) -> PullRequest:
+        """The request a JSON pull request object describes."""
+        raise NotImplementedError
+
+    async def _add_labels(
+        self, repo: RepoLocation, pr: PullRequest, labels: Sequence[str]
+    ) -> PullRequest:
+        """``pr`` with the missing ``labels`` added (a failure is logged, not raised)."""
+        raise NotImplementedError
+
+    def _repo_url(self, repo: RepoLocation) -> str:
+        if "/" in repo.owner_path:
+            raise ScmError(
+                f"{self.provider} repositories are owner/repo, not '{repo.full_path}' (nested "
+                "paths are a GitLab feature)"
+            )
+        return f"{self._api_base(repo)}/repos/{repo.owner_path}/{repo.name}"
+
+    async def update(
+        self, repo: RepoLocation, pr: PullRequest, title: str, body: str, labels: Sequence[str]
+    ) -> PullRequest:
+        url = f"{self._repo_url(repo)}/pulls/{pr.number}"
+        response = await self._request("PATCH", url, json={"title": title, "body": body})
+        return await self._add_labels(repo, self._pull(self._json(response)), labels)
+
+    async def close(self, repo: RepoLocation, pr: PullRequest, comment: str) -> None:
+        if comment:
+            url = f"{self._repo_url(repo)}/issues/{pr.number}/comments"
+            await self._request("POST", url, json={"body": comment})
+        await self._request(
+            "PATCH", f"{self._repo_url(repo)}/pulls/{pr.number}", json={"state": "closed"}
+        )

@@ -11,7 +11,7 @@ its organisation) to be set, names Gitea does not know are left out (and reporte
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final
 
@@ -27,7 +27,7 @@ from argocd_image_updater.writeback.scm.api import (
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
-from argocd_image_updater.writeback.scm.repos_api import ReposApiClient
+from argocd_image_updater.writeback.scm.repos_api import ReposApiClient, label_names
 
 PAGE_LIMIT: Final = 50
 """Gitea's default ``MAX_RESPONSE_ITEMS``: larger pages are cut to it anyway."""
@@ -45,14 +45,6 @@ def client(
     return GiteaClient(token, api_url=api, http=http)
 
 
-def _label_names(items: Any) -> tuple[str, ...]:
-    return tuple(
-        str(label["name"])
-        for label in items or ()
-        if isinstance(label, Mapping) and "name" in label
-    )
-
-
 def _pull(data: Any) -> PullRequest:
     try:
         state = str(data["state"])
@@ -66,7 +58,7 @@ def _pull(data: Any) -> PullRequest:
             title=str(data.get("title") or ""),
             state=state,
             body=str(data.get("body") or ""),
-            labels=_label_names(data.get("labels")),
+            labels=label_names(data.get("labels")),
         )
     except (KeyError, TypeError, ValueError):
         raise ScmError("Gitea API: unexpected pull request object in the answer") from None
@@ -123,27 +115,10 @@ class GiteaClient(ApiRootClient, ReposApiClient):
         duplicate = "already exists" in response_text(response)
         return await self._existing(response, repo, head, base, duplicate=duplicate)
 
-    async def _add_labels(
-        self, repo: RepoLocation, pr: PullRequest, labels: Sequence[str]
+    def _labelled(
+        self, repo: RepoLocation, pr: PullRequest, added: Sequence[str], names: tuple[str, ...]
     ) -> PullRequest:
-        missing = [label for label in labels if label not in pr.labels]
-        if not missing:
-            return pr
-        url = f"{self._repo_url(repo)}/issues/{pr.number}/labels"
-        try:
-            names = _label_names(
-                self._json(await self._request("POST", url, json={"labels": missing}))
-            )
-        except ScmError as exc:
-            log.warning(
-                "Could not add labels to pull request #%d: %s",
-                pr.number,
-                exc,
-                repository=repo.full_path,
-                labels=",".join(missing),
-            )
-            return pr
-        unknown = [label for label in missing if label not in names]
+        unknown = [label for label in added if label not in names]
         if unknown:
             log.warning(
                 "Labels %s of pull request #%d do not exist in the repository: create them "

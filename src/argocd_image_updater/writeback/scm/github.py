@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from argocd_image_updater.model.pr_hosts import GITHUB
 from argocd_image_updater.model.repo_url import RepoLocation
-from argocd_image_updater.observe.log import get_logger, register_secret
+from argocd_image_updater.observe.log import register_secret
 from argocd_image_updater.writeback.scm.api import (
     PER_PAGE,
     TokenSource,
@@ -36,7 +36,7 @@ from argocd_image_updater.writeback.scm.api import (
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
-from argocd_image_updater.writeback.scm.repos_api import ReposApiClient
+from argocd_image_updater.writeback.scm.repos_api import ReposApiClient, label_names
 
 API_VERSION: Final = "2022-11-28"
 MEDIA_TYPE: Final = "application/vnd.github+json"
@@ -44,8 +44,6 @@ APP_TOKEN_REFRESH_MARGIN: Final = 300.0
 """Installation tokens are renewed this many seconds before they expire."""
 _JWT_LIFETIME: Final = 540  # GitHub accepts at most 10 minutes
 _JWT_BACKDATE: Final = 60  # tolerate clock drift
-
-log = get_logger("writeback.scm.github")
 
 
 def _headers(token: str) -> dict[str, str]:
@@ -61,11 +59,6 @@ def _pull(data: Any) -> PullRequest:
         state = str(data["state"])
         if state == "closed" and data.get("merged_at"):
             state = "merged"
-        labels = tuple(
-            str(label["name"])
-            for label in data.get("labels") or ()
-            if isinstance(label, Mapping) and "name" in label
-        )
         return PullRequest(
             number=int(data["number"]),
             url=str(data["html_url"]),
@@ -74,7 +67,7 @@ def _pull(data: Any) -> PullRequest:
             title=str(data.get("title") or ""),
             state=state,
             body=str(data.get("body") or ""),
-            labels=labels,
+            labels=label_names(data.get("labels")),
         )
     except (KeyError, TypeError, ValueError):
         raise ScmError("GitHub API: unexpected pull request object in the answer") from None
@@ -161,32 +154,11 @@ class GitHubClient(ReposApiClient):
             pr = _pull(self._json(response))
         return await self._add_labels(repo, pr, labels)
 
-    async def _add_labels(
-        self, repo: RepoLocation, pr: PullRequest, labels: Sequence[str]
+    def _labelled(
+        self, repo: RepoLocation, pr: PullRequest, added: Sequence[str], names: tuple[str, ...]
     ) -> PullRequest:
-        missing = [label for label in labels if label not in pr.labels]
-        if not missing:
-            return pr
-        url = f"{self._repo_url(repo)}/issues/{pr.number}/labels"
-        try:
-            response = await self._request("POST", url, json={"labels": missing})
-            data = self._json(response)
-            names = tuple(
-                str(item["name"])
-                for item in (data if isinstance(data, list) else ())
-                if isinstance(item, Mapping) and "name" in item
-            )
-        except ScmError as exc:
-            log.warning(
-                "Could not add labels to pull request #%d: %s",
-                pr.number,
-                exc,
-                repository=repo.full_path,
-                labels=",".join(missing),
-            )
-            return pr
         # the answer lists every label of the issue after the addition
-        return replace(pr, labels=names or tuple(dict.fromkeys((*pr.labels, *missing))))
+        return replace(pr, labels=names or tuple(dict.fromkeys((*pr.labels, *added))))
 
     async def list_open_by_prefix(
         self, repo: RepoLocation, base: str, head_prefix: str

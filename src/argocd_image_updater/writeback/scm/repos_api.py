@@ -5,13 +5,25 @@ adds labels."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from argocd_image_updater.model.repo_url import RepoLocation
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.scm.api import HttpApiClient
 from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
+
+log = get_logger("writeback.scm")
+
+
+def label_names(items: Any) -> tuple[str, ...]:
+    """The ``name`` of each label object of a JSON list (anything else names none)."""
+    return tuple(
+        str(label["name"])
+        for label in (items if isinstance(items, list) else ())
+        if isinstance(label, Mapping) and "name" in label
+    )
 
 
 class ReposApiClient(HttpApiClient):
@@ -26,11 +38,33 @@ class ReposApiClient(HttpApiClient):
         """The request a JSON pull request object describes."""
         raise NotImplementedError
 
+    def _labelled(
+        self, repo: RepoLocation, pr: PullRequest, added: Sequence[str], names: tuple[str, ...]
+    ) -> PullRequest:
+        """``pr`` after ``added`` were sent, given the ``names`` the host answered with."""
+        raise NotImplementedError
+
     async def _add_labels(
         self, repo: RepoLocation, pr: PullRequest, labels: Sequence[str]
     ) -> PullRequest:
         """``pr`` with the missing ``labels`` added (a failure is logged, not raised)."""
-        raise NotImplementedError
+        missing = [label for label in labels if label not in pr.labels]
+        if not missing:
+            return pr
+        url = f"{self._repo_url(repo)}/issues/{pr.number}/labels"
+        try:
+            response = await self._request("POST", url, json={"labels": missing})
+            names = label_names(self._json(response))
+        except ScmError as exc:
+            log.warning(
+                "Could not add labels to pull request #%d: %s",
+                pr.number,
+                exc,
+                repository=repo.full_path,
+                labels=",".join(missing),
+            )
+            return pr
+        return self._labelled(repo, pr, missing, names)
 
     def _repo_url(self, repo: RepoLocation) -> str:
         if "/" in repo.owner_path:

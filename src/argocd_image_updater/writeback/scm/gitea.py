@@ -25,9 +25,8 @@ from argocd_image_updater.writeback.scm.api import (
     TokenSource,
     response_text,
 )
-from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
-from argocd_image_updater.writeback.scm.repos_api import ReposApiClient, label_names
+from argocd_image_updater.writeback.scm.repos_api import ReposApiClient
 
 PAGE_LIMIT: Final = 50
 """Gitea's default ``MAX_RESPONSE_ITEMS``: larger pages are cut to it anyway."""
@@ -45,25 +44,6 @@ def client(
     return GiteaClient(token, api_url=api, http=http)
 
 
-def _pull(data: Any) -> PullRequest:
-    try:
-        state = str(data["state"])
-        if state == "closed" and data.get("merged"):
-            state = "merged"
-        return PullRequest(
-            number=int(data["number"]),
-            url=str(data["html_url"]),
-            head=str(data["head"]["ref"]),
-            base=str(data["base"]["ref"]),
-            title=str(data.get("title") or ""),
-            state=state,
-            body=str(data.get("body") or ""),
-            labels=label_names(data.get("labels")),
-        )
-    except (KeyError, TypeError, ValueError):
-        raise ScmError("Gitea API: unexpected pull request object in the answer") from None
-
-
 def _not_from_fork(data: Any) -> bool:
     head, base = data.get("head") or {}, data.get("base") or {}
     return head.get("repo_id") is None or head.get("repo_id") == base.get("repo_id")
@@ -78,8 +58,7 @@ class GiteaClient(ApiRootClient, ReposApiClient):
     def _api_base(self, repo: RepoLocation) -> str:
         return self._api
 
-    def _pull(self, data: Any) -> PullRequest:
-        return _pull(data)
+    merged_key = "merged"
 
     def _auth_headers(self, token: str) -> dict[str, str]:
         return {"Authorization": f"token {token}", "Accept": "application/json"}
@@ -88,7 +67,7 @@ class GiteaClient(ApiRootClient, ReposApiClient):
         found: list[tuple[PullRequest, Any]] = []
         params: dict[str, str | int] = {"state": "open", "limit": PAGE_LIMIT}
         async for items in self._link_pages(f"{self._repo_url(repo)}/pulls", params):
-            found.extend((_pull(item), item) for item in items)
+            found.extend((self._pull(item), item) for item in items)
         return found
 
     async def find_open(self, repo: RepoLocation, head: str, base: str) -> PullRequest | None:
@@ -111,7 +90,7 @@ class GiteaClient(ApiRootClient, ReposApiClient):
             "POST", f"{self._repo_url(repo)}/pulls", json=payload, passthrough=frozenset({409})
         )
         if response.status_code != 409:
-            return await self._add_labels(repo, _pull(self._json(response)), labels)
+            return await self._add_labels(repo, self._pull(self._json(response)), labels)
         duplicate = "already exists" in response_text(response)
         return await self._existing(response, repo, head, base, duplicate=duplicate)
 

@@ -36,7 +36,7 @@ from argocd_image_updater.writeback.scm.api import (
 )
 from argocd_image_updater.writeback.scm.errors import ScmError
 from argocd_image_updater.writeback.scm.host import PullRequest
-from argocd_image_updater.writeback.scm.repos_api import ReposApiClient, label_names
+from argocd_image_updater.writeback.scm.repos_api import ReposApiClient
 
 API_VERSION: Final = "2022-11-28"
 MEDIA_TYPE: Final = "application/vnd.github+json"
@@ -52,25 +52,6 @@ def _headers(token: str) -> dict[str, str]:
         "Accept": MEDIA_TYPE,
         "X-GitHub-Api-Version": API_VERSION,
     }
-
-
-def _pull(data: Any) -> PullRequest:
-    try:
-        state = str(data["state"])
-        if state == "closed" and data.get("merged_at"):
-            state = "merged"
-        return PullRequest(
-            number=int(data["number"]),
-            url=str(data["html_url"]),
-            head=str(data["head"]["ref"]),
-            base=str(data["base"]["ref"]),
-            title=str(data.get("title") or ""),
-            state=state,
-            body=str(data.get("body") or ""),
-            labels=label_names(data.get("labels")),
-        )
-    except (KeyError, TypeError, ValueError):
-        raise ScmError("GitHub API: unexpected pull request object in the answer") from None
 
 
 def _head_owner(data: Any) -> str:
@@ -113,8 +94,7 @@ class GitHubClient(ReposApiClient):
     def _api_base(self, repo: RepoLocation) -> str:
         return self._api_url or GITHUB.api_base(repo)
 
-    def _pull(self, data: Any) -> PullRequest:
-        return _pull(data)
+    merged_key = "merged_at"
 
     def _auth_headers(self, token: str) -> dict[str, str]:
         return _headers(token)
@@ -129,7 +109,7 @@ class GitHubClient(ReposApiClient):
         owner = repo.owner_path.lower()
         async for items in self._link_pages(f"{self._repo_url(repo)}/pulls", params):
             for item in items:
-                pr = _pull(item)
+                pr = self._pull(item)
                 if pr.head == head and pr.base == base and _head_owner(item) in ("", owner):
                     return pr
         return None
@@ -151,7 +131,7 @@ class GitHubClient(ReposApiClient):
             duplicate = "already exists" in response_text(response)
             pr = await self._existing(response, repo, head, base, duplicate=duplicate)
         else:
-            pr = _pull(self._json(response))
+            pr = self._pull(self._json(response))
         return await self._add_labels(repo, pr, labels)
 
     def _labelled(
@@ -168,7 +148,7 @@ class GitHubClient(ReposApiClient):
         params: dict[str, str | int] = {"state": "open", "base": base, "per_page": PER_PAGE}
         async for items in self._link_pages(f"{self._repo_url(repo)}/pulls", params):
             for item in items:
-                pr = _pull(item)
+                pr = self._pull(item)
                 if (
                     pr.base == base
                     and pr.head.startswith(head_prefix)

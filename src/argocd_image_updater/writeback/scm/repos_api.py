@@ -6,7 +6,7 @@ adds labels."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.observe.log import get_logger
@@ -34,9 +34,29 @@ class ReposApiClient(HttpApiClient):
         """The API base that serves ``repo``."""
         raise NotImplementedError
 
+    merged_key: ClassVar[str]
+    """The field set on a merged request (``merged_at`` on GitHub, ``merged`` on Gitea)."""
+
     def _pull(self, data: Any) -> PullRequest:
         """The request a JSON pull request object describes."""
-        raise NotImplementedError
+        try:
+            state = str(data["state"])
+            if state == "closed" and data.get(self.merged_key):
+                state = "merged"
+            return PullRequest(
+                number=int(data["number"]),
+                url=str(data["html_url"]),
+                head=str(data["head"]["ref"]),
+                base=str(data["base"]["ref"]),
+                title=str(data.get("title") or ""),
+                state=state,
+                body=str(data.get("body") or ""),
+                labels=label_names(data.get("labels")),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise ScmError(
+                f"{self.provider} API: unexpected pull request object in the answer"
+            ) from None
 
     def _labelled(
         self, repo: RepoLocation, pr: PullRequest, added: Sequence[str], names: tuple[str, ...]

@@ -10,6 +10,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,12 @@ from kubernetes_asyncio import client as k8s
 
 from argocd_image_updater.controller.leader import DEFAULT_LEASE_NAME, LeaderElector
 from argocd_image_updater.kube.client import KubeClient
-from argocd_image_updater_testing.kube import KubeApiServer, KubeStore
+from argocd_image_updater_testing.kube import KubeApiServer, KubeError, KubeStore
 
 NS = "argocd"
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 FAST = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+STOP_WITHIN = 10.0  # a cancelled elector ends at its next step; this only bounds a hang
 
 
 async def eventually(condition: Callable[[], bool], within: float = 30.0) -> float:
@@ -77,7 +79,7 @@ class Cluster:
         self.replicas: list[Replica] = []
         self.clients: list[KubeClient] = []
 
-    async def replica(self, server: KubeApiServer, identity: str, **timing: float) -> Replica:
+    async def replica(self, server: KubeApiServer, identity: str, **timing: Any) -> Replica:
         config = server.write_kubeconfig(self.tmp_path / f"kubeconfig-{identity}", namespace=NS)
         client = await KubeClient.connect(kubeconfig=str(config))
         self.clients.append(client)
@@ -94,15 +96,25 @@ class Cluster:
         return replica
 
     async def close(self) -> None:
+        """Cancel every elector (each must end at once) and close the clients."""
+        ignored = []
         for replica in self.replicas:
-            if replica.task is not None and not replica.task.done():
-                replica.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await replica.task
+            if replica.task is not None and not await _cancelled_in_time(replica.task):
+                ignored.append(replica.elector.identity)
+                replica.stop.set()  # so that it does not outlive the test
+                await asyncio.wait({replica.task}, timeout=STOP_WITHIN)
         for client in self.clients:
             await client.close()
         self.replicas.clear()
         self.clients.clear()
+        assert not ignored, f"electors kept running after they were cancelled: {ignored}"
+
+
+async def _cancelled_in_time(task: asyncio.Task[None]) -> bool:
+    """Cancel ``task``; whether it then ends within :data:`STOP_WITHIN` seconds."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=STOP_WITHIN)
+    return task in done
 
 
 @pytest.fixture
@@ -121,6 +133,24 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
 def lease(server: KubeApiServer) -> dict[str, Any]:
     spec: dict[str, Any] = server.store.get("leases", NS, DEFAULT_LEASE_NAME)["spec"]
     return spec
+
+
+def takeover_of(server: KubeApiServer, old: str, new: str) -> tuple[datetime, datetime]:
+    """The last ``renewTime`` ``old`` wrote and the ``acquireTime`` of ``new`` replacing it,
+    from the Lease's change history."""
+    store = server.store
+    changes, watch = store.subscribe(store.resolve("leases"), NS, "1", asyncio.Queue())
+    store.unsubscribe(watch)
+    for change in changes:
+        before, after = (change.old or {}).get("spec", {}), change.obj["spec"]
+        if before.get("holderIdentity") == old and after.get("holderIdentity") == new:
+            return _micro(before["renewTime"]), _micro(after["acquireTime"])
+    raise AssertionError(f"the Lease never went from {old} to {new}")
+
+
+def _micro(timestamp: str) -> datetime:
+    assert MICRO.match(timestamp), timestamp
+    return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 async def test_two_replicas_elect_exactly_one_leader(
@@ -158,11 +188,13 @@ async def test_a_dead_leader_is_replaced_once_its_lease_expires(
         await a.task
     assert lease(server)["holderIdentity"] == "replica-a"
     await eventually(b.elector.is_leader)
-    # The moment of the change as the elector reported it (not when this test polled it).
+    # Not before the lease expired: a full lease duration lies between the last renewal and the
+    # takeover, as both wrote them into the Lease (1 µs: the timestamps are truncated to µs) …
+    last_renewal, takeover = takeover_of(server, "replica-a", "replica-b")
+    assert takeover - last_renewal >= timedelta(seconds=FAST["lease_duration"], microseconds=-1)
+    # … and soon after (the moment of the change as the elector reported it, not when this test
+    # polled it).
     took_over = cluster.timeline.when("replica-b", True)
-    # not before the lease expired (it was renewed at most one retry period before death) …
-    assert took_over - died >= FAST["lease_duration"] - 2 * FAST["retry_period"]
-    # … and soon after
     assert took_over - died <= FAST["lease_duration"] + 1.0
     spec = lease(server)
     assert spec["holderIdentity"] == "replica-b"
@@ -223,6 +255,67 @@ async def test_release_lets_another_replica_take_over_at_once(
         ("replica-a", False),
         ("replica-b", True),
     ]
+
+
+async def test_a_cancelled_elector_always_stops(server: KubeApiServer, cluster: Cluster) -> None:
+    """Cancelled at many points of its loop (a Lease request in flight or just answered, a pause
+    between attempts), the elector ends every time: no cancellation is lost."""
+    for attempt in range(40):
+        replica = await cluster.replica(server, "replica")
+        assert replica.task is not None
+        requests = server.request_count(resource="leases")
+        deadline = time.monotonic() + 30
+        # Loop step by step until 1 to 4 more Lease requests reached the server, then 0 to 6
+        # steps more: the cancellation lands on a different point of the election each time.
+        while server.request_count(resource="leases") < requests + 1 + attempt % 4:
+            assert time.monotonic() < deadline, "the elector sent no Lease request"
+            await asyncio.sleep(0)
+        for _ in range(attempt % 7):
+            await asyncio.sleep(0)
+        assert await _cancelled_in_time(replica.task), f"cancellation {attempt} was lost"
+        assert replica.task.cancelled()
+        assert not replica.elector.is_leader()
+
+
+async def test_a_lease_counts_from_when_its_record_was_read(
+    server: KubeApiServer, cluster: Cluster
+) -> None:
+    """A lease renewed while a replica's read is under way counts from when the answer came, not
+    from when the replica asked: on a slow API it would otherwise take over a live lease."""
+    now = 0.0
+
+    def hold(holder: str) -> None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        try:
+            record = server.store.get("leases", NS, DEFAULT_LEASE_NAME)
+        except KubeError:
+            record = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}
+            record["metadata"] = {"name": DEFAULT_LEASE_NAME, "namespace": NS}
+        record["spec"] = {"holderIdentity": holder, "leaseDurationSeconds": 10}
+        record["spec"] |= {"acquireTime": stamp, "renewTime": stamp, "leaseTransitions": 0}
+        server.store.put(record)
+
+    def wall() -> datetime:
+        # Called as the first attempt is about to read the Lease: another replica takes it over,
+        # and the answer arrives 9 s (of the replica's clock) later.
+        nonlocal now
+        if now == 0.0:
+            hold("intruder-2")
+            now = 9.0
+        return datetime.now(UTC)
+
+    hold("intruder")
+    slow = {"lease_duration": 10.0, "renew_deadline": 5.0, "retry_period": 0.1}
+    b = await cluster.replica(server, "replica-b", clock=lambda: now, wall=wall, **slow)
+    await eventually(lambda: b.elector.observed_holder == "intruder-2")
+    now = 15.0  # 15 s after asking, 6 s after the answer: the lease of intruder-2 still runs
+    reads = server.request_count("get", "leases")
+    await eventually(lambda: server.request_count("get", "leases") >= reads + 3)
+    assert not b.elector.is_leader()
+    assert lease(server)["holderIdentity"] == "intruder-2"
+    now = 19.5  # 10.5 s after the answer: expired
+    await eventually(b.elector.is_leader)
+    assert lease(server)["holderIdentity"] == "replica-b"
 
 
 async def test_a_leader_whose_lease_is_taken_steps_down(

@@ -213,7 +213,9 @@ class LeaderElector:
                 record = await self._write(self._body(self.identity, wall, wall, 0), create=True)
             else:
                 if not old.same_as(self._observed):
-                    self._observed, self._observed_at = old, now
+                    # A record counts from when it was seen, not from when it was asked for: it
+                    # may have been written while the read was under way.
+                    self._observed, self._observed_at = old, self._clock()
                 if (
                     old.holder
                     and old.holder != self.identity
@@ -229,12 +231,14 @@ class LeaderElector:
                     old.resource_version,
                 )
                 record = await self._write(body, create=False)
-            self._observed, self._observed_at = record, now
+            self._observed, self._observed_at = record, self._clock()
             return True
 
     async def _attempt(self, limit: float) -> bool:
         try:
-            return await asyncio.wait_for(self.try_acquire_or_renew(), limit)
+            # Not asyncio.wait_for: on 3.11 it loses a cancellation that comes as the request ends.
+            async with asyncio.timeout(limit):
+                return await self.try_acquire_or_renew()
         except TimeoutError:
             log.debug("lease request timed out", identity=self.identity)
         except KubeError as err:
@@ -314,4 +318,5 @@ class LeaderElector:
 async def _wait(stop: asyncio.Event, seconds: float) -> None:
     """Wait ``seconds`` or until ``stop`` is set."""
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), max(0.0, seconds))
+        async with asyncio.timeout(max(0.0, seconds)):
+            await stop.wait()

@@ -242,7 +242,8 @@ async def run_until_stopped(controller: Controller, once: bool) -> None:
     if task not in done:
         # Give the cycle in flight time to finish its writes, then abandon it.
         try:
-            await asyncio.wait_for(asyncio.shield(task), SHUTDOWN_GRACE_SECONDS)
+            async with asyncio.timeout(SHUTDOWN_GRACE_SECONDS):
+                await asyncio.shield(task)
         except TimeoutError:
             log.warning("cycle did not finish within %ss, abandoning it", SHUTDOWN_GRACE_SECONDS)
             task.cancel()

@@ -266,7 +266,8 @@ class Notifier:
     async def aclose(self, grace: float = SHUTDOWN_GRACE) -> None:
         """Give queued messages ``grace`` seconds, then drop the rest (counted)."""
         try:
-            await asyncio.wait_for(self.idle(), grace)
+            async with asyncio.timeout(grace):
+                await self.idle()
         except TimeoutError:
             left = self.pending()
             metrics.DROPPED.inc(left)

@@ -199,8 +199,10 @@ class EventDispatcher:
     async def _wait_until(self, deadline: float) -> None:
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining > 0 and not self._flush.is_set():
+            # Not asyncio.wait_for: on 3.11 it loses a cancellation that comes as the wait ends.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._flush.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await self._flush.wait()
 
     async def _call(self, entry: _Pending) -> None:
         fields = _fields(entry.event)

@@ -191,7 +191,8 @@ class WebhookServer:
             return _text(503, NOT_LEADER_TEXT, {"Retry-After": "1"})
 
         try:
-            body = await asyncio.wait_for(self._read_body(request), self._read_timeout)
+            async with asyncio.timeout(self._read_timeout):
+                body = await self._read_body(request)
         except _BodyTooLarge:
             record_rejection(type_name, "too-large")
             log.warning("Refused webhook call: request body too large")

@@ -43,13 +43,21 @@ class RepoFiles:
     async def read(self, requests: Iterable[FileRequest]) -> dict[FileRequest, object]:
         """Each request's result: ``str`` (file text), ``list[str]`` (names), ``None`` (missing)
         or the ``Exception`` met reading it. One checkout per repository (by
-        :func:`~argocd_image_updater.model.repo_url.same_repository`) and branch."""
-        groups: dict[tuple[str, str], list[FileRequest]] = {}
+        :func:`~argocd_image_updater.model.repo_url.same_repository`), branch and credentials
+        (reference and namespace)."""
+        groups: dict[tuple[str, str, str, str], list[FileRequest]] = {}
         for request in requests:
-            key = (repository_key(request.repo_url), request.branch)
+            # Requests share a checkout only when they use the same credentials: one tenant's
+            # read never runs with another tenant's Secret.
+            key = (
+                repository_key(request.repo_url),
+                request.branch,
+                request.credentials_ref,
+                request.namespace,
+            )
             groups.setdefault(key, []).append(request)
         results: dict[FileRequest, object] = {}
-        for (_, branch), group in groups.items():
+        for (_, branch, _, _), group in groups.items():
             first = group[0]
             url = first.repo_url
             try:

@@ -286,8 +286,9 @@ class GitHttpServer:
     """``git http-backend`` over HTTP(S) serving the bare repositories under ``root``.
 
     ``users`` enables Basic auth for every request (reads too); ``tls`` serves HTTPS.
-    :attr:`requests` counts requests by service (``upload-pack``, ``receive-pack``) and by
-    service and protocol v2 command (``upload-pack:fetch``, ``upload-pack:ls-refs``).
+    :attr:`requests` counts requests by service (``upload-pack``, ``receive-pack``), by
+    service and protocol v2 command (``upload-pack:fetch``, ``upload-pack:ls-refs``) and, with
+    ``users``, by service and user (``receive-pack@alice``).
     """
 
     def __init__(
@@ -388,7 +389,7 @@ class GitHttpServer:
         length = int(handler.headers.get("Content-Length") or 0)
         return handler.rfile.read(length) if length else b""
 
-    def _count(self, service: str | None, body: bytes, encoding: str) -> None:
+    def _count(self, service: str | None, body: bytes, encoding: str, user: str | None) -> None:
         if service is None:
             return
         command = None
@@ -402,6 +403,8 @@ class GitHttpServer:
             self.requests[service] += 1
             if command:
                 self.requests[f"{service}:{command}"] += 1
+            if user is not None:
+                self.requests[f"{service}@{user}"] += 1
 
     def _reply(
         self,
@@ -437,7 +440,7 @@ class GitHttpServer:
                 )
                 return
         encoding = handler.headers.get("Content-Encoding") or ""
-        self._count(service, body, encoding)
+        self._count(service, body, encoding, user)
         assert self._home is not None
         env = git_env(
             self._home.name,

@@ -197,7 +197,13 @@ class GitBatchWriter:
                         config.app.namespace,
                         target.target_key,
                     )
-                group: tuple[str, ...] = group_key(target, write_branch)
+                # Apps share a commit only when they also use the same credentials: one
+                # tenant's push never runs with another tenant's Secret.
+                group: tuple[str, ...] = (
+                    *group_key(target, write_branch),
+                    config.write_back.git_credentials_ref or "repocreds",
+                    config.app.namespace,
+                )
             except ValueError as err:
                 errors[key] = f"git write-back of {key}: {err}"
                 continue

@@ -230,10 +230,18 @@ async def test_reconciling_is_marked_only_after_a_spec_change(
     _, conf = await seed_web_app(kube, registry, repo, tmp_path, ["1.0.0"])
     controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
     try:
-        await controller.cycle()  # new CR: Reconciling=True first, then the final status
-        assert kube.request_count("patch", "imageupdaters/status") == 2
+        await controller.cycle()  # new CR: one write, at the end, carrying everything
+        assert kube.request_count("patch", "imageupdaters/status") == 1
+        first = kube.store.get("imageupdaters", NS, "web")["status"]
+        assert {"conditions", "lastCheckedAt", "imagesManaged"} <= first.keys()
+        assert {c["type"] for c in first["conditions"]} >= {"Ready", "ImagesUpToDate"}
         await controller.cycle()  # nothing changed: no status write (heartbeat after 5 min)
-        assert kube.request_count("patch", "imageupdaters/status") == 2
+        assert kube.request_count("patch", "imageupdaters/status") == 1
+        cr = kube.store.get("imageupdaters", NS, "web")
+        cr["spec"]["applicationRefs"][0]["images"][0]["alias"] = "frontend"
+        kube.store.put(cr)  # a spec change: Reconciling=True first, then the final status
+        await controller.cycle()
+        assert kube.request_count("patch", "imageupdaters/status") == 3
     finally:
         for closer in reversed(closers):
             await close_resource(closer)

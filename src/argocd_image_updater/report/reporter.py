@@ -38,13 +38,16 @@ class Reporter:
 
     async def reconciling(self, collected: Collected) -> None:
         """Mark ``Reconciling=True`` on the ImageUpdaters whose spec changed since their last
-        cycle (a routine cycle writes the status once, at its end)."""
+        cycle. A routine cycle writes the status once, at its end; so does the first cycle of
+        a new ImageUpdater (no status yet): its one write carries everything."""
         if self.status is None:
             return
         status = self.status
         now = datetime.now(UTC)
         changed = [
-            cr for cr in collected.crs if cr.error is None and _observed(cr) != cr.generation
+            cr
+            for cr in collected.crs
+            if cr.error is None and _observed(cr) not in (None, cr.generation)
         ]
         limit = asyncio.Semaphore(MAX_PARALLEL_WRITES)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import ssl
 from collections import Counter
 from collections.abc import Mapping
@@ -26,24 +25,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlencode
 
-import aiohttp
 from aiohttp import web
+
+from argocd_image_updater_testing.forwarding import RegistryFront
 
 FaultAction = Literal["status", "truncate", "drop", "corrupt", "unlink"]
 
-_HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "content-length",
-    }
-)
 _TAGS = re.compile(r"^/v2/(.+)/tags/list$")
 _MANIFEST = re.compile(r"^/v2/(.+)/manifests/[^/]+$")
 _BLOB = re.compile(r"^/v2/(.+)/blobs/")
@@ -95,13 +82,12 @@ class Fault:
         return True
 
 
-class FaultyProxy:
+class FaultyProxy(RegistryFront):
     """Forwards everything to ``upstream`` (keeping the client's ``Host`` header, so the
     registry's ``Location`` headers point back at the proxy)."""
 
     def __init__(self, upstream: str, *, upstream_ssl: ssl.SSLContext | bool = True) -> None:
-        self.upstream = upstream.rstrip("/")
-        self._upstream_ssl = upstream_ssl
+        super().__init__(upstream, upstream_ssl=upstream_ssl)
         self.counts: Counter[str] = Counter()
         self.log: list[tuple[str, str, int]] = []
         """``(method, path, status)`` of every request, in order."""
@@ -113,9 +99,6 @@ class FaultyProxy:
         self.in_flight = 0
         self.max_in_flight = 0
         """The most requests that were being handled at the same time."""
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
-        self._port = 0
 
     # --- programming ---------------------------------------------------------------------------
 
@@ -179,52 +162,6 @@ class FaultyProxy:
         self.latency = 0.0
         self.max_in_flight = 0
 
-    # --- lifecycle -----------------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        if not self._port:
-            raise RuntimeError("the proxy is not running: use 'async with' or start()")
-        return self._port
-
-    @property
-    def host(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}"
-
-    async def start(self) -> FaultyProxy:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._session = aiohttp.ClientSession(
-            auto_decompress=False, timeout=aiohttp.ClientTimeout(total=60)
-        )
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self._port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
-        return self
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-        self._port = 0
-
-    async def __aenter__(self) -> FaultyProxy:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
     # --- handling ------------------------------------------------------------------------------
 
     def _fault_for(self, kind: str, method: str) -> Fault | None:
@@ -278,26 +215,6 @@ class FaultyProxy:
         if request.transport is not None:
             request.transport.abort()
         return response
-
-    async def _upstream(
-        self, request: web.Request, query: Mapping[str, str] | None = None
-    ) -> tuple[int, dict[str, str], bytes]:
-        assert self._session is not None
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-        url = self.upstream + request.path
-        params = dict(request.query) if query is None else dict(query)
-        async with self._session.request(
-            request.method,
-            url,
-            params=params or None,
-            headers=headers,
-            data=await request.read() if request.can_read_body else None,
-            allow_redirects=False,
-            ssl=self._upstream_ssl,
-        ) as response:
-            body = await response.read()
-            out = {k: v for k, v in response.headers.items() if k.lower() not in _HOP_BY_HOP}
-            return response.status, out, body
 
     async def _forward(self, request: web.Request, kind: str) -> tuple[int, dict[str, str], bytes]:
         if kind != "tags" or not self.page_size or request.method != "GET":

@@ -21,84 +21,27 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import socket
 from collections import Counter
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from argocd_image_updater.registry.manifest import OCI_INDEX, is_digest
+from argocd_image_updater_testing.forwarding import RegistryFront
 
-_HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "content-length",
-    }
-)
 _REFERRERS = re.compile(r"^/v2/(.+)/referrers/([^/]+)$")
 _MANIFEST = re.compile(r"^/v2/(.+)/manifests/([^/]+)$")
 
 
-class ReferrersProxy:
+class ReferrersProxy(RegistryFront):
     def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")
+        super().__init__(upstream, client_max_size=64 * 1024 * 1024)
         self.referrers: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
         """``(repository, subject digest)`` → referrer digest → descriptor."""
         self.counts: Counter[str] = Counter()
         """``referrers`` GETs and forwarded requests (``forwarded``)."""
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
-        self._port = 0
 
-    @property
-    def host(self) -> str:
-        if not self._port:
-            raise RuntimeError("the proxy is not running: use 'async with' or start()")
-        return f"127.0.0.1:{self._port}"
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}"
-
-    async def start(self) -> ReferrersProxy:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._serve)
-        self._session = aiohttp.ClientSession(
-            auto_decompress=False, timeout=aiohttp.ClientTimeout(total=60)
-        )
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self._port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
-        return self
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-        self._port = 0
-
-    async def __aenter__(self) -> ReferrersProxy:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    async def _serve(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         referrers = _REFERRERS.match(request.path)
         if referrers is not None and request.method in ("GET", "HEAD"):
             self.counts["referrers"] += 1
@@ -156,17 +99,5 @@ class ReferrersProxy:
     async def _forward(
         self, request: web.Request, body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
-        assert self._session is not None
         self.counts["forwarded"] += 1
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-        async with self._session.request(
-            request.method,
-            self.upstream + request.path,
-            params=dict(request.query) or None,
-            headers=headers,
-            data=body or None,
-            allow_redirects=False,
-        ) as response:
-            answer = await response.read()
-            out = {k: v for k, v in response.headers.items() if k.lower() not in _HOP_BY_HOP}
-            return response.status, out, answer
+        return await self._upstream(request, body=body)

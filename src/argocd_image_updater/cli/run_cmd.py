@@ -17,7 +17,7 @@ from argocd_image_updater import __version__
 from argocd_image_updater.cli.options import load_settings, settings_options
 from argocd_image_updater.config.durations import format_go_duration
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.registries_conf import RegistriesConfError
+from argocd_image_updater.config.registries_file import RegistriesConfError
 from argocd_image_updater.config.reloading import ReloadingRegistryConfig
 from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.controller.cycle import CredentialsCache

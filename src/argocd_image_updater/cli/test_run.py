@@ -22,7 +22,7 @@ from argocd_image_updater.config.credentials import (
     parse_credential_ref,
 )
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.registries_conf import RegistriesConfError, load_registries_conf
+from argocd_image_updater.config.registries_file import RegistriesConfError, load_registries_conf
 from argocd_image_updater.config.secrets import FileSecretReader, SecretReader
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform, PlatformFilter, runtime_platform

@@ -9,14 +9,12 @@ every key.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from cryptography import x509
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import DuplicateKeyError
@@ -25,12 +23,17 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
 from argocd_image_updater.config.registries import RegistryConfig, canonical_registry
+from argocd_image_updater.config.registries_file import (
+    DEFAULT_PATH,
+    DEFAULT_TLS_DIR,
+    RegistriesConfError,
+    RegistriesConfLoad,
+    load_registries_conf,
+)
 from argocd_image_updater.config.yaml_errors import yaml_error_position
 from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
 from argocd_image_updater.observe.log import get_logger
 
-DEFAULT_PATH: Final = "/app/config/registries.conf"
-DEFAULT_TLS_DIR: Final = "/app/config/tls"
 _TAG_SORT_MODES: Final[Mapping[str, TagSortMode]] = {
     "": TagSortMode.NONE,
     "none": TagSortMode.NONE,
@@ -39,14 +42,6 @@ _TAG_SORT_MODES: Final[Mapping[str, TagSortMode]] = {
 }
 
 _log = get_logger(__name__)
-
-
-class RegistriesConfError(ValueError):
-    """registries.conf could not be used; each problem names the file, entry and key."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = tuple(problems)
 
 
 class RegistryEntry(BaseModel):
@@ -103,17 +98,6 @@ class RegistryEntry(BaseModel):
         return value
 
 
-@dataclass(frozen=True, slots=True)
-class RegistriesConfLoad:
-    """What :func:`load_registries_conf` found: the config and whether the file was missing."""
-
-    config: RegistryConfig
-    path: str
-    missing: bool = False
-    reason: str = ""
-    """Why the file was not read when ``missing`` (e.g. ``no such file or directory``)."""
-
-
 _KEYS: Final = tuple(RegistryEntry.model_fields)
 
 
@@ -137,6 +121,8 @@ def _validation_problems(exc: ValidationError) -> list[str]:
 
 
 def _pem_problem(data: bytes) -> bool:
+    from cryptography import x509  # only when a CA is configured (~60 ms to import)
+
     try:
         x509.load_pem_x509_certificates(data)
     except ValueError:
@@ -354,43 +340,12 @@ def parse_registries_conf(
     return RegistryConfig(endpoints)
 
 
-def load_registries_conf(
-    path: str | Path = DEFAULT_PATH,
-    *,
-    missing_ok: bool = False,
-    tls_dir: str | Path = DEFAULT_TLS_DIR,
-) -> RegistriesConfLoad:
-    """Read and parse the registries.conf at ``path``.
-
-    With ``missing_ok``, a missing file or a directory is not an error: the result holds the
-    default configuration (built-in Docker Hub only), ``missing=True`` and the reason, and a
-    warning is logged. Any other problem raises :class:`RegistriesConfError`.
-    """
-    source = str(path)
-    reason = ""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        reason = "no such file or directory"
-    except IsADirectoryError:
-        reason = "is a directory"
-    except PermissionError:
-        raise RegistriesConfError(
-            [f"{source}: permission denied; make the file readable by the updater"]
-        ) from None
-    except UnicodeDecodeError:
-        raise RegistriesConfError([f"{source}: not a UTF-8 text file"]) from None
-    except OSError as exc:
-        raise RegistriesConfError([f"{source}: cannot be read: {exc.strerror or exc}"]) from None
-    if reason:
-        if not missing_ok:
-            raise RegistriesConfError(
-                [f"{source}: {reason}; create the file or point the path to it"]
-            )
-        _log.warning(
-            "registries configuration %s not used (%s); using the default registries",
-            source,
-            reason,
-        )
-        return RegistriesConfLoad(RegistryConfig(), source, missing=True, reason=reason)
-    return RegistriesConfLoad(parse_registries_conf(text, source, tls_dir=tls_dir), source)
+__all__ = [
+    "DEFAULT_PATH",
+    "DEFAULT_TLS_DIR",
+    "RegistriesConfError",
+    "RegistriesConfLoad",
+    "RegistryEntry",
+    "load_registries_conf",
+    "parse_registries_conf",
+]

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.registries_conf import (
+from argocd_image_updater.config.registries_file import (
     DEFAULT_TLS_DIR,
     RegistriesConfError,
     load_registries_conf,

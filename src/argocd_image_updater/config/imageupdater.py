@@ -34,6 +34,11 @@ from argocd_image_updater.config.cr_validation import (
     invalid,
 )
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
+from argocd_image_updater.config.image_templates import (
+    ALIAS_PATTERN,
+    check_template,
+    is_template,
+)
 from argocd_image_updater.config.imageupdater_writeback import (
     ManifestTarget,
     WriteBackConfig,
@@ -41,13 +46,13 @@ from argocd_image_updater.config.imageupdater_writeback import (
 )
 from argocd_image_updater.config.labels import Requirement
 from argocd_image_updater.config.notifications import Notifications
+from argocd_image_updater.kits.gotemplate import TemplateError
 from argocd_image_updater.model import update_config as uc
 
 GROUP: Final = "argocd-image-updater.argoproj.io"
 API_VERSION: Final = f"{GROUP}/v1alpha1"
 KIND: Final = "ImageUpdater"
 
-ALIAS_PATTERN: Final = r"^[a-zA-Z0-9][a-zA-Z0-9-._]*$"
 _ALIAS_RE: Final = re.compile(ALIAS_PATTERN)
 
 MSG_IMAGES_REQUIRED: Final = (
@@ -153,6 +158,14 @@ def _verification(v: ImagesVerification | None) -> uc.Verification | None:
 # --- selection ---------------------------------------------------------------------------------
 
 
+def _template(text: str, name: str) -> str:
+    """``text`` when its template (if any) parses; the parse error as this field's error."""
+    try:
+        return check_template(text, name)
+    except TemplateError as err:
+        raise invalid(str(err)) from None
+
+
 class LabelSelectorRequirement(CRModel):
     key: str
     operator: str
@@ -181,12 +194,19 @@ class ImageConfig(CRModel):
     @field_validator("alias")
     @classmethod
     def _alias_pattern(cls, alias: str) -> str:
+        if is_template(alias):  # checked once expanded, per Application
+            return _template(alias, "alias")
         if not _ALIAS_RE.match(alias):
             raise invalid(
                 f"{alias!r} does not match {ALIAS_PATTERN}: use letters, digits, '-', '.' "
                 "and '_' (no '/')"
             )
         return alias
+
+    @field_validator("image_name")
+    @classmethod
+    def _image_template(cls, image_name: str) -> str:
+        return _template(image_name, "imageName")
 
     def to_spec(
         self,

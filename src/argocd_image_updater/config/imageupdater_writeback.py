@@ -8,9 +8,11 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 
 from argocd_image_updater.config.cr_validation import CRModel, invalid
+from argocd_image_updater.config.image_templates import check_template
+from argocd_image_updater.kits.gotemplate import TemplateError
 from argocd_image_updater.model import update_config as uc
 from argocd_image_updater.model.pr_hosts import ONE_HOST_MESSAGE, PR_HOST_KEYS, normalize_labels
 
@@ -27,20 +29,45 @@ MSG_ONE_PROVIDER: Final = ONE_HOST_MESSAGE
 # --- manifest targets --------------------------------------------------------------------------
 
 
+def _templated(value: str | None, kind: str, key: str) -> str | None:
+    """``value`` when its template (if any) parses (``config.image_templates``)."""
+    if value is None:
+        return None
+    try:
+        return check_template(value, f"manifestTargets.{kind}.{key}")
+    except TemplateError as err:
+        raise invalid(str(err)) from None
+
+
 class HelmTarget(CRModel):
     name: str | None = None
     tag: str | None = None
     spec: str | None = None
 
+    @field_validator("name", "tag", "spec")
+    @classmethod
+    def _templates(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return _templated(value, "helm", str(info.field_name))
+
 
 class KustomizeTarget(CRModel):
     name: str
+
+    @field_validator("name")
+    @classmethod
+    def _templates(cls, value: str) -> str:
+        return _templated(value, "kustomize", "name") or value
 
 
 class PluginTarget(CRModel):
     name: str | None = Field(default=None, min_length=1, max_length=253)
     tag: str | None = Field(default=None, min_length=1, max_length=253)
     spec: str | None = Field(default=None, min_length=1, max_length=253)
+
+    @field_validator("name", "tag", "spec")
+    @classmethod
+    def _templates(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return _templated(value, "plugin", str(info.field_name))
 
     @model_validator(mode="after")
     def _name_or_spec(self) -> PluginTarget:

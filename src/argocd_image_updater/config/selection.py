@@ -12,7 +12,11 @@ namespace:
    app's legacy annotations; if they cannot be read, the next (less specific) ref is tried. The
    same holds when the write-back configuration is unusable.
 4. The app must be of a supported source type (Helm, Kustomize, Plugin), else it is skipped.
-5. Images whose manifest target is ambiguous are dropped; apps left without images are skipped.
+5. Images whose fields hold templates are expanded for the app (``config.image_templates``);
+   an image whose template reads a label or annotation the app lacks is left out of it, with
+   its reason (``AppUpdateConfig.skipped_images``).
+6. Images whose manifest target is ambiguous are dropped; apps left without images (and without
+   images left out by their templates) are skipped.
 
 :func:`select_applications_v0` is the annotation-only selection of the v0.x releases.
 """
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from argocd_image_updater.config import annotations as ann
+from argocd_image_updater.config.image_templates import RefImages
 from argocd_image_updater.config.imageupdater import (
     ApplicationRef,
     ImageUpdater,
@@ -50,6 +55,7 @@ from argocd_image_updater.model.application import (
 from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     ImageSpec,
+    SkippedImage,
     UpdateSettings,
     Verification,
     WriteBack,
@@ -159,7 +165,7 @@ class _RefConfigs:
     once per selection pass instead of once per Application."""
 
     write_backs: dict[int, WriteBack] = field(default_factory=dict)
-    specs: dict[int, list[ImageSpec]] = field(default_factory=dict)
+    specs: dict[int, RefImages] = field(default_factory=dict)
 
     def write_back(self, cr: ImageUpdater, ref: ApplicationRef) -> WriteBack:
         found = self.write_backs.get(id(ref))
@@ -167,13 +173,17 @@ class _RefConfigs:
             found = self.write_backs[id(ref)] = ref_write_back(cr, ref)
         return found
 
-    def images(self, cr: ImageUpdater, ref: ApplicationRef) -> list[ImageSpec]:
+    def images(
+        self, cr: ImageUpdater, ref: ApplicationRef, app: Application
+    ) -> tuple[list[ImageSpec], tuple[SkippedImage, ...]]:
+        """The images of ``ref`` for ``app`` (templates expanded) and those left out."""
         found = self.specs.get(id(ref))
         if found is None:
             settings = ref_settings(cr, ref)
             verification = ref_verification(cr, ref)
-            found = self.specs[id(ref)] = image_specs(cr, ref, settings, verification)
-        return found
+            specs = image_specs(cr, ref, settings, verification)
+            found = self.specs[id(ref)] = RefImages(specs)
+        return found.for_app(app)
 
 
 def _try_ref(
@@ -182,8 +192,9 @@ def _try_ref(
     app: Application,
     result: SelectionResult,
     shared: _RefConfigs,
-) -> tuple[list[ImageSpec], WriteBack] | None:
-    """Build the images and write-back config of ``app`` under ``ref``; ``None`` to go on."""
+) -> tuple[list[ImageSpec], tuple[SkippedImage, ...], WriteBack] | None:
+    """Build the images (and those left out) and write-back config of ``app`` under ``ref``;
+    ``None`` to go on."""
     who = app.qualified_name
     annotated: list[ann.AnnotatedImage] = []
     if ref.use_annotations:
@@ -213,8 +224,9 @@ def _try_ref(
             )
             return None
         verification = ref_verification(cr, ref, include_spec=False)
-        return _annotation_images(app, annotated, settings, verification), write_back
-    return shared.images(cr, ref), write_back
+        return _annotation_images(app, annotated, settings, verification), (), write_back
+    specs, skipped = shared.images(cr, ref, app)
+    return specs, skipped, write_back
 
 
 def _write_back_field(cr: ImageUpdater, ref: ApplicationRef, app: Application) -> str:
@@ -334,7 +346,7 @@ def _select(
         built = _try_ref(cr, ref, app, result, shared)
         if built is None:
             continue
-        specs, write_back = built
+        specs, skipped, write_back = built
         source_type = app.source_type(write_back.write_back_target)
         if not source_type.is_supported:
             reason = _not_supported(app, source_type)
@@ -342,7 +354,7 @@ def _select(
             result.skipped.append((app.qualified_name, reason))
             return
         images = _images(specs, app, result)
-        if not images:
+        if not images and not skipped:
             result.skipped.append((app.qualified_name, "no usable images configured"))
             return
         result.configs.append(
@@ -352,6 +364,7 @@ def _select(
                 write_back=write_back,
                 origin=cr.origin,
                 name_pattern=ref.name_pattern,
+                skipped_images=skipped,
             )
         )
         return

@@ -167,7 +167,10 @@ def _log_plan(
         elif result.outcome is Outcome.UPDATED:
             if updates:
                 log.info("Setting new image to %s", result.chosen or "", **fields)
-        elif result.outcome is Outcome.WAITING_FOR_SYNC:
+        elif (
+            result.outcome is Outcome.WAITING_FOR_SYNC
+            or result.reason == ImageReason.TEMPLATE_MISSING_KEY
+        ):
             log.info("%s", result.message, reason=result.reason, **fields)
         elif result.outcome is Outcome.ERROR:
             log.error("%s", result.message, reason=result.reason, **fields)

@@ -436,6 +436,20 @@ class ImageSpec:
         return f"{self.origin}.{subfield}"
 
 
+@dataclass(frozen=True, slots=True)
+class SkippedImage:
+    """A configured image left out of one application before planning (its templates could
+    not be expanded for it: ``config.image_templates``). ``error`` is False when a label or
+    annotation the template reads is missing (``detail``: ``label <key>``), True when the
+    template is unusable for this application; ``message`` says which and names the field."""
+
+    alias: str
+    image: str
+    message: str
+    detail: str = ""
+    error: bool = False
+
+
 LEGACY_ORIGIN: Final = "annotations"
 
 
@@ -453,6 +467,8 @@ class AppUpdateConfig:
     origin: str = LEGACY_ORIGIN
     name_pattern: str = ""
     """The ``namePattern`` of the applicationRef that selected the app (CR origin only)."""
+    skipped_images: tuple[SkippedImage, ...] = ()
+    """Images of the configuration left out of this application, each with why."""
 
     @property
     def is_legacy(self) -> bool:

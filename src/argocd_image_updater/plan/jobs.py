@@ -3,6 +3,8 @@
 For each configured image, in order, :func:`plan_scans` yields either an :class:`ImageJob` (the
 image is live, its configuration is usable, it names a registry scan) or an immediate
 :class:`~argocd_image_updater.plan.model.ImageResult` (not live, or unusable configuration).
+The images the selection left out of the app (``AppUpdateConfig.skipped_images``: their templates
+read a label or annotation the app lacks) follow, each as a ``template-missing-key`` result.
 
 Live images come from ``status.summary.images`` and are matched on registry and repository,
 ignoring the tag: first the kustomize target name, when there is one (so registries can be
@@ -29,6 +31,7 @@ from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     ImageSpec,
     ManifestTarget,
+    SkippedImage,
     Verification,
     WriteBack,
 )
@@ -351,6 +354,24 @@ def _plan_image_contained(
         )
 
 
+def _skipped_result(skipped: SkippedImage) -> ImageResult:
+    """The result of an image left out of the application by its templates."""
+    if skipped.error:
+        outcome, reason = Outcome.ERROR, ImageReason.INVALID_CONFIG
+    else:
+        outcome, reason = Outcome.SKIPPED, ImageReason.TEMPLATE_MISSING_KEY
+    return ImageResult(
+        skipped.alias,
+        skipped.image,
+        None,
+        None,
+        outcome,
+        reason,
+        skipped.message,
+        detail=skipped.detail,
+    )
+
+
 def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
     """Phase 1 for one application (pure): what to scan for each configured image.
 
@@ -380,7 +401,7 @@ def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
     items = tuple(
         _plan_image_contained(config, spec, live, source_type, endpoint_for)
         for spec in config.images
-    )
+    ) + tuple(_skipped_result(skipped) for skipped in config.skipped_images)
     return AppJobs(
         config=config,
         source=source,

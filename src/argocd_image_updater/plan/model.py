@@ -40,6 +40,8 @@ class ImageReason(enum.StrEnum):
     UP_TO_DATE = "up-to-date"
     ALREADY_SET = "already-set"
     NOT_LIVE = "not-live"
+    TEMPLATE_MISSING_KEY = "template-missing-key"
+    """A template of the image reads a label or annotation the Application does not have."""
     NO_CANDIDATE = "no-candidate"
     REGISTRY_ERROR = "registry-error"
     REGISTRY_CONFIG = "registry-config"
@@ -85,6 +87,9 @@ class ParamEdit:
     force_string: bool = True
 
 
+_NOT_CONSIDERED = frozenset({ImageReason.NOT_LIVE, ImageReason.TEMPLATE_MISSING_KEY})
+
+
 @dataclass(frozen=True, slots=True)
 class ImageResult:
     """What happened to one configured image, with a reason code and a human message.
@@ -108,8 +113,9 @@ class ImageResult:
 
     @property
     def considered(self) -> bool:
-        """The original counts every image it found live as considered."""
-        return self.reason != ImageReason.NOT_LIVE
+        """The original counts every image it found live as considered (an image whose
+        template could not be expanded for the application was never looked for)."""
+        return self.reason not in _NOT_CONSIDERED
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,276 @@
+"""Image fields written as Go templates, expanded per Application.
+
+One ImageUpdater can cover every Application an ApplicationSet generates when the image differs
+only by something the Application carries: ``imageName``, ``alias`` and the ``manifestTargets``
+keys of an ImageUpdater image may hold Go ``text/template`` actions (the engine of
+``kits.gotemplate``), e.g.::
+
+    imageName: registry.example.com/shop/{{index .AppLabels "component"}}:~1
+
+The data (``.``) is :class:`AppData`: ``.AppName``, ``.AppNamespace``, ``.AppLabels`` and
+``.AppAnnotations``. A template that reads a label or annotation the Application does not have
+(``index`` or a field, also inside ``if``/``with``) does not expand: the image is left out of
+that Application with the reason ``template: missing label <key>`` (or ``missing annotation``),
+never planned with an empty or partial name. A template that fails to execute, or an alias that
+expands to a value the alias pattern refuses, is that image's configuration error.
+
+Each template is parsed once (:func:`parse_field`, cached by its text) and checked when the
+ImageUpdater is read (:func:`check_template`), so a syntax error names the resource and the
+field. A field without ``{{`` is no template and costs nothing; an ImageUpdater without
+templates is selected exactly as before (:meth:`RefImages.for_app` hands back its images as they
+are).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from argocd_image_updater.kits.gotemplate import Template, TemplateError
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.update_config import (
+    HelmTarget,
+    ImageSpec,
+    KustomizeTarget,
+    ManifestTarget,
+    PluginTarget,
+    SkippedImage,
+)
+
+TEMPLATE_MARK: Final = "{{"
+ALIAS_PATTERN: Final = r"^[a-zA-Z0-9][a-zA-Z0-9-._]*$"
+_ALIAS_RE: Final = re.compile(ALIAS_PATTERN)
+_CACHE_SIZE: Final = 4096
+
+
+def is_template(text: str | None) -> bool:
+    """Whether ``text`` holds a template action (``{{``)."""
+    return text is not None and TEMPLATE_MARK in text
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def parse_field(text: str, name: str) -> Template:
+    """The parsed template of a field (``name`` is the field's key, shown in errors); raise
+    :class:`TemplateError`. Parsed once per text and name, however many Applications use it."""
+    return Template.parse(text, name)
+
+
+def check_template(text: str, name: str) -> str:
+    """``text`` when it parses (or holds no template); raise :class:`TemplateError`."""
+    if is_template(text):
+        parse_field(text, name)
+    return text
+
+
+class MissingKey(Exception):
+    """A template read a label or annotation the Application does not have."""
+
+    def __init__(self, kind: str, key: str) -> None:
+        super().__init__(f"missing {kind} {key}")
+        self.kind = kind
+        self.key = key
+        self.field = ""
+        """The key of the field whose template read it, e.g. ``imageName``."""
+
+
+class _Watched(Mapping[str, str]):
+    """Labels or annotations that remember the first key a template asked for in vain."""
+
+    __slots__ = ("_context", "_kind", "_values")
+
+    def __init__(self, values: Mapping[str, str], kind: str, context: AppContext) -> None:
+        self._values = values
+        self._kind = kind
+        self._context = context
+
+    def _miss(self, key: object) -> None:
+        if self._context.missing is None:
+            self._context.missing = MissingKey(self._kind, str(key))
+
+    def __getitem__(self, key: str) -> str:
+        try:
+            return self._values[key]
+        except KeyError:
+            self._miss(key)
+            raise
+
+    def __contains__(self, key: object) -> bool:
+        present = key in self._values
+        if not present:
+            self._miss(key)
+        return present
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+@dataclass(frozen=True, slots=True)
+class AppData:
+    """The data of an image template: one Application (a Go struct: an unknown field is an
+    execution error)."""
+
+    AppName: str
+    AppNamespace: str
+    AppLabels: Mapping[str, str]
+    AppAnnotations: Mapping[str, str]
+
+
+class AppContext:
+    """Expands templates for one Application."""
+
+    __slots__ = ("data", "missing")
+
+    def __init__(self, app: Application) -> None:
+        self.missing: MissingKey | None = None
+        self.data = AppData(
+            AppName=app.name,
+            AppNamespace=app.namespace,
+            AppLabels=_Watched(app.labels, "label", self),
+            AppAnnotations=_Watched(app.annotations, "annotation", self),
+        )
+
+    def expand(self, text: str, name: str) -> str:
+        """``text`` expanded; raise :class:`MissingKey` or :class:`TemplateError`."""
+        if not is_template(text):
+            return text
+        template = parse_field(text, name)
+        self.missing = None
+        rendered = template.render(self.data)
+        if self.missing is not None:
+            self.missing.field = name
+            raise self.missing
+        return rendered
+
+    def expand_optional(self, text: str | None, name: str) -> str | None:
+        return None if text is None else self.expand(text, name)
+
+
+def spec_has_template(spec: ImageSpec) -> bool:
+    """Whether any templatable field of ``spec`` holds a template."""
+    target = spec.target
+    texts: list[str | None] = [spec.alias, spec.image]
+    if target is not None:
+        if target.helm is not None:
+            texts += [target.helm.name, target.helm.tag, target.helm.spec]
+        if target.kustomize is not None:
+            texts.append(target.kustomize.name)
+        if target.plugin is not None:
+            texts += [target.plugin.name, target.plugin.tag, target.plugin.spec]
+    return any(is_template(text) for text in texts)
+
+
+def _expand_target(target: ManifestTarget | None, ctx: AppContext) -> ManifestTarget | None:
+    if target is None:
+        return None
+    helm, kustomize, plugin = target.helm, target.kustomize, target.plugin
+    return ManifestTarget(
+        helm=HelmTarget(
+            ctx.expand_optional(helm.name, "manifestTargets.helm.name"),
+            ctx.expand_optional(helm.tag, "manifestTargets.helm.tag"),
+            ctx.expand_optional(helm.spec, "manifestTargets.helm.spec"),
+        )
+        if helm is not None
+        else None,
+        kustomize=KustomizeTarget(ctx.expand(kustomize.name, "manifestTargets.kustomize.name"))
+        if kustomize is not None
+        else None,
+        plugin=PluginTarget(
+            ctx.expand_optional(plugin.name, "manifestTargets.plugin.name"),
+            ctx.expand_optional(plugin.tag, "manifestTargets.plugin.tag"),
+            ctx.expand_optional(plugin.spec, "manifestTargets.plugin.spec"),
+        )
+        if plugin is not None
+        else None,
+    )
+
+
+class _FieldError(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _expand_field(ctx: AppContext, text: str, name: str) -> str:
+    try:
+        return ctx.expand(text, name)
+    except TemplateError as err:
+        raise _FieldError(name, str(err)) from None
+
+
+def expand_spec(spec: ImageSpec, ctx: AppContext) -> ImageSpec | SkippedImage:
+    """``spec`` with its templates expanded for the Application of ``ctx``, or why it is left
+    out: a missing label or annotation (skipped), a template that fails to execute or an alias
+    the alias pattern refuses (an error naming the field)."""
+    try:
+        image = _expand_field(ctx, spec.image, "imageName")
+        if not image.strip():
+            raise _FieldError("imageName", "the template expands to an empty image name")
+        alias = _expand_field(ctx, spec.alias, "alias")
+        if alias != spec.alias and not _ALIAS_RE.match(alias):
+            raise _FieldError(
+                "alias",
+                f"the template expands to {alias!r}, which does not match {ALIAS_PATTERN}",
+            )
+        try:
+            target = _expand_target(spec.target, ctx)
+        except TemplateError as err:
+            raise _FieldError("manifestTargets", str(err)) from None
+    except MissingKey as missing:
+        return SkippedImage(
+            alias=spec.alias,
+            image=spec.image,
+            message=f"template: {missing} ({spec.where(missing.field)})",
+            detail=f"{missing.kind} {missing.key}",
+        )
+    except _FieldError as err:
+        return SkippedImage(
+            alias=spec.alias,
+            image=spec.image,
+            message=f"{spec.where(err.field)}: {err}",
+            error=True,
+        )
+    return dataclasses.replace(spec, alias=alias, image=image, target=target)
+
+
+class RefImages:
+    """The images of one applicationRef, ready to be expanded for each Application it selects."""
+
+    __slots__ = ("_templated", "specs")
+
+    def __init__(self, specs: Sequence[ImageSpec]) -> None:
+        self.specs = tuple(specs)
+        self._templated = tuple(spec_has_template(spec) for spec in self.specs)
+
+    def for_app(self, app: Application) -> tuple[list[ImageSpec], tuple[SkippedImage, ...]]:
+        """The images of ``app`` (templates expanded) and the images left out, with why."""
+        if not any(self._templated):
+            return list(self.specs), ()
+        ctx = AppContext(app)
+        images: list[ImageSpec] = []
+        skipped: list[SkippedImage] = []
+        seen: set[str] = set()
+        for spec, templated in zip(self.specs, self._templated, strict=True):
+            expanded = expand_spec(spec, ctx) if templated else spec
+            if isinstance(expanded, ImageSpec) and expanded.alias in seen:
+                expanded = SkippedImage(
+                    alias=spec.alias,
+                    image=spec.image,
+                    message=(
+                        f"{spec.where('alias')}: the template expands to '{expanded.alias}', "
+                        "the alias of another image of this Application"
+                    ),
+                    error=True,
+                )
+            if isinstance(expanded, SkippedImage):
+                skipped.append(expanded)
+                continue
+            seen.add(expanded.alias)
+            images.append(expanded)
+        return images, tuple(skipped)

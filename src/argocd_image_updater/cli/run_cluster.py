@@ -13,6 +13,7 @@ from argocd_image_updater.cli.run_cmd import (
     StartupError,
     build_git_writer,
     legacy_filter,
+    local_state_store,
     watch_scope,
 )
 from argocd_image_updater.config.notifications_file import (
@@ -25,12 +26,13 @@ from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.controller.cycle import CredentialsCache
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.secrets import KubeSecretReader
+from argocd_image_updater.controller.state_store import ConfigMapStateStore
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStatusStore, KubeStore
 from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.observe.log import get_logger, register_secret
-from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter
+from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter, StateStore
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.events import EventRecorder
 from argocd_image_updater.report.reporter import Reporter
@@ -105,6 +107,11 @@ async def build_cluster_controller(
 
     batch_writer = build_git_writer(settings, kube)
     closers.append(batch_writer)
+    state_store: StateStore = (
+        ConfigMapStateStore(kube, kube.namespace)
+        if kube is not None and not settings.state_dir
+        else local_state_store(settings)
+    )
     notifier = Notifier(
         secrets,
         namespace=kube.namespace if kube else "argocd",
@@ -124,6 +131,7 @@ async def build_cluster_controller(
         max_concurrent_apps=int(settings.max_concurrent_apps),
         kube=kube,
         batch_writer=batch_writer,
+        state_store=state_store,
         reporter=Reporter(
             StatusWriter(KubeStatusStore(kube)) if kube is not None else None,
             EventRecorder(kube, enabled=not settings.disable_kube_events)

@@ -27,11 +27,14 @@ from argocd_image_updater.kits.gotemplate import Template
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.local.prepare import LocalPreparer, RepoFiles
 from argocd_image_updater.local.secrets import DirectoryObjects
+from argocd_image_updater.local.state_file import FileStateStore
 from argocd_image_updater.local.store import DirectorySource, LocalStore, RepoSource
 from argocd_image_updater.local.writer import LocalManifestWriter, SplitBatchWriter
 from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.health import Health
 from argocd_image_updater.observe.log import get_logger, register_secret
+from argocd_image_updater.pipeline.ports import StateStore
+from argocd_image_updater.pipeline.state import MemoryStateStore
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.writeback.commit_template import CommitTemplateFile
 from argocd_image_updater.writeback.git.credentials import ClusterObjects, GitCredentialsResolver
@@ -238,9 +241,17 @@ async def build_local_controller(
         ),
         prepare=LocalPreparer(files, namespace),
         config_maps=objects,
+        state_store=local_state_store(settings),
     )
     log.info("reading Applications from manifests", path=str(source))
     return controller, [scanner, git_writer]
+
+
+def local_state_store(settings: Settings) -> StateStore:
+    """``--state-dir``'s file; without it the record lives as long as the process."""
+    if settings.state_dir:
+        return FileStateStore(str(settings.state_dir))
+    return MemoryStateStore()
 
 
 async def close_resource(resource: Any) -> None:

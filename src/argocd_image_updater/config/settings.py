@@ -140,6 +140,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
            help="applications_api=local with --local-repo: the branch to read and push to (HEAD = the default branch)"),
     Option("secrets_dir", "--secrets-dir", "", env=("IMAGE_UPDATER_SECRETS_DIR",),
            help="applications_api=local: read Secrets and ConfigMaps (credentials, Argo CD repository secrets, known hosts, TLS certificates) from <dir>/<namespace>/<name>/<key>"),
+    Option("state_dir", "--state-dir", "", env=("IMAGE_UPDATER_STATE_DIR",),
+           help="directory of the file state.json that remembers the tags written (rollback holds) and when tags were first seen (minAge) across restarts; default: applications_api=local keeps it in memory, a cluster in the ConfigMap argocd-image-updater-state of the controller's namespace"),
     Option("argocd_server_addr", "--argocd-server-addr", "", env=("ARGOCD_SERVER",), configmap="argocd.server_addr",
            help="address of the Argo CD API server (applications_api=argocd)"),
     Option("argocd_grpc_web", "--argocd-grpc-web", False, _bool, ("ARGOCD_GRPC_WEB",), "argocd.grpc_web",

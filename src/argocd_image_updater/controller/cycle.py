@@ -13,11 +13,13 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.controller_state import ControllerState, repo_key
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
@@ -336,6 +338,33 @@ async def _write_batch(
             _log_written(outcome.plan, outcome.app)
 
 
+def _forget_untagged(
+    state: ControllerState,
+    planned: Sequence[tuple[AppUpdateConfig, CRState | None, AppJobs]],
+    scans: Mapping[ScanKey, Any],
+) -> None:
+    """Forget the remembered tags that full tag listings of this cycle no longer hold."""
+    done: set[str] = set()
+    for _, _, app_jobs in planned:
+        for job in app_jobs.jobs:
+            repo = repo_key(job.endpoint.host, job.repository)
+            scan = scans.get(job.scan_key)
+            if repo in done or job.scan_key.only_tags or isinstance(scan, Exception | None):
+                continue
+            done.add(repo)
+            state.prune_tags(repo, {tag.name for tag in scan.tags})
+
+
+def remember_writes(state: ControllerState, outcomes: Sequence[AppOutcome], now: datetime) -> None:
+    """Remember the tags written for each image (rollback holds compare the running tag with
+    them)."""
+    for outcome in outcomes:
+        if not outcome.written or outcome.error or outcome.plan is None:
+            continue
+        for change in outcome.plan.changes:
+            state.record_write(outcome.app, change.alias, change.new_tag.split("@")[0], now)
+
+
 async def run_cycle(
     collected: Collected,
     registries: RegistryConfig,
@@ -350,10 +379,15 @@ async def run_cycle(
     verifier: Verifier | None = None,
     config_maps: ConfigMapReader | None = None,
     choices: ChoiceMemory | None = None,
+    state: ControllerState | None = None,
+    now: datetime | None = None,
 ) -> CycleResult:
     """One cycle; ``verifier`` (kept across cycles for its cache) checks signatures of images
     whose verification is enabled; without one such images are refused, never written.
-    ``choices`` (kept across cycles) spares choosing again from tag lists that did not change."""
+    ``choices`` (kept across cycles) spares choosing again from tag lists that did not change.
+    ``state`` is what the controller remembers (the writes of this cycle are added to it;
+    tags no longer in their registry are forgotten); ``now`` the time this cycle began."""
+    now = now or datetime.now(UTC)
     started = time.monotonic()
     scan_round = scanner.new_round()  # tag lists are fresh: listed after this cycle began
     result = CycleResult(config_errors=collected.errors)
@@ -374,6 +408,8 @@ async def run_cycle(
         memory=choices,
     )
     result.scans = len(scans)
+    if state is not None:
+        _forget_untagged(state, planned, scans)
     gate = Gate(
         verifier, registries.endpoint_for, credentials.for_job, credentials.secrets, config_maps
     )
@@ -412,6 +448,8 @@ async def run_cycle(
             await _write_batch(deferred, batch_writer)
     if choices is not None:
         choices.keep(scans)
+    if state is not None:
+        remember_writes(state, result.apps, now)
     result.duration = time.monotonic() - started
     metrics.CYCLE_DURATION.observe(result.duration)
     log.info(

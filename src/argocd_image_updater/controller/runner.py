@@ -11,19 +11,26 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.cycle import CredentialsCache, run_cycle
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.kube.errors import KubeError
+from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.model.resources import IMAGE_UPDATERS
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.health import Health
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter, BatchWriter
+from argocd_image_updater.pipeline.ports import (
+    ApplicationStore,
+    AppWriter,
+    BatchWriter,
+    StateStore,
+    StoreError,
+)
 from argocd_image_updater.pipeline.records import Collected, CycleResult
 from argocd_image_updater.plan.decide import ChoiceMemory
 from argocd_image_updater.registry.scanner import Scanner
@@ -91,6 +98,10 @@ class Controller:
     """Reads trusted root ConfigMaps of keyless verification (``kube`` when not given)."""
     choices: ChoiceMemory = field(default_factory=ChoiceMemory)
     """The last cycle's tag choices, reused for tag lists that did not change."""
+    state_store: StateStore | None = None
+    """Where the remembered record (writes, first-seen times, digests) is kept; loaded before
+    and saved after each cycle and webhook event (none: nothing is remembered)."""
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -107,7 +118,7 @@ class Controller:
         self.last_collected, self.last_collected_at = collected, time.monotonic()
         if self.reporter is not None:
             await self.reporter.reconciling(collected)
-        result = await self.update(collected)
+        result = await self.update(collected, full=True)
         if self.reporter is not None:
             await self.reporter.report(collected, result, dry_run=self.dry_run)
         if self.cycles == 0:
@@ -118,11 +129,13 @@ class Controller:
             self.health.cycle_finished()
         return result
 
-    async def update(self, collected: Collected) -> CycleResult:
-        """Scan, plan and write the selected Applications (a full cycle or a webhook event's)."""
+    async def update(self, collected: Collected, *, full: bool = False) -> CycleResult:
+        """Scan, plan and write the selected Applications (a full cycle or, not ``full``, a
+        webhook event's)."""
         if self.verifier is None:
             self.verifier = Verifier(self.scanner)
-        return await run_cycle(
+        state, keep = await self._load_state()
+        result = await run_cycle(
             await self.prepare(collected) if self.prepare is not None else collected,
             self.registries,
             self.scanner,
@@ -135,7 +148,32 @@ class Controller:
             verifier=self.verifier,
             config_maps=self.config_maps or self.kube,
             choices=self.choices,
+            state=state,
+            now=self.clock(),
         )
+        if full:
+            state.prune_apps(collected.listed, self.namespaces)
+        if keep and not self.dry_run and self.is_leader():
+            try:
+                await self.state_store.save(state)  # type: ignore[union-attr]
+            except StoreError as err:
+                log.error("%s; the next cycle tries again", str(err))
+        return result
+
+    async def _load_state(self) -> tuple[ControllerState, bool]:
+        """The remembered record, and whether it may be saved (not when it could not be read:
+        a record this version cannot read is never overwritten)."""
+        if self.state_store is None:
+            return ControllerState(), False
+        try:
+            return await self.state_store.load(), True
+        except StoreError as err:
+            log.error(
+                "%s; this cycle goes on without the remembered writes and first-seen times, "
+                "and saves nothing",
+                str(err),
+            )
+            return ControllerState(), False
 
     async def run(self, once: bool = False, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()

@@ -43,6 +43,11 @@ class LegacyFilter:
     label: str = ""
 
 
+def _key(obj: Any) -> str:
+    meta = (obj.get("metadata") if isinstance(obj, dict) else None) or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
 def _parse_apps(
     objects: Iterable[dict[str, Any]], problems: list[str], files: ManifestFiles | None
 ) -> list[Application]:
@@ -105,7 +110,9 @@ async def collect(
     crs: list[ImageUpdater] = []
     files = store if isinstance(store, ManifestFiles) else None
     for scope in scopes:
-        apps.extend(_parse_apps(await store.list_applications(scope), out.problems, files))
+        listed = await store.list_applications(scope)
+        out.listed.update(_key(obj) for obj in listed)
+        apps.extend(_parse_apps(listed, out.problems, files))
         if not read_crs:
             continue
         for obj in await store.list_image_updaters(scope):

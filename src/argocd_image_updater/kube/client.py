@@ -229,6 +229,23 @@ class KubeClient:
         cm = await self._call(self._core.read_namespaced_config_map(name, namespace))
         return dict(cm.data or {})
 
+    async def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        """The whole ConfigMap as a plain dict (``metadata.resourceVersion`` included)."""
+        cm = await self._call(self._core.read_namespaced_config_map(name, namespace))
+        return dict(self._api.sanitize_for_serialization(cm))
+
+    async def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        cm = await self._call(self._core.create_namespaced_config_map(namespace, dict(body)))
+        return dict(self._api.sanitize_for_serialization(cm))
+
+    async def replace_configmap(
+        self, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Replace a ConfigMap; a ``metadata.resourceVersion`` in ``body`` makes it conditional
+        (409 when the stored one differs)."""
+        cm = await self._call(self._core.replace_namespaced_config_map(name, namespace, dict(body)))
+        return dict(self._api.sanitize_for_serialization(cm))
+
     async def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         await self._call(self._core.create_namespaced_event(namespace, dict(body)))
 

@@ -8,7 +8,9 @@ API, git, local manifest files) implement them, the cycle and the report stage u
   :class:`BatchWriter` — writes the plans of many Applications at once (the ``git`` method,
   local mode's manifest files);
 * :class:`StatusStore` — stores an ImageUpdater's ``status``; :class:`EventSink` — creates
-  Kubernetes Events.
+  Kubernetes Events;
+* :class:`StateStore` — loads and saves what the controller remembers across cycles and restarts
+  (:class:`~argocd_image_updater.model.controller_state.ControllerState`).
 
 Secrets are read through :class:`argocd_image_updater.config.secrets.SecretReader`, next to the
 grammar of the references that name them (the registry stage uses it too).
@@ -20,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.pipeline.records import BatchResult
 from argocd_image_updater.plan.model import AppPlan
@@ -101,6 +104,21 @@ class EventSink(Protocol):
     """Creates core/v1 Events (the Kubernetes API)."""
 
     async def create_event(self, namespace: str, body: Mapping[str, Any]) -> Any: ...
+
+
+class StateStore(Protocol):
+    """Where the controller's remembered record is kept (a ConfigMap, a file)."""
+
+    async def load(self) -> ControllerState:
+        """The stored record (empty when none is stored yet). :class:`StoreError` when it
+        cannot be read."""
+        ...
+
+    async def save(self, state: ControllerState) -> None:
+        """Store ``state`` when it changed. When the stored copy changed since ``state`` was
+        loaded, the newer copy is loaded and ``state``'s changes are applied to it (and
+        ``state`` takes its contents). :class:`StoreError` when it cannot be written."""
+        ...
 
 
 @runtime_checkable

@@ -34,6 +34,8 @@ class Collected:
     crs: list[CRState] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """Objects (and, in local mode, files) that were skipped; each is an error of the cycle."""
+    listed: set[str] = field(default_factory=set)
+    """Every Application listed (``namespace/name``), selected or not."""
 
     @property
     def errors(self) -> int:

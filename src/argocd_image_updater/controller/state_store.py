@@ -1,0 +1,81 @@
+"""The controller's remembered record (:class:`~argocd_image_updater.model.controller_state.
+ControllerState`) in a ConfigMap of the controller's namespace, ``argocd-image-updater-state``.
+
+The data keys hold JSON documents (see the model). A save is a conditional replace with the
+resourceVersion the record was loaded from; when another writer (a replica that was leader
+before, the ``release`` command) changed it meanwhile, the newer copy is loaded and the unsaved
+changes are applied to it again. Nothing is written when nothing changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from argocd_image_updater.kube.client import KubeClient, KubeError
+from argocd_image_updater.model.controller_state import ControllerState, StateError
+from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.ports import StoreError
+
+log = get_logger("state")
+
+STATE_CONFIGMAP: Final = "argocd-image-updater-state"
+MAX_SAVE_ATTEMPTS: Final = 5
+LABELS: Final = {
+    "app.kubernetes.io/name": "argocd-image-updater",
+    "app.kubernetes.io/part-of": "argocd-image-updater",
+    "app.kubernetes.io/component": "state",
+}
+
+
+class ConfigMapStateStore:
+    """:class:`~argocd_image_updater.pipeline.ports.StateStore` on a ConfigMap."""
+
+    def __init__(self, kube: KubeClient, namespace: str, name: str = STATE_CONFIGMAP) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.name = name
+
+    @property
+    def where(self) -> str:
+        return f"ConfigMap {self.namespace}/{self.name}"
+
+    async def load(self) -> ControllerState:
+        try:
+            cm = await self.kube.get_configmap(self.namespace, self.name)
+        except KubeError as err:
+            if err.is_not_found:
+                return ControllerState()
+            raise StoreError(f"cannot read {self.where}: {err}") from err
+        meta = cm.get("metadata") or {}
+        try:
+            return ControllerState.from_data(
+                cm.get("data") or {}, str(meta.get("resourceVersion") or "")
+            )
+        except StateError as err:
+            raise StoreError(f"{self.where}: {err}") from None
+
+    async def save(self, state: ControllerState) -> None:
+        for _ in range(MAX_SAVE_ATTEMPTS):
+            if not state.changed:
+                return
+            body: dict[str, Any] = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": self.name, "namespace": self.namespace, "labels": LABELS},
+                "data": state.to_data(),
+            }
+            try:
+                if state.token:
+                    body["metadata"]["resourceVersion"] = state.token
+                    stored = await self.kube.replace_configmap(self.namespace, self.name, body)
+                else:
+                    stored = await self.kube.create_configmap(self.namespace, body)
+            except KubeError as err:
+                if not (err.is_conflict or (err.is_not_found and state.token)):
+                    raise StoreError(f"cannot write {self.where}: {err}") from err
+                log.debug("%s changed since it was read; applying the changes again", self.where)
+                state.adopt(state.replay_onto(await self.load()))
+                continue
+            state.saved(str((stored.get("metadata") or {}).get("resourceVersion") or ""))
+            return
+        raise StoreError(f"cannot write {self.where}: it kept changing while it was written")

@@ -1,0 +1,367 @@
+"""What the controller remembers across cycles, restarts and leader changes (pure).
+
+* per Application (``namespace/name``) and image alias: the last tag the controller wrote, when,
+  whether it was seen running since, and the rollback hold it announced (:class:`WriteRecord`);
+* per image repository (``<registry host>/<repository path>``) and tag: when the controller
+  first saw the tag in the registry (``minAge``);
+* per repository and tag: the last digest seen (a tag moved to another digest).
+
+The record is small and versioned (:data:`STATE_VERSION`); it is stored as a few JSON documents
+(:meth:`ControllerState.to_data`), in the cluster as the data of a ConfigMap, in local mode as
+a file. Every change is also kept as an operation until the record is saved, so that a store
+whose copy changed meanwhile (another replica, the ``release`` command) can load the newer copy
+and apply the same operations to it (:meth:`ControllerState.replay_onto`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Final
+
+STATE_VERSION: Final = 1
+"""The layout of the stored record; a newer layout is refused, never overwritten."""
+
+VERSION_KEY: Final = "version"
+WRITES_KEY: Final = "writes.json"
+FIRST_SEEN_KEY: Final = "first-seen.json"
+DIGESTS_KEY: Final = "digests.json"
+DATA_KEYS: Final = (VERSION_KEY, WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY)
+
+MAX_BYTES: Final = 900_000
+"""Upper bound of the serialized record (a ConfigMap holds at most 1 MiB)."""
+
+
+class StateError(ValueError):
+    """A stored record cannot be read (the message names the key and what is wrong)."""
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC, seconds precision (``2026-12-01T12:00:00Z``)."""
+    return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 time (``Z`` or an offset); a time without a zone is UTC."""
+    value = datetime.fromisoformat(text.strip().replace("z", "Z").replace("Z", "+00:00"))
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def repo_key(registry: str, repository: str) -> str:
+    """The key of an image repository: ``<registry host>/<repository path>``."""
+    return f"{registry}/{repository}" if registry else repository
+
+
+def app_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRecord:
+    """The last tag written for one image of one Application."""
+
+    tag: str
+    at: datetime
+    live: bool = False
+    """The running tag was seen at (or past) ``tag`` since it was written."""
+    held: str = ""
+    """The running tag of the rollback hold announced for this write ("" = none announced)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tag": self.tag, "at": format_time(self.at)}
+        if self.live:
+            out["live"] = True
+        if self.held:
+            out["held"] = self.held
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> WriteRecord:
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("tag"), str):
+            raise StateError(f"{where}: expected an object with a string 'tag'")
+        try:
+            at = parse_time(str(raw.get("at", "")))
+        except ValueError:
+            raise StateError(f"{where}.at: not an RFC 3339 time: {raw.get('at')!r}") from None
+        return cls(raw["tag"], at, bool(raw.get("live", False)), str(raw.get("held") or ""))
+
+
+Operation = tuple[str, tuple[Any, ...]]
+
+
+class ControllerState:
+    """The remembered record; see the module documentation. ``token`` is the store's version of
+    the copy it was loaded from (a ConfigMap's resourceVersion); ``changed`` says whether
+    anything differs from that copy."""
+
+    def __init__(
+        self,
+        writes: Mapping[str, Mapping[str, WriteRecord]] | None = None,
+        first_seen: Mapping[str, Mapping[str, datetime]] | None = None,
+        digests: Mapping[str, Mapping[str, str]] | None = None,
+        token: str = "",
+    ) -> None:
+        self._writes = {k: dict(v) for k, v in (writes or {}).items()}
+        self._first_seen = {k: dict(v) for k, v in (first_seen or {}).items()}
+        self._digests = {k: dict(v) for k, v in (digests or {}).items()}
+        self.token = token
+        self._ops: list[Operation] = []
+
+    # --- changes (each one kept as an operation until saved) -----------------------------------
+    @property
+    def changed(self) -> bool:
+        return bool(self._ops)
+
+    def _do(self, name: str, *args: Any) -> None:
+        applied: bool = getattr(self, f"_op_{name}")(*args)
+        if applied:
+            self._ops.append((name, args))
+
+    def replay_onto(self, other: ControllerState) -> ControllerState:
+        """``other`` (a newer stored copy) with this record's unsaved changes applied."""
+        for name, args in self._ops:
+            other._do(name, *args)
+        return other
+
+    def copy(self, token: str | None = None) -> ControllerState:
+        """A copy of the contents (without unsaved changes), as version ``token``."""
+        return ControllerState(
+            self._writes, self._first_seen, self._digests, self.token if token is None else token
+        )
+
+    def adopt(self, other: ControllerState) -> None:
+        """Take the contents, version and unsaved changes of ``other``."""
+        self._writes, self._first_seen, self._digests = (
+            other._writes,
+            other._first_seen,
+            other._digests,
+        )
+        self.token = other.token
+        self._ops = list(other._ops)
+
+    def saved(self, token: str) -> None:
+        """The store holds this record now, as version ``token``."""
+        self.token = token
+        self._ops.clear()
+
+    # --- per Application and image alias --------------------------------------------------------
+    def last_write(self, app: str, alias: str) -> WriteRecord | None:
+        return self._writes.get(app, {}).get(alias)
+
+    def writes_of(self, app: str) -> Mapping[str, WriteRecord]:
+        return dict(self._writes.get(app, {}))
+
+    def record_write(self, app: str, alias: str, tag: str, at: datetime) -> None:
+        """``tag`` was written for ``alias`` of ``app`` at ``at`` (any hold is over)."""
+        self._do("write", app, alias, tag, format_time(at))
+
+    def mark_live(self, app: str, alias: str) -> None:
+        """The last written tag was seen running."""
+        self._do("live", app, alias)
+
+    def mark_held(self, app: str, alias: str, running: str) -> None:
+        """A rollback hold to ``running`` was announced (announce it once)."""
+        self._do("held", app, alias, running)
+
+    def release(self, app: str, aliases: Collection[str] = ("*",)) -> None:
+        """Forget the last writes of ``aliases`` (``*``: every alias) of ``app``: the running
+        tag is taken as it is, which ends a rollback hold."""
+        self._do("release", app, tuple(sorted(aliases)))
+
+    def prune_apps(self, existing: Collection[str], namespaces: Collection[str] | None) -> None:
+        """Forget the Applications of ``namespaces`` (None: every namespace) that are not in
+        ``existing`` (``namespace/name`` keys): they no longer exist."""
+        gone = [
+            key
+            for key in self._writes
+            if key not in existing and (namespaces is None or key.partition("/")[0] in namespaces)
+        ]
+        for key in gone:
+            self._do("forget_app", key)
+
+    def _op_write(self, app: str, alias: str, tag: str, at: str) -> bool:
+        record = WriteRecord(tag, parse_time(at))
+        if self._writes.get(app, {}).get(alias) == record:
+            return False
+        self._writes.setdefault(app, {})[alias] = record
+        return True
+
+    def _update(self, app: str, alias: str, change: Callable[[WriteRecord], WriteRecord]) -> bool:
+        record = self._writes.get(app, {}).get(alias)
+        if record is None:
+            return False
+        new = change(record)
+        if new == record:
+            return False
+        self._writes[app][alias] = new
+        return True
+
+    def _op_live(self, app: str, alias: str) -> bool:
+        return self._update(app, alias, lambda r: replace(r, live=True))
+
+    def _op_held(self, app: str, alias: str, running: str) -> bool:
+        return self._update(app, alias, lambda r: replace(r, held=running))
+
+    def _op_release(self, app: str, aliases: tuple[str, ...]) -> bool:
+        records = self._writes.get(app)
+        if not records:
+            return False
+        names = list(records) if "*" in aliases else [a for a in aliases if a in records]
+        for name in names:
+            del records[name]
+        if not records:
+            del self._writes[app]
+        return bool(names)
+
+    def _op_forget_app(self, app: str) -> bool:
+        return self._writes.pop(app, None) is not None
+
+    # --- per repository and tag: first seen ----------------------------------------------------
+    def first_seen(self, repo: str, tag: str) -> datetime | None:
+        return self._first_seen.get(repo, {}).get(tag)
+
+    def first_seen_of(self, repo: str) -> Mapping[str, datetime]:
+        return dict(self._first_seen.get(repo, {}))
+
+    def record_first_seen(self, repo: str, tags: Iterable[str], now: datetime) -> None:
+        """Tags not seen before are first seen ``now``; known tags keep their time."""
+        known = self._first_seen.get(repo, {})
+        new = tuple(sorted({t for t in tags if t not in known}))
+        if new:
+            self._do("seen", repo, new, format_time(now))
+
+    def _op_seen(self, repo: str, tags: tuple[str, ...], at: str) -> bool:
+        known = self._first_seen.setdefault(repo, {})
+        moment = parse_time(at)
+        added = False
+        for tag in tags:
+            if tag not in known:
+                known[tag] = moment
+                added = True
+        return added
+
+    # --- per repository and tag: the last digest seen ------------------------------------------
+    def seen_digest(self, repo: str, tag: str) -> str | None:
+        """The digest ``tag`` had when last seen; None when never seen."""
+        return self._digests.get(repo, {}).get(tag)
+
+    def record_digest(self, repo: str, tag: str, digest: str) -> None:
+        if digest and self._digests.get(repo, {}).get(tag) != digest:
+            self._do("digest", repo, tag, digest)
+
+    def _op_digest(self, repo: str, tag: str, digest: str) -> bool:
+        if self._digests.get(repo, {}).get(tag) == digest:
+            return False
+        self._digests.setdefault(repo, {})[tag] = digest
+        return True
+
+    # --- tags no longer in the registry ----------------------------------------------------------
+    def prune_tags(self, repo: str, present: Collection[str]) -> None:
+        """Forget the tags of ``repo`` that its full tag listing no longer holds."""
+        listed = frozenset(present)
+        gone = {
+            tag
+            for table in (self._first_seen, self._digests)
+            for tag in table.get(repo, {})
+            if tag not in listed
+        }
+        if gone:
+            self._do("forget_tags", repo, tuple(sorted(gone)))
+
+    def _op_forget_tags(self, repo: str, tags: tuple[str, ...]) -> bool:
+        removed = False
+        for table in (self._first_seen, self._digests):
+            known: dict[str, Any] | None = table.get(repo)
+            if known is None:
+                continue
+            for tag in tags:
+                removed |= known.pop(tag, None) is not None
+            if not known:
+                del table[repo]
+        return removed
+
+    # --- serialization ----------------------------------------------------------------------------
+    def to_data(self, limit: int = MAX_BYTES) -> dict[str, str]:
+        """The record as string data (a ConfigMap's ``data``, a file's JSON). Above ``limit``
+        bytes the digests, then the first-seen times, of the largest repositories are left out
+        (they are only hints; the writes are always kept)."""
+        writes = {
+            app: {alias: r.to_json() for alias, r in sorted(records.items())}
+            for app, records in sorted(self._writes.items())
+        }
+        first_seen = {
+            repo: {tag: format_time(t) for tag, t in sorted(tags.items())}
+            for repo, tags in sorted(self._first_seen.items())
+        }
+        digests = {repo: dict(sorted(tags.items())) for repo, tags in sorted(self._digests.items())}
+        data = _data(writes, first_seen, digests)
+        for table in (digests, first_seen):
+            while _size(data) > limit and table:
+                del table[max(table, key=lambda repo: len(json.dumps(table[repo])))]
+                data = _data(writes, first_seen, digests)
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, str], token: str = "") -> ControllerState:
+        """Read a stored record; :class:`StateError` names the key that cannot be read. An
+        empty ``data`` is an empty record."""
+        if not data:
+            return cls(token=token)
+        version = str(data.get(VERSION_KEY, "")).strip()
+        if version != str(STATE_VERSION):
+            raise StateError(
+                f"{VERSION_KEY}: layout {version or '(missing)'} is not {STATE_VERSION}, "
+                "the layout this version reads"
+            )
+        writes_raw = _json(data, WRITES_KEY)
+        writes: dict[str, dict[str, WriteRecord]] = {}
+        for app, records in writes_raw.items():
+            if not isinstance(records, Mapping):
+                raise StateError(f"{WRITES_KEY}: {app}: expected an object of image aliases")
+            writes[app] = {
+                alias: WriteRecord.from_json(raw, f"{WRITES_KEY}: {app}.{alias}")
+                for alias, raw in records.items()
+            }
+        first_seen: dict[str, dict[str, datetime]] = {}
+        for repo, tags in _json(data, FIRST_SEEN_KEY).items():
+            if not isinstance(tags, Mapping):
+                raise StateError(f"{FIRST_SEEN_KEY}: {repo}: expected an object of tags")
+            try:
+                first_seen[repo] = {tag: parse_time(str(t)) for tag, t in tags.items()}
+            except ValueError as err:
+                raise StateError(f"{FIRST_SEEN_KEY}: {repo}: {err}") from None
+        digests: dict[str, dict[str, str]] = {}
+        for repo, tags in _json(data, DIGESTS_KEY).items():
+            if not isinstance(tags, Mapping):
+                raise StateError(f"{DIGESTS_KEY}: {repo}: expected an object of tags")
+            digests[repo] = {tag: str(d) for tag, d in tags.items()}
+        return cls(writes, first_seen, digests, token)
+
+
+def _data(writes: Any, first_seen: Any, digests: Any) -> dict[str, str]:
+    def dump(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+    return {
+        VERSION_KEY: str(STATE_VERSION),
+        WRITES_KEY: dump(writes),
+        FIRST_SEEN_KEY: dump(first_seen),
+        DIGESTS_KEY: dump(digests),
+    }
+
+
+def _size(data: Mapping[str, str]) -> int:
+    return sum(len(k) + len(v.encode()) for k, v in data.items())
+
+
+def _json(data: Mapping[str, str], key: str) -> dict[str, Any]:
+    text = data.get(key, "") or "{}"
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise StateError(f"{key}: not JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise StateError(f"{key}: expected a JSON object")
+    return value

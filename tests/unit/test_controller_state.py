@@ -1,0 +1,156 @@
+"""The controller's remembered record: changes, replay onto a newer copy, serialization."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from argocd_image_updater.model.controller_state import (
+    DIGESTS_KEY,
+    FIRST_SEEN_KEY,
+    WRITES_KEY,
+    ControllerState,
+    StateError,
+    WriteRecord,
+    repo_key,
+)
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+REPO = repo_key("registry.example.com", "team/web")
+
+
+def test_writes_are_remembered_per_app_and_alias_and_a_new_write_ends_a_hold() -> None:
+    state = ControllerState()
+    assert not state.changed
+    state.record_write("argocd/shop", "web", "1.2.0", NOW)
+    state.mark_live("argocd/shop", "web")
+    state.mark_held("argocd/shop", "web", "1.1.0")
+    assert state.last_write("argocd/shop", "web") == WriteRecord("1.2.0", NOW, True, "1.1.0")
+    assert state.changed
+    state.record_write("argocd/shop", "web", "1.3.0", NOW + timedelta(hours=1))
+    assert state.last_write("argocd/shop", "web") == WriteRecord("1.3.0", NOW + timedelta(hours=1))
+    assert state.last_write("argocd/shop", "api") is None
+
+
+def test_nothing_changes_when_the_same_thing_is_recorded_again() -> None:
+    state = ControllerState()
+    state.record_write("argocd/shop", "web", "1.2.0", NOW)
+    state.record_first_seen(REPO, ["1.0", "1.1"], NOW)
+    state.record_digest(REPO, "1.1", "sha256:" + "a" * 64)
+    state.saved("7")
+    state.record_write("argocd/shop", "web", "1.2.0", NOW)
+    state.record_first_seen(REPO, ["1.0", "1.1"], NOW + timedelta(days=1))
+    state.record_digest(REPO, "1.1", "sha256:" + "a" * 64)
+    state.mark_live("argocd/other", "web")  # no record: nothing to mark
+    state.release("argocd/other")
+    assert not state.changed and state.token == "7"
+
+
+def test_first_seen_keeps_the_first_time_and_prune_forgets_tags_gone_from_the_registry() -> None:
+    state = ControllerState()
+    state.record_first_seen(REPO, ["1.0", "1.1"], NOW)
+    state.record_first_seen(REPO, ["1.1", "1.2"], NOW + timedelta(hours=2))
+    assert state.first_seen(REPO, "1.1") == NOW
+    assert state.first_seen(REPO, "1.2") == NOW + timedelta(hours=2)
+    state.record_digest(REPO, "1.0", "sha256:" + "b" * 64)
+    state.prune_tags(REPO, {"1.1", "1.2"})
+    assert state.first_seen(REPO, "1.0") is None and state.seen_digest(REPO, "1.0") is None
+    assert set(state.first_seen_of(REPO)) == {"1.1", "1.2"}
+
+
+def test_digests_seen_are_remembered_per_repository_and_tag() -> None:
+    state = ControllerState()
+    assert state.seen_digest(REPO, "1.0") is None
+    state.record_digest(REPO, "1.0", "sha256:" + "1" * 64)
+    state.record_digest(REPO, "1.0", "sha256:" + "2" * 64)
+    assert state.seen_digest(REPO, "1.0") == "sha256:" + "2" * 64
+    assert state.seen_digest(repo_key("other.io", "team/web"), "1.0") is None
+
+
+def test_release_forgets_the_writes_of_the_given_aliases_or_all() -> None:
+    state = ControllerState()
+    for alias in ("web", "api", "worker"):
+        state.record_write("argocd/shop", alias, "1.0", NOW)
+    state.release("argocd/shop", ["web"])
+    assert set(state.writes_of("argocd/shop")) == {"api", "worker"}
+    state.release("argocd/shop")
+    assert state.writes_of("argocd/shop") == {}
+
+
+def test_apps_that_no_longer_exist_are_forgotten_in_the_watched_namespaces_only() -> None:
+    state = ControllerState()
+    for key in ("argocd/a", "argocd/b", "team/c"):
+        state.record_write(key, "web", "1.0", NOW)
+    state.prune_apps({"argocd/a"}, ["argocd"])
+    assert state.last_write("argocd/b", "web") is None
+    assert state.last_write("team/c", "web") is not None  # not watched: kept
+    state.prune_apps(set(), None)
+    assert state.writes_of("argocd/a") == {} and state.writes_of("team/c") == {}
+
+
+def test_a_round_trip_through_the_stored_data() -> None:
+    state = ControllerState()
+    state.record_write("argocd/shop", "web", "1.2.0", NOW)
+    state.mark_live("argocd/shop", "web")
+    state.record_first_seen(REPO, ["1.2.0"], NOW)
+    state.record_digest(REPO, "1.2.0", "sha256:" + "c" * 64)
+    data = state.to_data()
+    assert data["version"] == "1"
+    assert json.loads(data[WRITES_KEY]) == {
+        "argocd/shop": {"web": {"tag": "1.2.0", "at": "2026-03-01T12:00:00Z", "live": True}}
+    }
+    back = ControllerState.from_data(data, token="42")
+    assert back.token == "42" and not back.changed
+    assert back.to_data() == data
+    assert ControllerState.from_data({}).to_data() == ControllerState().to_data()
+
+
+def test_unsaved_changes_are_applied_again_onto_a_newer_copy() -> None:
+    ours = ControllerState.from_data(ControllerState().to_data(), token="1")
+    ours.record_write("argocd/shop", "web", "1.2.0", NOW)
+    ours.record_first_seen(REPO, ["1.2.0"], NOW)
+    theirs = ControllerState(token="1")
+    theirs.record_write("argocd/shop", "api", "3.0", NOW)
+    theirs.record_first_seen(REPO, ["1.2.0"], NOW - timedelta(days=1))
+    newer = ControllerState.from_data(theirs.to_data(), token="2")
+    ours.adopt(ours.replay_onto(newer))
+    assert ours.token == "2" and ours.changed
+    assert set(ours.writes_of("argocd/shop")) == {"web", "api"}
+    assert ours.first_seen(REPO, "1.2.0") == NOW - timedelta(days=1)  # the earlier time stays
+
+
+def test_the_largest_repositories_digests_then_first_seen_times_give_way_to_the_size_bound() -> (
+    None
+):
+    state = ControllerState()
+    state.record_write("argocd/shop", "web", "1.0", NOW)
+    big, small = repo_key("r.io", "big"), repo_key("r.io", "small")
+    state.record_first_seen(big, [f"1.{i}" for i in range(300)], NOW)
+    state.record_first_seen(small, ["1.0"], NOW)
+    state.record_digest(big, "1.0", "sha256:" + "d" * 64)
+    data = state.to_data(limit=2_000)
+    assert json.loads(data[DIGESTS_KEY]) == {}
+    assert set(json.loads(data[FIRST_SEEN_KEY])) == {small}
+    assert "argocd/shop" in json.loads(data[WRITES_KEY])
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"version": "2"}, "version: layout 2 is not 1"),
+        ({"version": "1", WRITES_KEY: "{"}, "writes.json: not JSON"),
+        ({"version": "1", WRITES_KEY: "[]"}, "writes.json: expected a JSON object"),
+        ({"version": "1", WRITES_KEY: '{"a/b": {"web": {"at": "x"}}}'}, "a/b.web: expected"),
+        (
+            {"version": "1", WRITES_KEY: '{"a/b": {"web": {"tag": "1", "at": "soon"}}}'},
+            "writes.json: a/b.web.at: not an RFC 3339 time",
+        ),
+        ({"version": "1", FIRST_SEEN_KEY: '{"r/x": {"1": "soon"}}'}, "first-seen.json: r/x"),
+        ({"version": "1", DIGESTS_KEY: '{"r/x": 3}'}, "digests.json: r/x"),
+    ],
+)
+def test_a_record_that_cannot_be_read_names_the_key(data: dict[str, str], message: str) -> None:
+    with pytest.raises(StateError, match=message.replace(".", r"\.")):
+        ControllerState.from_data(data)

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from argocd_image_updater.policy.semver import Constraint, ConstraintError, Version, compare
+from argocd_image_updater.policy.semver import (
+    Constraint,
+    ConstraintError,
+    Version,
+    compare,
+    version_key,
+)
 
 
 def v(text: str) -> Version:
@@ -67,6 +73,27 @@ def test_version_parse_lenient(text: str, expected: tuple[int, int, int, str, st
 )
 def test_version_parse_rejects(text: str) -> None:
     assert Version.parse(text) is None
+    assert version_key(text) is None
+
+
+def test_version_key_is_the_precedence_of_the_parsed_version() -> None:
+    texts = [
+        "1",
+        "v1.2",
+        "01.02.03",
+        "1.2.3-rc.1+build.5",
+        "1-2",
+        "1.0.0-0a.1",
+        "1.0.0-00a",
+        "1.0.0-99999999999999999999999",
+        "18446744073709551615",
+        "18446744073709551615.00000000000000000001.3",
+        "00000000000000000000000001.2",
+        "18446744073709551616.1",
+    ]
+    for text in texts:
+        parsed = Version.parse(text)
+        assert version_key(text) == (parsed.precedence if parsed else None), text
 
 
 def test_precedence_follows_semver_spec() -> None:
@@ -466,6 +493,12 @@ def test_compare_is_a_consistent_order(a: str, b: str, c: str) -> None:
         assert compare(va, vc) <= 0
     assert (va < vb) == (va.sort_key < vb.sort_key)
     assert compare(va, v(str(va))) == 0
+
+
+@given(st.one_of(versions, st.text("v0123456789.-+abx", max_size=30)))
+def test_version_key_agrees_with_version_parse(text: str) -> None:
+    parsed = Version.parse(text)
+    assert version_key(text) == (parsed.precedence if parsed is not None else None)
 
 
 @given(versions)

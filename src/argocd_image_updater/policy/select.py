@@ -11,7 +11,7 @@ When the registry lists tags by age, the caller passes each tag's list position 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -21,7 +21,7 @@ from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.policy.filters import MATCH_ANY, TagMatcher, is_ignored
 from argocd_image_updater.policy.strategies import UpdateStrategy, default_strategy
 from argocd_image_updater.policy.strategies.base import Key, Ranker
-from argocd_image_updater.policy.verdicts import PolicyError, TagVerdict, Verdict
+from argocd_image_updater.policy.verdicts import PolicyError, Rejection, TagVerdict, Verdict
 
 __all__ = [
     "Policy",
@@ -53,19 +53,51 @@ class Policy:
         self.strategy.prepare(self.constraint, image, None)
 
 
-@dataclass(frozen=True, slots=True)
 class Selection:
+    """The result of one tag choice: the chosen tag (or none), a summary and every tag's verdict.
+
+    ``verdicts`` is built when first read: a choice over 10,000 tags whose verdicts nobody
+    reads (a controller cycle reads only the chosen tag and the summary) does not pay for
+    10,000 objects.
+    """
+
+    __slots__ = ("_beaten", "_rejected", "_tags", "_verdicts", "chosen", "summary")
+
     chosen: TagInfo | None
-    verdicts: tuple[Verdict, ...]
-    """One per distinct tag name, in the order the tags were given."""
     summary: str
     """What was chosen, or why nothing was (with counts per verdict)."""
+
+    def __init__(
+        self,
+        chosen: TagInfo | None,
+        summary: str,
+        tags: Iterable[str],
+        rejected: Mapping[str, Verdict | Rejection],
+        beaten: str,
+    ) -> None:
+        self.chosen = chosen
+        self.summary = summary
+        self._tags = tags
+        self._rejected = rejected
+        self._beaten = beaten
+        self._verdicts: tuple[Verdict, ...] | None = None
+
+    @property
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """One per distinct tag name, in the order the tags were given."""
+        if self._verdicts is None:
+            self._verdicts = _verdicts(self._tags, self._rejected, self.chosen, self._beaten)
+        return self._verdicts
 
     def counts(self) -> dict[TagVerdict, int]:
         return dict(Counter(v.reason for v in self.verdicts))
 
     def verdict(self, tag: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.tag == tag), None)
+
+    def __repr__(self) -> str:
+        chosen = self.chosen.name if self.chosen is not None else None
+        return f"Selection(chosen={chosen!r}, summary={self.summary!r})"
 
 
 def needs_metadata(policy: Policy, *, time_sorted: bool = False) -> bool:
@@ -104,15 +136,16 @@ def choose(
     for tag in tags:
         unique[tag.name] = tag
 
-    rejected: dict[str, Verdict] = {}
+    rejected: dict[str, Verdict | Rejection] = {}
     eligible: list[tuple[Key, TagInfo]] = []
     allow, ignore, platforms = policy.allow, policy.ignore, policy.platforms
     # Most strategies consider every tag: skip the call for them (this loop runs per tag).
     excludes = ranker.excludes if type(ranker).excludes is not Ranker.excludes else None
     rank = ranker.rank
+    allow_all = allow is MATCH_ANY
     for name, tag in unique.items():
         verdict: Verdict | None = None
-        if not allow.matches(name):
+        if not allow_all and not allow.matches(name):
             verdict = Verdict(
                 name, TagVerdict.NOT_ALLOWED, allow.error or f"does not match {allow}"
             )
@@ -129,41 +162,52 @@ def choose(
             rejected[name] = verdict
             continue
         ranked = rank(tag, platforms)
-        if isinstance(ranked, Verdict):
-            rejected[name] = ranked
-        else:
+        if isinstance(ranked, tuple):
             eligible.append((ranked, tag))
+        else:
+            rejected[name] = ranked
 
     chosen = max(eligible, key=lambda item: item[0])[1] if eligible else None
-    verdicts = _verdicts(unique, rejected, chosen, strategy)
-    return Selection(chosen, verdicts, _summary(policy, chosen, verdicts))
+    summary = _summary(policy, chosen, len(unique), rejected)
+    return Selection(chosen, summary, unique.keys(), rejected, strategy.beaten)
+
+
+def _verdict(name: str, verdict: Verdict | Rejection) -> Verdict:
+    return verdict.of(name) if isinstance(verdict, Rejection) else verdict
 
 
 def _verdicts(
-    unique: Mapping[str, TagInfo],
-    rejected: Mapping[str, Verdict],
+    tags: Iterable[str],
+    rejected: Mapping[str, Verdict | Rejection],
     chosen: TagInfo | None,
-    strategy: UpdateStrategy,
+    beaten: str,
 ) -> tuple[Verdict, ...]:
     if chosen is None:
-        return tuple(rejected.values())
+        return tuple(_verdict(name, verdict) for name, verdict in rejected.items())
     won = Verdict(chosen.name, TagVerdict.CHOSEN)
-    lost = f"{strategy.beaten} '{chosen.name}'"
+    lost = f"{beaten} '{chosen.name}'"
     out: list[Verdict] = []
-    for name in unique:
+    for name in tags:
         verdict = rejected.get(name)
         if verdict is None:
-            verdict = won if name == chosen.name else Verdict(name, TagVerdict.OLDER, lost)
-        out.append(verdict)
+            out.append(won if name == chosen.name else Verdict(name, TagVerdict.OLDER, lost))
+        else:
+            out.append(_verdict(name, verdict))
     return tuple(out)
 
 
-def _summary(policy: Policy, chosen: TagInfo | None, verdicts: Sequence[Verdict]) -> str:
-    total = len(verdicts)
+def _summary(
+    policy: Policy,
+    chosen: TagInfo | None,
+    total: int,
+    rejected: Mapping[str, Verdict | Rejection],
+) -> str:
+    """``rejected``: every tag's verdict when nothing was chosen."""
     if total == 0:
         return "the registry lists no tags for this image"
     if chosen is not None:
         return policy.strategy.chosen_summary(chosen, policy.constraint, _count(total))
+    verdicts = tuple(_verdict(name, verdict) for name, verdict in rejected.items())
     counts = Counter(v.reason for v in verdicts)
     order = list(TagVerdict)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], order.index(item[0])))

@@ -18,7 +18,9 @@ pre-release rule, so both are written here by hand from the library's documented
 from __future__ import annotations
 
 import functools
+import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -57,6 +59,41 @@ def _precedence(major: int, minor: int, patch: int, prerelease: str) -> Preceden
     if not prerelease:
         return (major, minor, patch, 1, ())
     return (major, minor, patch, 0, tuple(_ident_key(p) for p in prerelease.split(".")))
+
+
+_KEY_MATCH: Final = re.compile(
+    rf"v?([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?(?:-({_IDENT}))?(?:\+{_IDENT})?"
+).fullmatch
+
+
+@functools.lru_cache(maxsize=65536)
+def version_key(text: str) -> PrecedenceKey | None:
+    """The precedence of the version ``text`` denotes (``Version.parse(text).precedence``), or
+    ``None`` when it is not a version.
+
+    This is what a tag choice needs of each tag: one regular expression and a tuple, no
+    :class:`Version` object (parsing 10,000 tags costs about a third of building them).
+    """
+    match = _KEY_MATCH(text)
+    if match is None:
+        return None
+    major_text, minor_text, patch_text, prerelease = match.groups()
+    if len(major_text) < 20 and len(minor_text or "") < 20 and len(patch_text or "") < 20:
+        major = int(major_text)
+        minor = int(minor_text) if minor_text else 0
+        patch = int(patch_text) if patch_text else 0
+    else:  # 20 digits or more: may not fit 64 bits
+        numbers = [_uint64(part) if part else 0 for part in (major_text, minor_text, patch_text)]
+        if None in numbers:
+            return None
+        major, minor, patch = (n or 0 for n in numbers)
+    if prerelease is None:
+        return (major, minor, patch, 1, ())
+    idents = prerelease.split(".")
+    for ident in idents:
+        if len(ident) > 1 and ident[0] == "0" and ident.isdigit():
+            return None
+    return (major, minor, patch, 0, tuple(_ident_key(p) for p in idents))
 
 
 @dataclass(frozen=True, slots=True, order=False)
@@ -172,87 +209,100 @@ class _Comparator:
     dirty: bool
     minor_dirty: bool
     patch_dirty: bool
+    test: Callable[[PrecedenceKey], bool] = field(init=False, repr=False, compare=False)
+    """Whether a version's precedence key is admitted, pre-releases aside: the operator is
+    looked up once here, not for each tag."""
+
+    def __post_init__(self) -> None:
+        con, op, dirty = self.version.precedence, self.op, self.dirty
+        test: Callable[[PrecedenceKey], bool]
+        # partial(operator.gt, con)(v) is con > v, i.e. v < con (all in C)
+        if op == "=":
+            test = self._tilde if dirty else functools.partial(operator.eq, con)
+        elif op == "!=":
+            test = self._not_equal
+        elif op == ">":
+            test = self._greater if dirty else functools.partial(operator.lt, con)
+        elif op == "<":
+            test = functools.partial(operator.gt, con)
+        elif op == ">=":
+            test = functools.partial(operator.le, con)
+        elif op == "<=":
+            test = self._less_equal if dirty else functools.partial(operator.ge, con)
+        elif op == "~":
+            test = self._tilde
+        else:
+            test = self._caret
+        object.__setattr__(self, "test", test)
 
     def admits(self, v: Version, include_prerelease: bool) -> bool:
-        if v.prerelease and not include_prerelease:
-            return False
-        con, op = self.version, self.op
-        if op == "=":
-            return self._tilde(v) if self.dirty else compare(v, con) == 0
-        if op == "!=":
-            return self._not_equal(v)
-        if op == ">":
-            return self._greater(v)
-        if op == "<":
-            return compare(v, con) < 0
-        if op == ">=":
-            return compare(v, con) >= 0
-        if op == "<=":
-            return self._less_equal(v)
-        if op == "~":
-            return self._tilde(v)
-        return self._caret(v)
+        return self.admits_key(v.precedence, include_prerelease)
 
-    def _not_equal(self, v: Version) -> bool:
-        con = self.version
+    def admits_key(self, v: PrecedenceKey, include_prerelease: bool) -> bool:
+        """:meth:`admits` on a version's precedence key (``v[3] == 0``: a pre-release)."""
+        if not (v[3] or include_prerelease):
+            return False
+        return self.test(v)
+
+    # In the helpers below, v and con are precedence keys: (major, minor, patch, release, pre).
+    def _not_equal(self, v: PrecedenceKey) -> bool:
+        con = self.version.precedence
         if self.dirty:
-            if v.major != con.major:
+            if v[0] != con[0]:
                 return True
             if self.minor_dirty:
                 return False
-            if v.minor != con.minor:
+            if v[1] != con[1]:
                 return True
-            if self.patch_dirty:
-                return v.prerelease != con.prerelease
-            if v.patch != con.patch:
+            if self.patch_dirty:  # different pre-releases (the key of one is unique)
+                return v[3:] != con[3:]
+            if v[2] != con[2]:
                 return True
-        return compare(v, con) != 0
+        return v != con
 
-    def _greater(self, v: Version) -> bool:
-        con = self.version
+    def _greater(self, v: PrecedenceKey) -> bool:
+        con = self.version.precedence
         if not self.dirty:
-            return compare(v, con) > 0
-        if v.major != con.major:
-            return v.major > con.major
+            return v > con
+        if v[0] != con[0]:
+            return v[0] > con[0]
         if self.minor_dirty:  # >11 needs 12 or higher
             return False
         if self.patch_dirty:  # >11.1 needs 11.2 or higher
-            return v.minor > con.minor
-        return compare(v, con) > 0
+            return v[1] > con[1]
+        return v > con
 
-    def _less_equal(self, v: Version) -> bool:
-        con = self.version
+    def _less_equal(self, v: PrecedenceKey) -> bool:
+        con = self.version.precedence
         if not self.dirty:
-            return compare(v, con) <= 0
-        if v.major > con.major:
+            return v <= con
+        if v[0] > con[0]:
             return False
-        return not (v.major == con.major and v.minor > con.minor and not self.minor_dirty)
+        return not (v[0] == con[0] and v[1] > con[1] and not self.minor_dirty)
 
-    def _tilde(self, v: Version) -> bool:
-        con = self.version
-        if compare(v, con) < 0:
+    def _tilde(self, v: PrecedenceKey) -> bool:
+        con = self.version.precedence
+        if v < con:
             return False
-        if (con.major, con.minor, con.patch) == (0, 0, 0) and not (
-            self.minor_dirty or self.patch_dirty
-        ):
+        if con[:3] == (0, 0, 0) and not (self.minor_dirty or self.patch_dirty):
             return True  # ~0.0.0 and * admit everything
-        if v.major != con.major:
+        if v[0] != con[0]:
             return False
-        return self.minor_dirty or v.minor == con.minor
+        return self.minor_dirty or v[1] == con[1]
 
-    def _caret(self, v: Version) -> bool:
-        con = self.version
-        if compare(v, con) < 0:
+    def _caret(self, v: PrecedenceKey) -> bool:
+        con = self.version.precedence
+        if v < con:
             return False
-        if con.major > 0 or self.minor_dirty:
-            return v.major == con.major
-        if v.major > 0:
+        if con[0] > 0 or self.minor_dirty:
+            return v[0] == con[0]
+        if v[0] > 0:
             return False
-        if con.minor > 0 or self.patch_dirty:
-            return v.minor == con.minor
-        if v.minor > 0:
+        if con[1] > 0 or self.patch_dirty:
+            return v[1] == con[1]
+        if v[1] > 0:
             return False
-        return v.patch == con.patch
+        return v[2] == con[2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +312,16 @@ class Constraint:
     text: str
     groups: tuple[tuple[_Comparator, ...], ...]
     group_has_prerelease: tuple[bool, ...]
+    _alternatives: tuple[tuple[tuple[Callable[[PrecedenceKey], bool], ...], bool], ...] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        pairs = tuple(
+            (tuple(c.test for c in group), has_pre)
+            for group, has_pre in zip(self.groups, self.group_has_prerelease, strict=True)
+        )
+        object.__setattr__(self, "_alternatives", pairs)
 
     @classmethod
     def parse(cls, text: str) -> Constraint:
@@ -276,10 +336,18 @@ class Constraint:
     def check(self, v: Version, include_prerelease: bool = False) -> bool:
         """Whether ``v`` satisfies the constraint (``include_prerelease`` admits pre-releases
         in every group, not only in groups that mention one)."""
-        for group, has_pre in zip(self.groups, self.group_has_prerelease, strict=True):
-            include = include_prerelease or has_pre
-            for comparator in group:
-                if not comparator.admits(v, include):
+        return self.check_key(v.precedence, include_prerelease)
+
+    def check_key(self, v: PrecedenceKey, include_prerelease: bool = False) -> bool:
+        """:meth:`check` on a version's precedence key (see :func:`version_key`)."""
+        release = v[3]
+        for tests, has_pre in self._alternatives:
+            # a pre-release is admitted by no comparator of a group without one (groups are
+            # never empty)
+            if not (release or include_prerelease or has_pre):
+                continue
+            for test in tests:
+                if not test(v):
                     break
             else:
                 return True

@@ -34,5 +34,17 @@ class Verdict:
     detail: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A verdict without its tag: what a strategy's ranker may return for a rejected tag when
+    many tags share it (the choice makes the :class:`Verdict` only if the verdicts are read)."""
+
+    reason: TagVerdict
+    detail: str = ""
+
+    def of(self, tag: str) -> Verdict:
+        return Verdict(tag, self.reason, self.detail)
+
+
 class PolicyError(ValueError):
     """A policy that cannot be applied to an image (bad constraint, digest without one)."""

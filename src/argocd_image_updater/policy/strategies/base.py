@@ -19,7 +19,7 @@ from typing import Any, ClassVar, TypeAlias
 
 from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.tags import TagInfo
-from argocd_image_updater.policy.verdicts import Verdict
+from argocd_image_updater.policy.verdicts import Rejection, Verdict
 
 Key: TypeAlias = tuple[Any, ...]
 """A sort key: among the eligible tags of one choice, the greatest key wins."""
@@ -33,7 +33,7 @@ class Ranker(ABC):
         return None
 
     @abstractmethod
-    def rank(self, tag: TagInfo, platforms: PlatformFilter) -> Key | Verdict:
+    def rank(self, tag: TagInfo, platforms: PlatformFilter) -> Key | Verdict | Rejection:
         """The sort key of a tag that passed every filter, or the verdict rejecting it."""
 
 

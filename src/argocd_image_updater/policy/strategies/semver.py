@@ -12,9 +12,11 @@ from typing import Final
 
 from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.tags import TagInfo
-from argocd_image_updater.policy.semver import Constraint, ConstraintError, Version
+from argocd_image_updater.policy.semver import Constraint, ConstraintError, Version, version_key
 from argocd_image_updater.policy.strategies.base import Key, Ranker, UpdateStrategy
-from argocd_image_updater.policy.verdicts import PolicyError, TagVerdict, Verdict
+from argocd_image_updater.policy.verdicts import PolicyError, Rejection, TagVerdict, Verdict
+
+_NOT_SEMVER: Final = Rejection(TagVerdict.NOT_SEMVER, "not a semantic version")
 
 
 def shown(constraint: str) -> str:
@@ -24,26 +26,28 @@ def shown(constraint: str) -> str:
 
 class _Ranker(Ranker):
     def __init__(self, constraint: Constraint, text: str) -> None:
-        self._constraint = constraint
-        self._text = text
-
-    def rank(self, tag: TagInfo, platforms: PlatformFilter) -> Key | Verdict:
-        name = tag.name
-        version = Version.parse(name)
-        if version is None:
-            return Verdict(name, TagVerdict.NOT_SEMVER, "not a semantic version")
-        if self._constraint.check(version):
-            return (version.precedence, name)
-        if version.prerelease and self._constraint.check(version, include_prerelease=True):
-            return Verdict(
-                name,
-                TagVerdict.PRERELEASE,
-                f"pre-release; constraint '{shown(self._text)}' has no pre-release part "
-                "(append -0, e.g. '2.x-0', to admit pre-releases)",
-            )
-        return Verdict(
-            name, TagVerdict.OUTSIDE_CONSTRAINT, f"outside constraint '{shown(self._text)}'"
+        self._check = constraint.check_key
+        self._prerelease = Rejection(
+            TagVerdict.PRERELEASE,
+            f"pre-release; constraint '{shown(text)}' has no pre-release part "
+            "(append -0, e.g. '2.x-0', to admit pre-releases)",
         )
+        self._outside = Rejection(
+            TagVerdict.OUTSIDE_CONSTRAINT, f"outside constraint '{shown(text)}'"
+        )
+
+    def rank(self, tag: TagInfo, platforms: PlatformFilter) -> Key | Rejection:
+        # Runs once per tag of a choice: the version's precedence key only, no Version object,
+        # and a rejection shared by every tag it rejects.
+        name = tag.name
+        key = version_key(name)
+        if key is None:
+            return _NOT_SEMVER
+        if self._check(key):
+            return (key, name)
+        if not key[3] and self._check(key, True):
+            return self._prerelease
+        return self._outside
 
 
 class Semver(UpdateStrategy):

@@ -33,6 +33,7 @@ from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter, StateStore
+from argocd_image_updater.registry.helmrepo_secrets import HelmRepoSecrets
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.events import EventRecorder
 from argocd_image_updater.report.reporter import Reporter
@@ -97,6 +98,9 @@ async def build_cluster_controller(
 
     secrets: SecretReader | None = KubeSecretReader(kube) if kube is not None else None
     scanner = Scanner()
+    scanner.helm_index.credentials = HelmRepoSecrets(
+        kube, str(settings.argocd_namespace) or (kube.namespace if kube else "argocd")
+    )
     closers.append(scanner)
     interval: timedelta = settings.interval
     if settings.once:

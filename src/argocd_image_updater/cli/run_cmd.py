@@ -35,6 +35,7 @@ from argocd_image_updater.observe.health import Health
 from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.pipeline.ports import StateStore
 from argocd_image_updater.pipeline.state import MemoryStateStore
+from argocd_image_updater.registry.helmrepo_secrets import HelmRepoSecrets
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.writeback.commit_template import CommitTemplateFile
 from argocd_image_updater.writeback.git.credentials import ClusterObjects, GitCredentialsResolver
@@ -223,6 +224,7 @@ async def build_local_controller(
     files = RepoFiles(git_writer.cache, git_writer.credentials)
     store = LocalStore(source, namespace, files)
     scanner = Scanner()
+    scanner.helm_index.credentials = HelmRepoSecrets(objects, namespace)
     controller = Controller(
         store=store,
         registries=registries,

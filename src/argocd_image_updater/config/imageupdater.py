@@ -48,6 +48,7 @@ from argocd_image_updater.config.labels import Requirement
 from argocd_image_updater.config.notifications import Notifications
 from argocd_image_updater.kits.gotemplate import TemplateError
 from argocd_image_updater.model import update_config as uc
+from argocd_image_updater.model.chart import ChartSpec
 
 GROUP: Final = "argocd-image-updater.argoproj.io"
 API_VERSION: Final = f"{GROUP}/v1alpha1"
@@ -56,7 +57,8 @@ KIND: Final = "ImageUpdater"
 _ALIAS_RE: Final = re.compile(ALIAS_PATTERN)
 
 MSG_IMAGES_REQUIRED: Final = (
-    "Either useAnnotations must be true, or images must be provided with at least one item"
+    "Either useAnnotations must be true, or images or charts must be provided with at least "
+    "one item"
 )
 MSG_VERIFICATION: Final = (
     "at least one verification method (cosignKey or keyless) is required when verification is "
@@ -229,6 +231,28 @@ class ImageConfig(CRModel):
         )
 
 
+class ChartConfig(CRModel):
+    """A Helm chart or OCI artifact whose version (a source's ``targetRevision``) is managed."""
+
+    alias: str
+    chart: str = Field(min_length=1)
+    common_update_settings: CommonUpdateSettings | None = None
+
+    @field_validator("alias")
+    @classmethod
+    def _alias_pattern(cls, alias: str) -> str:
+        return ImageConfig._alias_pattern(alias)
+
+    def to_spec(self, ref_settings: uc.UpdateSettings, where: str = "") -> ChartSpec:
+        block = f"{where}.commonUpdateSettings" if where else ""
+        return ChartSpec(
+            alias=self.alias,
+            chart=self.chart,
+            settings=ref_settings.merged(_settings(self.common_update_settings, block)),
+            origin=where,
+        )
+
+
 class ApplicationRef(CRModel):
     name_pattern: str
     label_selectors: LabelSelector | None = None
@@ -236,21 +260,27 @@ class ApplicationRef(CRModel):
     common_update_settings: CommonUpdateSettings | None = None
     write_back_config: WriteBackConfig | None = None
     images: list[ImageConfig] | None = None
+    charts: list[ChartConfig] | None = None
     images_verification: ImagesVerification | None = None
 
     @model_validator(mode="after")
     def _images_or_annotations(self) -> ApplicationRef:
-        if not self.use_annotations and not self.images:
+        if not self.use_annotations and not self.images and not self.charts:
             raise invalid(MSG_IMAGES_REQUIRED)
         seen: set[str] = set()
-        for i, image in enumerate(self.images or ()):
-            if image.alias in seen:
+        entries = [("images", image.alias) for image in self.images or ()]
+        entries += [("charts", chart.alias) for chart in self.charts or ()]
+        counts = {"images": 0, "charts": 0}
+        for kind, alias in entries:
+            i = counts[kind]
+            counts[kind] += 1
+            if alias in seen:
                 raise invalid(
-                    f"duplicate alias '{image.alias}': every image of an applicationRef needs "
-                    "its own alias",
-                    f"images[{i}].alias",
+                    f"duplicate alias '{alias}': every image and chart of an applicationRef "
+                    "needs its own alias",
+                    f"{kind}[{i}].alias",
                 )
-            seen.add(image.alias)
+            seen.add(alias)
         return self
 
 
@@ -374,6 +404,17 @@ def image_specs(
     return [
         image.to_spec(settings, verification, cr.field(f"{base}.images[{i}]"))
         for i, image in enumerate(ref.images or ())
+    ]
+
+
+def chart_specs(
+    cr: ImageUpdater, ref: ApplicationRef, settings: uc.UpdateSettings
+) -> list[ChartSpec]:
+    """The charts of ``ref`` with their settings merged over ``settings``."""
+    base = cr.ref_path(ref)
+    return [
+        chart.to_spec(settings, cr.field(f"{base}.charts[{i}]"))
+        for i, chart in enumerate(ref.charts or ())
     ]
 
 

@@ -34,6 +34,7 @@ from argocd_image_updater.config.image_templates import RefImages
 from argocd_image_updater.config.imageupdater import (
     ApplicationRef,
     ImageUpdater,
+    chart_specs,
     image_specs,
     ref_settings,
     ref_verification,
@@ -52,6 +53,7 @@ from argocd_image_updater.model.application import (
     SourceType,
     forced_source_type,
 )
+from argocd_image_updater.model.chart import ChartSpec
 from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     ImageSpec,
@@ -166,6 +168,7 @@ class _RefConfigs:
 
     write_backs: dict[int, WriteBack] = field(default_factory=dict)
     specs: dict[int, RefImages] = field(default_factory=dict)
+    chart_specs: dict[int, tuple[ChartSpec, ...]] = field(default_factory=dict)
 
     def write_back(self, cr: ImageUpdater, ref: ApplicationRef) -> WriteBack:
         found = self.write_backs.get(id(ref))
@@ -184,6 +187,12 @@ class _RefConfigs:
             specs = image_specs(cr, ref, settings, verification)
             found = self.specs[id(ref)] = RefImages(specs)
         return found.for_app(app)
+
+    def charts(self, cr: ImageUpdater, ref: ApplicationRef) -> tuple[ChartSpec, ...]:
+        found = self.chart_specs.get(id(ref))
+        if found is None:
+            found = self.chart_specs[id(ref)] = tuple(chart_specs(cr, ref, ref_settings(cr, ref)))
+        return found
 
 
 def _try_ref(
@@ -347,14 +356,15 @@ def _select(
         if built is None:
             continue
         specs, skipped, write_back = built
+        charts = () if ref.use_annotations else shared.charts(cr, ref)
         source_type = app.source_type(write_back.write_back_target)
-        if not source_type.is_supported:
+        if not source_type.is_supported and not charts:
             reason = _not_supported(app, source_type)
             result.warnings.append(reason)
             result.skipped.append((app.qualified_name, reason))
             return
-        images = _images(specs, app, result)
-        if not images and not skipped:
+        images = _images(specs, app, result) if source_type.is_supported else ()
+        if not images and not skipped and not charts:
             result.skipped.append((app.qualified_name, "no usable images configured"))
             return
         result.configs.append(
@@ -365,6 +375,7 @@ def _select(
                 origin=cr.origin,
                 name_pattern=ref.name_pattern,
                 skipped_images=skipped,
+                charts=charts,
             )
         )
         return

@@ -34,6 +34,7 @@ from argocd_image_updater.pipeline.records import (
     CRState,
     CycleResult,
 )
+from argocd_image_updater.plan.charts import ChartJob
 from argocd_image_updater.plan.decide import ChoiceMemory, ScanResults
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
@@ -83,16 +84,34 @@ class CredentialsCache:
         return self._by_endpoint[key]
 
 
-def _scan_request(job: ImageJob, credentials: CredentialProvider | None) -> ScanRequest:
+def _scan_request(
+    job: ImageJob | ChartJob, endpoint: RegistryEndpoint, credentials: CredentialProvider | None
+) -> ScanRequest:
     key = job.scan_key
     return ScanRequest(
-        endpoint=job.endpoint,
+        endpoint=endpoint,
         repository=job.repository,
         metadata=key.metadata,
         platforms=tuple(Platform.parse(p) for p in key.platforms),
         only_tags=frozenset(key.only_tags) if key.only_tags else None,
         credentials=credentials,
     )
+
+
+async def scan_one(
+    scanner: Scanner,
+    credentials: CredentialsCache,
+    job: ImageJob | ChartJob,
+    namespace: str,
+    scan_round: int | None,
+) -> Any:
+    """The scan of one job: a registry scan, or a Helm repository's index for a chart there."""
+    if isinstance(job, ChartJob) and job.endpoint is None:
+        return await scanner.helm_index.versions(job.ref.repository_url, job.ref.name, scan_round)
+    endpoint = job.endpoint
+    assert endpoint is not None  # only Helm repository charts have none
+    provider = credentials.for_job(endpoint, job.pull_secret, namespace)
+    return await scanner.scan(_scan_request(job, endpoint, provider), scan_round)
 
 
 async def run_scans(
@@ -108,25 +127,27 @@ async def run_scans(
     Scans of one ``scan_round`` (see :meth:`Scanner.new_round`) share one tag listing per
     repository; a new round (each cycle) lists again. ``memory`` holds the last cycle's tag
     choices, reused for scans that found the same tags."""
-    firsts: dict[ScanKey, tuple[ImageJob, str]] = {}
+    firsts: dict[ScanKey, tuple[ImageJob | ChartJob, str]] = {}
     for app_jobs, namespace in jobs:
-        for job in app_jobs.jobs:
+        all_jobs: list[ImageJob | ChartJob] = [*app_jobs.jobs, *app_jobs.chart_jobs]
+        for job in all_jobs:
             firsts.setdefault(job.scan_key, (job, namespace))
     results = ScanResults(memory=memory)
     limit = asyncio.Semaphore(concurrency)
 
-    async def one(key: ScanKey, job: ImageJob, namespace: str) -> None:
+    async def one(key: ScanKey, job: ImageJob | ChartJob, namespace: str) -> None:
         async with limit:
             try:
-                provider = credentials.for_job(job.endpoint, job.pull_secret, namespace)
-                results[key] = await scanner.scan(_scan_request(job, provider), scan_round)
+                results[key] = await scan_one(scanner, credentials, job, namespace, scan_round)
             except Exception as err:  # every failure is reported per image, never fatal
+                endpoint = job.endpoint
+                host = endpoint.host if endpoint is not None else key.api_url
                 log.error(
                     "could not scan %s/%s: %s",
-                    job.endpoint.host,
+                    host,
                     job.repository,
                     str(err),
-                    image_registry=job.endpoint.prefix,
+                    image_registry=endpoint.prefix if endpoint is not None else key.api_url,
                     image_name=job.repository,
                 )
                 results[key] = err

@@ -21,9 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from argocd_image_updater.model.application import Application
+
+if TYPE_CHECKING:
+    from argocd_image_updater.model.chart import ChartSpec
 
 DEFAULT_STRATEGY: Final = "semver"
 DEFAULT_METHOD: Final = "argocd"
@@ -469,6 +472,11 @@ class AppUpdateConfig:
     """The ``namePattern`` of the applicationRef that selected the app (CR origin only)."""
     skipped_images: tuple[SkippedImage, ...] = ()
     """Images of the configuration left out of this application, each with why."""
+    charts: tuple[ChartSpec, ...] = ()
+    """Helm charts and OCI artifacts whose versions are managed (see ``model.chart``)."""
+    chart_versions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Current chart versions read from a ``chartfile:`` write-back target, by chart key; the
+    versions of charts matched to a source are that source's ``targetRevision``."""
 
     @property
     def is_legacy(self) -> bool:

@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeAlias
 from argocd_image_updater.model.image import ImageRef, match_for_digest_update, tags_equal
 from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.tags import TagInfo
+from argocd_image_updater.plan.charts import ChartJob, decide_charts
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.plan.model import (
     SIGNATURE_CHECK_PENDING,
@@ -141,7 +142,7 @@ class ScanResults(dict[ScanKey, ScanOutcome]):
 
 
 def _choose(
-    results: Mapping[ScanKey, ScanOutcome], job: ImageJob, scan: ScanResultLike
+    results: Mapping[ScanKey, ScanOutcome], job: ImageJob | ChartJob, scan: ScanResultLike
 ) -> Selection:
     if isinstance(results, ScanResults) and results.get(job.scan_key) is scan:
         return results.choose(job.scan_key, job.policy, scan)
@@ -429,14 +430,20 @@ def plan_app(
                     f"could not decide the update of image '{item.key}': "
                     f"{type(err).__name__}: {err}",
                 )
+    charts = decide_charts(
+        jobs.charts,
+        lambda job: results.get(job.scan_key),
+        lambda job, scan: _choose(results, job, scan),
+    )
     app = jobs.config.app
     return AppPlan.build(
         app_name=app.name,
         app_namespace=app.namespace,
         source_path=jobs.source_path,
         source_type=jobs.source_type.value,
-        results=planner.results,
-        changes=planner.changes,
+        results=[*planner.results, *charts.results],
+        changes=[*planner.changes, *charts.changes],
         managed=planner.managed,
         note=jobs.note,
+        revisions=charts.revisions,
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
 from argocd_image_updater.model.application import AppSource, SourceType
@@ -40,6 +40,9 @@ from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.policy.filters import parse_allow_tags
 from argocd_image_updater.policy.select import Policy, PolicyError, needs_metadata
 from argocd_image_updater.policy.strategies import parse_strategy
+
+if TYPE_CHECKING:
+    from argocd_image_updater.plan.charts import ChartJob
 
 EndpointFor = Callable[[str, str], RegistryEndpoint]
 _SECRET_PREFIXES: Final = ("pullsecret:", "secret:")
@@ -61,6 +64,9 @@ class ScanKey:
     metadata: bool
     platforms: tuple[str, ...]
     only_tags: tuple[str, ...]
+    kind: str = ""
+    """``""`` for a registry scan; ``helm-index`` for a chart of a Helm repository
+    (``api_url`` is then the repository URL, ``repository`` the chart name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,15 +123,22 @@ class AppJobs:
     source_type: SourceType
     items: tuple[ImageJob | ImageResult, ...]
     note: str = ""
+    charts: tuple[ChartJob | ImageResult, ...] = ()
+    """The charts' jobs and immediate results (``plan.charts``), in configuration order."""
 
     @property
     def jobs(self) -> tuple[ImageJob, ...]:
         return tuple(i for i in self.items if isinstance(i, ImageJob))
 
     @property
+    def chart_jobs(self) -> tuple[ChartJob, ...]:
+        return tuple(i for i in self.charts if not isinstance(i, ImageResult))
+
+    @property
     def scan_keys(self) -> tuple[ScanKey, ...]:
         """The distinct scans this application needs, in first-use order."""
-        return tuple(dict.fromkeys(job.scan_key for job in self.jobs))
+        keys = [job.scan_key for job in self.jobs] + [job.scan_key for job in self.chart_jobs]
+        return tuple(dict.fromkeys(keys))
 
 
 def _error(spec: ImageSpec, reason: ImageReason, message: str, current: str | None) -> ImageResult:
@@ -220,9 +233,10 @@ def edit_kind(
     return "helm", names, ""
 
 
-def _scan_key(
+def scan_key_for(
     policy: Policy, endpoint: RegistryEndpoint, repository: str, credentials: str
 ) -> ScanKey:
+    """The registry scan a policy needs of ``repository`` (images and OCI charts alike)."""
     metadata = needs_metadata(policy, time_sorted=endpoint.tag_sort_mode.is_time_sorted)
     return ScanKey(
         api_url=endpoint.api_url,
@@ -322,7 +336,7 @@ def _plan_image(
         policy=policy,
         endpoint=endpoint,
         repository=repository,
-        scan_key=_scan_key(policy, endpoint, repository, pull_secret),
+        scan_key=scan_key_for(policy, endpoint, repository, pull_secret),
         pull_secret=pull_secret or None,
         target=target,
         kind=kind,
@@ -378,25 +392,31 @@ def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
     ``endpoint_for(registry, image_name)`` gives the registry endpoint serving an image; an
     exception it raises becomes that image's error.
     """
+    from argocd_image_updater.plan.charts import plan_chart_scans
+
     app = config.app
     target = config.write_back.write_back_target
     source_type = app.source_type(target)
+    charts = plan_chart_scans(config, endpoint_for) if config.charts else ()
     if not source_type.is_supported:
+        note = (
+            f"skipping app '{app.qualified_name}' of type '{source_type.value or 'unknown'}' "
+            "because it's not of supported source type"
+        )
         return AppJobs(
             config=config,
             source=None,
             source_path=(),
             source_type=source_type,
             items=(),
-            note=(
-                f"skipping app '{app.qualified_name}' of type '{source_type.value or 'unknown'}' "
-                "because it's not of supported source type"
-            ),
+            note=note if config.images or not charts else "",
+            charts=charts,
         )
     try:
         source = app.write_source(target)
     except ValueError as err:
-        return AppJobs(config, None, (), source_type, (), note=str(err))
+        note = str(err) if config.images or not charts else ""
+        return AppJobs(config, None, (), source_type, (), note=note, charts=charts)
     live = _parse_live(app.live_images)
     items = tuple(
         _plan_image_contained(config, spec, live, source_type, endpoint_for)
@@ -408,6 +428,7 @@ def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
         source_path=("spec", *source.spec_path),
         source_type=source_type,
         items=items,
+        charts=charts,
     )
 
 

@@ -159,6 +159,19 @@ def render_tag(tag: str | None, digest: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class RevisionEdit:
+    """A chart's new version in the ``targetRevision`` of one Application source.
+
+    ``source_path`` locates the source inside the object (``("spec", "source")`` or
+    ``("spec", "sources", i)``); ``alias`` is the chart's key (its alias, or its reference)."""
+
+    alias: str
+    source_path: SourcePath
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
 class AppPlan:
     """What to do with one Application.
 
@@ -182,6 +195,8 @@ class AppPlan:
     updated: int
     errors: int
     note: str = ""
+    revisions: tuple[RevisionEdit, ...] = ()
+    """Chart versions written to sources' ``targetRevision`` (see ``plan.charts``)."""
 
     @classmethod
     def build(
@@ -195,6 +210,7 @@ class AppPlan:
         changes: Iterable[ImageChange] = (),
         managed: Iterable[ParamEdit] = (),
         note: str = "",
+        revisions: Iterable[RevisionEdit] = (),
     ) -> AppPlan:
         """Assemble a plan, deriving the counters from the results."""
         rs = tuple(results)
@@ -211,6 +227,7 @@ class AppPlan:
             updated=sum(1 for r in rs if r.outcome is Outcome.UPDATED),
             errors=sum(1 for r in rs if r.outcome is Outcome.ERROR),
             note=note,
+            revisions=tuple(revisions),
         )
 
     @property
@@ -243,6 +260,7 @@ class AppPlan:
             self,
             results=results,
             changes=tuple(c for c in self.changes if c.alias not in messages),
+            revisions=tuple(r for r in self.revisions if r.alias not in messages),
             updated=sum(1 for r in results if r.outcome is Outcome.UPDATED),
         )
 

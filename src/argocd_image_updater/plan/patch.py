@@ -1,6 +1,7 @@
 """A JSON patch (RFC 6902) that applies a plan to the Application object.
 
-Only the parameters that change are touched: an element whose value changes is replaced
+Only the parameters that change are touched (and the ``targetRevision`` of each source whose
+chart version changes, see ``plan.charts``): an element whose value changes is replaced
 (``/value`` alone when nothing else differs), new elements are appended with ``/-``, and a
 missing ``helm``/``kustomize``/``plugin`` block or list is created. The patch starts with a
 ``replace`` of ``/metadata/resourceVersion`` by the version that was read, so the API server
@@ -86,6 +87,24 @@ def _list_ops(
     return ops
 
 
+def revision_ops(app_raw: Mapping[str, Any], plan: AppPlan) -> list[dict[str, Any]]:
+    """``targetRevision`` operations for the plan's chart versions that differ from
+    ``app_raw`` (one per source path)."""
+    ops: list[dict[str, Any]] = []
+    seen: set[SourcePath] = set()
+    for edit in plan.revisions:
+        if edit.source_path in seen:
+            continue
+        seen.add(edit.source_path)
+        source = _lookup(app_raw, edit.source_path)
+        if source.get("targetRevision") == edit.new:
+            continue
+        op = "replace" if "targetRevision" in source else "add"
+        path = pointer((*edit.source_path, "targetRevision"))
+        ops.append({"op": op, "path": path, "value": edit.new})
+    return ops
+
+
 def json_patch_ops(app_raw: Mapping[str, Any], plan: AppPlan) -> list[dict[str, Any]]:
     """The patch operations for ``plan``; ``[]`` when the plan changes nothing.
 
@@ -93,12 +112,15 @@ def json_patch_ops(app_raw: Mapping[str, Any], plan: AppPlan) -> list[dict[str, 
     """
     if not plan.has_changes:
         return []
-    old_src = _lookup(app_raw, plan.source_path)
-    new_src = apply_edits(old_src, (e for e in plan.managed if e.changed))
-    source_ptr = pointer(plan.source_path)
     ops: list[dict[str, Any]] = []
-    for block, key in _LISTS:
-        ops.extend(_list_ops(source_ptr, block, key, old_src, new_src))
+    changed = [e for e in plan.managed if e.changed]
+    if changed or not plan.revisions:
+        old_src = _lookup(app_raw, plan.source_path)
+        new_src = apply_edits(old_src, changed)
+        source_ptr = pointer(plan.source_path)
+        for block, key in _LISTS:
+            ops.extend(_list_ops(source_ptr, block, key, old_src, new_src))
+    ops.extend(revision_ops(app_raw, plan))
     if not ops:
         return []
     metadata = app_raw.get("metadata")

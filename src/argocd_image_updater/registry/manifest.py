@@ -22,6 +22,10 @@ OCI_INDEX: Final = "application/vnd.oci.image.index.v1+json"
 DOCKER_MANIFEST: Final = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_MANIFEST_LIST: Final = "application/vnd.docker.distribution.manifest.list.v2+json"
 
+OCI_IMAGE_CONFIG: Final = "application/vnd.oci.image.config.v1+json"
+DOCKER_IMAGE_CONFIG: Final = "application/vnd.docker.container.image.v1+json"
+IMAGE_CONFIG_TYPES: Final = frozenset({OCI_IMAGE_CONFIG, DOCKER_IMAGE_CONFIG})
+CREATED_ANNOTATION: Final = "org.opencontainers.image.created"
 IMAGE_MANIFEST_TYPES: Final = frozenset({OCI_MANIFEST, DOCKER_MANIFEST})
 INDEX_TYPES: Final = frozenset({OCI_INDEX, DOCKER_MANIFEST_LIST})
 MANIFEST_ACCEPT: Final = ", ".join((OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_MANIFEST_LIST))
@@ -61,6 +65,23 @@ class Manifest:
     digest: str
     config: Descriptor | None = None
     manifests: tuple[Descriptor, ...] = ()
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    """The manifest's own ``annotations`` (``org.opencontainers.image.created`` of artifacts)."""
+
+    @property
+    def is_image(self) -> bool:
+        """A runnable image (its config is an image config), not another OCI artifact such as a
+        Helm chart, whose config says nothing of platform or build date."""
+        return self.config is not None and self.config.media_type in IMAGE_CONFIG_TYPES
+
+    @property
+    def created(self) -> datetime | None:
+        """The ``org.opencontainers.image.created`` annotation, when set and valid."""
+        text = self.annotations.get(CREATED_ANNOTATION, "")
+        try:
+            return parse_rfc3339(text) if text else None
+        except ManifestFormatError:
+            return None
 
     @property
     def is_index(self) -> bool:
@@ -151,7 +172,15 @@ def parse_manifest(body: bytes, content_type: str) -> Manifest:
         )
     if "config" not in data:
         raise ManifestFormatError("image manifest has no 'config'")
-    return Manifest(media_type, digest, config=_descriptor(data["config"], "manifest config"))
+    annotations = data.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        raise ManifestFormatError("manifest: 'annotations' is not an object")
+    return Manifest(
+        media_type,
+        digest,
+        config=_descriptor(data["config"], "manifest config"),
+        annotations=MappingProxyType({str(k): str(v) for k, v in annotations.items()}),
+    )
 
 
 # RFC 3339 date-time; Go writes up to nine fractional digits, Python keeps six.

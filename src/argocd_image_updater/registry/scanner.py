@@ -52,6 +52,7 @@ from argocd_image_updater.registry.errors import (
     ManifestNotFound,
     RegistryProtocolError,
 )
+from argocd_image_updater.registry.helmindex import HelmIndex
 from argocd_image_updater.registry.manifest import Descriptor, Manifest
 from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, EndpointLimits
 from argocd_image_updater.registry.revalidate import RepositoryTags, Revalidation
@@ -152,6 +153,9 @@ class Scanner:
         self._limits: dict[str, EndpointLimits] = {}
         self._clients: dict[RegistryEndpoint, RegistryClient] = {}
         self._log = get_logger("registry.scanner")
+        self.helm_index = HelmIndex()
+        """Charts of Helm repositories (``index.yaml``); set its ``credentials`` to read Argo
+        CD's repository Secrets."""
 
     async def __aenter__(self) -> Scanner:
         return self
@@ -164,6 +168,7 @@ class Scanner:
         self._clients.clear()
         for http in clients:
             await http.aclose()
+        await self.helm_index.aclose()
 
     @property
     def stats(self) -> Mapping[str, int]:
@@ -351,6 +356,9 @@ class Scanner:
                 registry=client.endpoint.host,
                 repository=repository,
             )
+        if not manifest.is_image:
+            # An OCI artifact (a Helm chart, …): no platform; built when its manifest says.
+            return PlatformImage(Platform("", ""), manifest.digest, manifest.created)
         config = await client.get_config(repository, manifest.config.digest, req.credentials)
         return PlatformImage(config.platform, manifest.digest, config.created, config.labels)
 

@@ -154,8 +154,13 @@ CEL_RULES: Final[Mapping[str, Callable[[Any], bool]]] = {
         lambda o: not _has(o, "signingSecret") or o.get("type") in ("webhook", "cloudevents")
     ),
     "!(has(self.useAnnotations) && self.useAnnotations == true) ? "
-    "(has(self.images) && size(self.images) > 0) : true": (
-        lambda o: o.get("useAnnotations") is True or len(o.get("images") or ()) > 0
+    "((has(self.images) && size(self.images) > 0) || (has(self.charts) && "
+    "size(self.charts) > 0)) : true": (
+        lambda o: (
+            o.get("useAnnotations") is True
+            or len(o.get("images") or ()) > 0
+            or len(o.get("charts") or ()) > 0
+        )
     ),
 }
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import hashlib
+import io
 import json
 import re
 import ssl
+import tarfile
 from collections.abc import Generator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +41,21 @@ DOCKER_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 LAYER = b"argocd-image-updater sandbox layer\n"
+HELM_CONFIG = "application/vnd.cncf.helm.config.v1+json"
+HELM_CHART_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+
+
+def chart_archive(name: str, version: str) -> bytes:
+    """A packaged chart (``<name>-<version>.tgz``) holding only its Chart.yaml."""
+    chart_yaml = f"apiVersion: v2\nname: {name}\nversion: {version}\n".encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo(f"{name}/Chart.yaml")
+        info.size = len(chart_yaml)
+        tar.addfile(info, io.BytesIO(chart_yaml))
+    return gzip.compress(buffer.getvalue(), mtime=0)
+
+
 LINUX_AMD64 = Platform("linux", "amd64")
 
 
@@ -253,6 +271,60 @@ class ImagePusher:
             for p, created in platforms
         ]
         return await self.put_manifest(repository, tag, index_manifest(children, oci=oci))
+
+    async def push_artifact(
+        self,
+        repository: str,
+        tag: str,
+        *,
+        config_media_type: str,
+        config: bytes,
+        layer_media_type: str,
+        layer: bytes,
+        annotations: Mapping[str, str] | None = None,
+        artifact_type: str = "",
+    ) -> str:
+        """Push an OCI artifact (an OCI image manifest whose config and layer are not an
+        image's) as ``repository:tag``; return its manifest digest."""
+        await self.upload_blob(repository, config)
+        await self.upload_blob(repository, layer)
+        data: dict[str, Any] = {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": _descriptor(config_media_type, config),
+            "layers": [_descriptor(layer_media_type, layer)],
+        }
+        if artifact_type:
+            data["artifactType"] = artifact_type
+        if annotations:
+            data["annotations"] = dict(annotations)
+        return await self.put_manifest(repository, tag, json.dumps(data, indent=2).encode())
+
+    async def push_chart(
+        self, repository: str, version: str, *, created: datetime | None = None
+    ) -> str:
+        """Push a Helm chart as ``helm push`` does: ``repository`` is ``<path>/<chart name>``,
+        the tag is the version, the config is the chart's metadata
+        (``application/vnd.cncf.helm.config.v1+json``), the layer the packaged chart
+        (``application/vnd.cncf.helm.chart.content.v1.tar+gzip``), and the manifest carries
+        the ``org.opencontainers.image.*`` annotations (``created`` when given)."""
+        name = repository.rsplit("/", 1)[-1]
+        meta = {"apiVersion": "v2", "name": name, "version": version, "type": "application"}
+        annotations = {
+            "org.opencontainers.image.title": name,
+            "org.opencontainers.image.version": version,
+        }
+        if created is not None:
+            annotations["org.opencontainers.image.created"] = rfc3339_nano(created)
+        return await self.push_artifact(
+            repository,
+            version,
+            config_media_type=HELM_CONFIG,
+            config=json.dumps(meta).encode(),
+            layer_media_type=HELM_CHART_LAYER,
+            layer=chart_archive(name, version),
+            annotations=annotations,
+        )
 
     async def push_tags(
         self,

@@ -149,6 +149,7 @@ def test_an27_to_an29_keys() -> None:
         pull_secret=f"{P}/pull-secret",
         platforms=None,
         allow_downgrade=f"{P}/allow-downgrade",
+        pin_digest=f"{P}/pin-digest",
     )
     web = setting_keys("web")
     assert (web.allow_tags, web.platforms) == (f"{P}/web.allow-tags", f"{P}/web.platforms")

@@ -91,6 +91,7 @@ class SettingKeys:
     platforms: str | None
     """Only images have a platforms key; application-wide there is none."""
     allow_downgrade: str
+    pin_digest: str
 
 
 def setting_keys(alias: str = "") -> SettingKeys:
@@ -104,6 +105,7 @@ def setting_keys(alias: str = "") -> SettingKeys:
             pull_secret=app_key("pull-secret"),
             platforms=None,
             allow_downgrade=app_key("allow-downgrade"),
+            pin_digest=app_key("pin-digest"),
         )
     return SettingKeys(
         allow_tags=image_key(alias, "allow-tags"),
@@ -113,6 +115,7 @@ def setting_keys(alias: str = "") -> SettingKeys:
         pull_secret=image_key(alias, "pull-secret"),
         platforms=image_key(alias, "platforms"),
         allow_downgrade=image_key(alias, "allow-downgrade"),
+        pin_digest=image_key(alias, "pin-digest"),
     )
 
 
@@ -172,6 +175,9 @@ def read_update_settings(app: Application, alias: str = "") -> UpdateSettings | 
     allow_downgrade: bool | None = None
     if keys.allow_downgrade in ann:
         allow_downgrade = _go_bool(keys.allow_downgrade, ann[keys.allow_downgrade], "downgrade")
+    pin_digest: bool | None = None
+    if keys.pin_digest in ann:
+        pin_digest = _go_bool(keys.pin_digest, ann[keys.pin_digest], "digest pinning")
     settings = UpdateSettings(
         strategy=_trimmed(ann, keys.update_strategy),
         force_update=force,
@@ -180,6 +186,7 @@ def read_update_settings(app: Application, alias: str = "") -> UpdateSettings | 
         pull_secret=_trimmed(ann, keys.pull_secret),
         platforms=platforms,
         allow_downgrade=allow_downgrade,
+        pin_digest=pin_digest,
     )
     if settings.is_empty:
         return None
@@ -190,6 +197,7 @@ def read_update_settings(app: Application, alias: str = "") -> UpdateSettings | 
         "ignore_tags": keys.ignore_tags,
         "pull_secret": keys.pull_secret,
         "allow_downgrade": keys.allow_downgrade,
+        "pin_digest": keys.pin_digest,
     }
     if keys.platforms is not None:
         located["platforms"] = keys.platforms
@@ -307,6 +315,7 @@ def _settings_v0(app: Application, alias: str, warnings: list[str]) -> UpdateSet
             ("ignore_tags", "ignore-tags"),
             ("pull_secret", "pull-secret"),
             ("allow_downgrade", "allow-downgrade"),
+            ("pin_digest", "pin-digest"),
         )
     }
     keys["platforms"] = image_key(key, "platforms")
@@ -323,6 +332,7 @@ def _settings_v0(app: Application, alias: str, warnings: list[str]) -> UpdateSet
     pull_secret = ann.get(keys["pull_secret"])
     platforms = ann.get(keys["platforms"])
     downgrade = ann.get(keys["allow_downgrade"])
+    pin = ann.get(keys["pin_digest"])
     settings = UpdateSettings(
         strategy=strategy or None,
         force_update=(force == "true") if force is not None else None,
@@ -337,6 +347,7 @@ def _settings_v0(app: Application, alias: str, warnings: list[str]) -> UpdateSet
             else None
         ),
         allow_downgrade=(downgrade == "true") if downgrade is not None else None,
+        pin_digest=(pin.strip() == "true") if pin is not None else None,
     )
     return _located(app, settings, keys)
 

@@ -85,6 +85,7 @@ class CommonUpdateSettings(CRModel):
     pull_secret: str | None = None
     platforms: list[str] | None = None
     allow_downgrade: bool | None = None
+    pin_digest: bool | None = None
 
     def to_settings(self, where: str = "") -> uc.UpdateSettings:
         """The settings; ``where`` (e.g. ``ImageUpdater ns/name field spec.commonUpdateSettings``)
@@ -97,6 +98,7 @@ class CommonUpdateSettings(CRModel):
             pull_secret=self.pull_secret,
             platforms=tuple(self.platforms) if self.platforms is not None else None,
             allow_downgrade=self.allow_downgrade,
+            pin_digest=self.pin_digest,
         )
         return settings.with_origins(where) if where else settings
 

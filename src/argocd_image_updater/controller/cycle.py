@@ -1,4 +1,4 @@
-"""One update cycle: collect → scan each repository once → plan → write → report.
+"""One update cycle: collect → scan each repository once → pin digests → plan → write → report.
 
 The cycle first turns every selected Application into scan jobs, deduplicates them on their
 :class:`~argocd_image_updater.plan.jobs.ScanKey` (registry, repository, credentials, metadata,
@@ -18,6 +18,7 @@ from typing import Any
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
+from argocd_image_updater.controller.pins import pin_digests
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.controller_state import ControllerState, repo_key
 from argocd_image_updater.model.image import ImageRef, ImageRefError
@@ -431,6 +432,13 @@ async def run_cycle(
     result.scans = len(scans)
     if state is not None:
         _forget_untagged(state, planned, scans)
+    await pin_digests(
+        [(jobs, config.app.namespace) for config, _, jobs in planned],
+        scans,
+        scanner,
+        credentials.for_job,
+        scan_round,
+    )
     gate = Gate(
         verifier, registries.endpoint_for, credentials.for_job, credentials.secrets, config_maps
     )

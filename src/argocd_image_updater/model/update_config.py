@@ -49,6 +49,7 @@ SETTING_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "pull_secret": "pullSecret",
         "platforms": "platforms",
         "allow_downgrade": "allowDowngrade",
+        "pin_digest": "pinDigest",
     }
 )
 """``UpdateSettings`` attribute → ``commonUpdateSettings`` field name."""
@@ -72,6 +73,7 @@ class UpdateSettings:
     pull_secret: str | None = None
     platforms: tuple[str, ...] | None = None
     allow_downgrade: bool | None = None
+    pin_digest: bool | None = None
     origins: Mapping[str, str] = field(
         default_factory=lambda: _NO_ORIGINS, compare=False, hash=False
     )
@@ -150,6 +152,11 @@ class UpdateSettings:
     def effective_allow_downgrade(self) -> bool:
         """Whether a tag ordered below the running one may be written (default: never)."""
         return bool(self.allow_downgrade)
+
+    @property
+    def effective_pin_digest(self) -> bool:
+        """Whether the chosen tag is written with its digest, ``tag@sha256:…`` (default: no)."""
+        return bool(self.pin_digest)
 
 
 @dataclass(frozen=True, slots=True)

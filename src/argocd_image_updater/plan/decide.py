@@ -5,10 +5,12 @@ each image sees the edits of the ones before it, as in the original. For each jo
 
 1. the scan failed → error (``registry-error``);
 2. the policy chooses no tag → skipped (``no-candidate``, with the policy's summary);
-3. the ``digest`` strategy picks the live container the image refers to, now that the digest is
+3. with ``pinDigest`` (a strategy choosing by name), the chosen tag takes the digest the cycle
+   asked the registry for (:mod:`~argocd_image_updater.plan.pins`); none → error
+   (``registry-error``); the ``digest`` strategy picks the live container the image refers to, now that the digest is
    known;
-4. *needs update* (the original's rule): for ``digest``, the live image has no digest or another
-   one; otherwise the live tag differs from the chosen one (digests decide when either side has
+4. *needs update* (the original's rule): for ``digest`` and pinned images, the live image has no
+   digest or another one (a tag pushed again is an update); otherwise the live tag differs from the chosen one (digests decide when either side has
    one), or a kustomize target renames the image to another registry/repository;
 5. the chosen tag is ordered below the running one by the image's strategy → nothing is written
    (``would-downgrade``), unless the image allows downgrades (see
@@ -70,6 +72,9 @@ class ScanResultLike(Protocol):
 
 ScanOutcome: TypeAlias = ScanResultLike | Exception
 
+PinKey: TypeAlias = tuple[str, str, str, str]
+"""A pinned tag: registry API, repository, credential reference, tag name."""
+
 
 _Choice: TypeAlias = tuple[tuple[TagInfo, ...], Mapping[str, int] | None, Selection | PolicyError]
 """A choice with the tags and order hint it was made from."""
@@ -112,14 +117,28 @@ class ScanResults(dict[ScanKey, ScanOutcome]):
     per cycle, no I/O.
     """
 
-    __slots__ = ("_memory", "choices", "choices_made")
+    __slots__ = ("_memory", "_pins", "choices", "choices_made")
 
     def __init__(self, *args: Any, memory: ChoiceMemory | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._memory = memory
+        self._pins: dict[PinKey, str | Exception] = {}
         self.choices: dict[tuple[ScanKey, Policy], _Choice] = {}
         self.choices_made = 0
         """How many choices were made (not reused) so far."""
+
+    @staticmethod
+    def pin_key(key: ScanKey, tag: str) -> PinKey:
+        """Scans that differ only in what they fetch share the digest of a tag."""
+        return (key.api_url, key.repository, key.credentials, tag)
+
+    def pin(self, key: PinKey, digest: str | Exception) -> None:
+        """Record the digest the registry gave for a chosen tag (or why it gave none)."""
+        self._pins[key] = digest
+
+    def pinned(self, key: ScanKey, tag: str) -> str | Exception | None:
+        """The digest recorded for ``tag`` of the scan ``key``; ``None`` when not asked for."""
+        return self._pins.get(self.pin_key(key, tag))
 
     def choose(self, key: ScanKey, policy: Policy, scan: ScanResultLike) -> Selection:
         """The choice of ``policy`` from ``scan`` (the outcome stored under ``key``)."""
@@ -156,11 +175,13 @@ def needs_update(
     strategy: UpdateStrategy,
     *,
     kustomize_target: bool = False,
+    pin: bool = False,
 ) -> bool:
-    """The original's rule; ``live`` is ``None`` for a forced image (treated as tagless)."""
+    """The original's rule; ``live`` is ``None`` for a forced image (treated as tagless).
+    ``pin`` (``pinDigest``) compares digests as the ``digest`` strategy does."""
     live_tag = live.tag if live is not None else None
     live_digest = live.digest if live is not None else ""
-    if strategy.pins_digest and (not live_digest or live_digest != chosen.digest):
+    if (strategy.pins_digest or pin) and (not live_digest or live_digest != chosen.digest):
         return True
     if not tags_equal(live_tag, live_digest, chosen.name, chosen.digest):
         return True
@@ -182,6 +203,13 @@ def _edits(source: Mapping[str, Any], job: ImageJob, image: ImageRef) -> tuple[P
     if job.kind == "plugin":
         return plugin_edits(source, job.names, image)
     return helm_edits(source, job.names, image)
+
+
+def _pinned(
+    results: Mapping[ScanKey, ScanOutcome], key: ScanKey, tag: str
+) -> str | Exception | None:
+    """The digest the cycle asked the registry for, for a pinned image's chosen tag."""
+    return results.pinned(key, tag) if isinstance(results, ScanResults) else None
 
 
 def _has_kustomize_target(job: ImageJob) -> bool:
@@ -277,6 +305,19 @@ class _Planner:
             # Only a strategy that pins digests writes them (GT-9): others compare and write
             # tag names, even when the scan learned the digest while reading metadata.
             chosen = dataclasses.replace(chosen, digest="")
+        if job.pin_digest and not strategy.pins_digest:
+            pinned = _pinned(results, job.scan_key, chosen.name)
+            if not isinstance(pinned, str) or not pinned:
+                self.result(
+                    job,
+                    Outcome.ERROR,
+                    ImageReason.REGISTRY_ERROR,
+                    f"Could not get the digest of tag '{chosen.name}' to pin it (pinDigest): "
+                    + (str(pinned) if pinned is not None else "the registry was not asked"),
+                    chosen=job.cfg.with_tag(chosen.name).full_name_with_tag,
+                )
+                return
+            chosen = dataclasses.replace(chosen, digest=pinned)
         live = job.live
         if strategy.pins_digest and chosen.digest:
             picked = match_for_digest_update(job.cfg, job.live_candidates, chosen.digest)
@@ -302,7 +343,7 @@ class _Planner:
 
         kustomize_target = _has_kustomize_target(job)
         if live is not None and not needs_update(
-            live, job.cfg, chosen, strategy, kustomize_target=kustomize_target
+            live, job.cfg, chosen, strategy, kustomize_target=kustomize_target, pin=job.pin_digest
         ):
             reset = job.cfg.with_tag(live.tag or chosen.name, live.digest)
             self.apply(_edits(self.working, job, reset))
@@ -379,22 +420,22 @@ class _Planner:
 
         self.apply(edits)
         old = current if current is not None else job.cfg.full_name
-        self.changes.append(
-            ImageChange(
-                alias=job.alias,
-                image=job.cfg,
-                old_tag=render_tag(live.tag, live.digest) if live is not None else "",
-                new_tag=render_tag(chosen.name, chosen.digest),
-                new_digest=chosen.digest,
-                labels=chosen_labels(chosen, job.policy.platforms),
-                edits=tuple(edit for edit in edits if edit.changed),
-                old_digest=live.digest if live is not None else "",
-            )
+        change = ImageChange(
+            alias=job.alias,
+            image=job.cfg,
+            old_tag=render_tag(live.tag, live.digest) if live is not None else "",
+            new_tag=render_tag(chosen.name, chosen.digest),
+            new_digest=chosen.digest,
+            labels=chosen_labels(chosen, job.policy.platforms),
+            edits=tuple(edit for edit in edits if edit.changed),
+            old_digest=live.digest if live is not None else "",
         )
+        self.changes.append(change)
+        moved = f": tag '{change.moved_tag}' moved to another digest" if change.moved_tag else ""
         result(
             Outcome.UPDATED,
             ImageReason.UPDATED,
-            f"Successfully updated image '{old}' to '{new_text}'",
+            f"Successfully updated image '{old}' to '{new_text}'{moved}",
         )
 
 

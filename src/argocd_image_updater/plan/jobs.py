@@ -98,6 +98,14 @@ class ImageJob:
     warnings: tuple[str, ...] = ()
     """Problems with the image's settings that did not stop it, each naming its field."""
     allow_downgrade: bool = False
+    pin_digest: bool = False
+    """``pinDigest``: the chosen tag is written with its digest, which the cycle asks the
+    registry for once it is chosen (the ``digest`` strategy pins by itself)."""
+
+    @property
+    def pins(self) -> bool:
+        """Whether the image is written ``tag@digest`` (its strategy pins, or ``pinDigest``)."""
+        return self.pin_digest or self.policy.strategy.pins_digest
 
     @property
     def forced(self) -> bool:
@@ -345,6 +353,7 @@ def _plan_image(
         verification=spec.verification,
         warnings=warnings,
         allow_downgrade=spec.settings.effective_allow_downgrade,
+        pin_digest=spec.settings.effective_pin_digest,
     )
 
 

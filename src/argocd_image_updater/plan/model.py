@@ -146,6 +146,22 @@ class ImageChange:
         """The original's rendering of the new tag: the digest when known, else the name."""
         return self.new_digest or _strip_digest(self.new_tag)
 
+    @property
+    def moved_tag(self) -> str:
+        """The tag name when this change keeps it and only the digest differs (the tag was
+        pushed again: it moved to another image), else ``""``."""
+        tag = _strip_digest(self.new_tag)
+        if (
+            tag
+            and not tag.startswith("sha256:")
+            and tag == _strip_digest(self.old_tag)
+            and self.old_digest
+            and self.new_digest
+            and self.old_digest != self.new_digest
+        ):
+            return tag
+        return ""
+
 
 def _strip_digest(text: str) -> str:
     return text.partition("@")[0]

@@ -18,6 +18,8 @@ Requests made for one scan, which are also the minimum needed:
     tag not picked keeps its last digest, without a request.
 
 The ``digest`` strategy (``only_tags``) always asks the registry for its tag's digest;
+:meth:`Scanner.tag_digest` (digest pinning, for the one chosen tag) costs one ``HEAD``, or nothing
+when a scan of the same round already asked the registry about that tag;
 :meth:`Scanner.forget_tags` (a registry webhook) makes the next scan fetch the tags afresh. Content
 by digest is cached and never goes stale.
 """
@@ -147,6 +149,9 @@ class Scanner:
         self._repositories: LruDict[tuple[str, str], RepositoryTags] = LruDict(
             REPOSITORIES_REMEMBERED
         )
+        self._asked: LruDict[tuple[TagListKey, str], tuple[int, str]] = LruDict(
+            REPOSITORIES_REMEMBERED
+        )
         self._tokens = TokenCache(clock)
         self._stats = RequestStats()
         self._http: dict[TlsKey, httpx.AsyncClient] = {}
@@ -234,8 +239,40 @@ class Scanner:
             check = state.to_check(names, self._revalidation, self._created)
         else:
             check = names  # one tag named by the policy: always asked for
-        infos = await self._fetch_all(client, repository, names, req, state, check)
+        asked = (key, scan_round) if scan_round is not None else None
+        infos = await self._fetch_all(client, repository, names, req, state, check, asked)
         return ScanResult(req, tuple(i for i in infos if i is not None), hint, listed)
+
+    async def tag_digest(
+        self,
+        endpoint: RegistryEndpoint,
+        repository: str,
+        tag: str,
+        credentials: CredentialProvider | None = None,
+        scan_round: int | None = None,
+    ) -> str:
+        """The digest the registry serves for ``tag`` now (``repository`` as configured, like
+        :attr:`ScanRequest.repository`). Every manifest type is accepted, so a multi-arch image
+        answers with its index's digest, the same for every client whatever its architecture.
+        One ``HEAD`` (a ``GET`` when the registry sends no digest header); none when a scan of
+        the same ``scan_round`` already asked the registry about the tag."""
+        path = endpoint.repository_path(repository)
+        key = (
+            TagListKey(
+                endpoint.api_url.rstrip("/"),
+                path,
+                credentials.key if credentials is not None else "",
+            ),
+            tag,
+        )
+        if scan_round is not None:
+            seen = self._asked.get(key)
+            if seen is not None and seen[0] == scan_round:
+                return seen[1]
+        digest = await self.client(endpoint).head_digest(path, tag, credentials)
+        if scan_round is not None:
+            self._asked.put(key, (scan_round, digest))
+        return digest
 
     def forget_tags(self, repository: str, tags: Iterable[str] | None = None) -> None:
         """Forget the digests of ``tags`` (all when ``None``) of ``repository`` (its path in the
@@ -279,12 +316,19 @@ class Scanner:
         req: ScanRequest,
         state: RepositoryTags,
         check: Collection[str],
+        asked: tuple[TagListKey, int] | None = None,
     ) -> list[TagInfo | None]:
+        """Every tag's metadata; with ``asked`` (the tag list's key and the scan round) the
+        digests the registry gave now are remembered for :meth:`tag_digest`."""
         slots = asyncio.Semaphore(self._metadata_concurrency)
 
         async def one(tag: str) -> TagInfo | None:
             async with slots:
-                return await self._fetch_tag(client, repository, tag, req, state, tag in check)
+                fresh = asked is None or tag in check or state.known(tag) is None
+                info = await self._fetch_tag(client, repository, tag, req, state, tag in check)
+                if asked is not None and fresh and info is not None and info.digest:
+                    self._asked.put((asked[0], tag), (asked[1], info.digest))
+                return info
 
         tasks = [asyncio.ensure_future(one(tag)) for tag in names]
         try:

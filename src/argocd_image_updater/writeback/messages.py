@@ -7,7 +7,10 @@ so templates written for the original work unchanged.
 Labels}`` where ``Image`` is the image path without registry (``example/app`` for
 ``gcr.io/example/app``), ``OldTag``/``NewTag`` the digest when known, else the tag name, and
 ``Labels`` the OCI labels of the new image (an empty map when it has none). A template that
-fails to execute gives ``build: update of application <app>``.
+fails to execute gives ``build: update of application <app>``. A change whose tag name stays and
+whose digest differs (the tag was pushed again, written because of ``pinDigest`` or the
+``digest`` strategy) has its reason appended to the message, whatever the template: ``tag
+'<tag>' of <image> moved to another digest``.
 
 **Write-branch name** data: ``.Images`` (``{Name, Alias, OldTag, NewTag}``), ``.SHA256`` (hex
 SHA-256 over ``"<Name>-<OldTag>-<NewTag>,"`` of every change, in order), ``.AppName``,
@@ -136,9 +139,17 @@ def commit_message(template: Template | None, app_name: str, changes: Sequence[I
         ),
     )
     try:
-        return (template or _DEFAULT_TEMPLATE).render(_as_data(data))
+        message = (template or _DEFAULT_TEMPLATE).render(_as_data(data))
     except TemplateError:
-        return f"build: update of application {app_name}"
+        message = f"build: update of application {app_name}"
+    moved = [
+        f"tag '{c.moved_tag}' of {c.image.name} moved to another digest"
+        for c in changes
+        if c.moved_tag
+    ]
+    if moved:
+        message = message.rstrip("\n") + "\n\n" + "\n".join(moved) + "\n"
+    return message
 
 
 def grouped_commit_message(

@@ -157,6 +157,60 @@ async def test_head_resolves_to_remote_default_branch(tmp_path: Path, cache: Rep
             assert await work.fetch("HEAD") == work.head
 
 
+async def test_a_changed_default_branch_is_noticed(
+    tmp_path: Path, home: Path, cache: RepoCache
+) -> None:
+    repo = bare_repo(tmp_path / "moving.git", files={"a": "1\n"})
+    async with cache.checkout(repo.as_uri()) as work:
+        assert work.branch == "main"
+    # The default branch is kept in the clone; the next checkout only fetches (and checks it).
+    stored = cache.path_for(repo.as_uri()) / ".git" / "refs" / "remotes" / "origin" / "HEAD"
+    assert stored.read_text() == "ref: refs/remotes/origin/main\n"
+    git("--git-dir", str(repo), "branch", "trunk", "main", home=home)
+    push_files(repo, {"a": "2\n"}, home=home, branch="trunk")
+    git("--git-dir", str(repo), "symbolic-ref", "HEAD", "refs/heads/trunk", home=home)
+    async with cache.checkout(repo.as_uri()) as work:
+        assert work.branch == "trunk"
+        assert work.read("a") == "2\n"
+        sha = await work.commit_and_push(_set_tag("v2", "a"), "on trunk", **AUTHOR)
+    assert git("--git-dir", str(repo), "rev-parse", "trunk", home=home).strip() == sha
+    assert stored.read_text() == "ref: refs/remotes/origin/trunk\n"
+
+
+async def test_new_files_and_files_with_pathspec_characters_are_committed(
+    srv: Path, home: Path, cache: RepoCache
+) -> None:
+    url = (srv / "app.git").as_uri()
+
+    async def apply(work: WorkTree) -> None:
+        work.write("values.yaml", "image:\n  tag: v9\n")
+        work.write("new/[a]*.yaml", "x: 1\n")
+        work.write("new/[a]*.yaml", "x: 2\n")  # written twice: still a new file
+
+    async with cache.checkout(url) as work:
+        sha = await work.commit_and_push(apply, "files", **AUTHOR)
+        assert sha is not None and work.head == sha
+        assert await work.commit_and_push(apply, "again", **AUTHOR) is None
+    repo = srv / "app.git"
+    assert show(repo, "main", "new/[a]*.yaml", home=home) == "x: 2\n"
+    assert show(repo, "main", "values.yaml", home=home) == "image:\n  tag: v9\n"
+    assert log_subjects(repo, home=home) == ["files", "Initial commit"]
+
+
+@pytest.mark.parametrize("url", ["https://h/org/app.git", 'https://h/a"b\\c#d;e .git'])
+def test_the_remote_url_reads_back_from_the_clone_config(
+    url: str, tmp_path: Path, home: Path
+) -> None:
+    from argocd_image_updater.writeback.git.repo import config_value
+
+    git("init", "-q", str(tmp_path / "c"), home=home)
+    with open(tmp_path / "c" / ".git" / "config", "a") as config:
+        config.write(f'[remote "origin"]\n\turl = {config_value(url)}\n')
+    assert git("config", "--get", "remote.origin.url", cwd=tmp_path / "c", home=home) == url + "\n"
+    with pytest.raises(ValueError, match="control characters"):
+        config_value("https://h/a\nb")
+
+
 async def test_work_tree_paths_are_confined(srv: Path, cache: RepoCache) -> None:
     async with cache.checkout((srv / "app.git").as_uri()) as work:
         for bad in ("../outside", "/etc/passwd", ".git/config", "a/../../b"):
@@ -570,15 +624,20 @@ async def test_second_checkout_reuses_the_clone(
     creds = HttpsCredentials(USER, PASSWORD)
     async with cache.checkout(url, creds) as work:
         first_path = work.path
-    assert http_auth.requests["upload-pack:fetch"] == 1
+    # One upload-pack session per checkout, as a plain clone: no ls-remote before the fetch
+    # (HEAD is learned once, then checked by the fetch itself).
+    sessions = http_auth.requests["upload-pack:fetch"]
+    assert http_auth.requests["upload-pack:ls-refs"] == sessions + 1
     async with cache.checkout(url, creds) as work:
         assert work.path == first_path
         assert work.read("values.yaml") == VALUES
-    assert http_auth.requests["upload-pack:fetch"] == 1  # nothing changed: no fetch at all
+    assert http_auth.requests["upload-pack:fetch"] == sessions + 1
+    assert http_auth.requests["upload-pack:ls-refs"] == sessions + 2
     push_files(srv / "app.git", {"values.yaml": "image:\n  tag: remote\n"}, home=home)
-    async with cache.checkout(url, creds) as work:
+    async with cache.checkout(url, creds, "main") as work:
         assert work.read("values.yaml") == "image:\n  tag: remote\n"
-    assert http_auth.requests["upload-pack:fetch"] == 2
+    assert http_auth.requests["upload-pack:fetch"] == sessions + 2
+    assert http_auth.requests["upload-pack:ls-refs"] == sessions + 3
     assert len(cache) == 1
     # A new cache over the same root (a restart) adopts the clone.
     again = RepoCache(cache.root)

@@ -18,7 +18,7 @@ grammar of the references that name them (the registry stage uses it too).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from argocd_image_updater.model.application import Application
@@ -128,4 +128,10 @@ class RevisionHistory(Protocol):
     async def contains_commit(self, repo_url: str, commit: str, revision: str) -> bool | None:
         """Whether ``commit`` is ``revision`` or one of its ancestors; ``None`` when the local
         clone of ``repo_url`` lacks one of them (nothing is fetched to find out)."""
+        ...
+
+    async def contains_commits(
+        self, repo_url: str, pairs: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], bool | None]:
+        """:meth:`contains_commit` for many ``(commit, revision)`` pairs of one repository."""
         ...

@@ -97,12 +97,18 @@ class ShipTracker:
             for config, _ in collected.configs
         }
         finished: list[Shipment] = []
+        views = {
+            key: AppView.from_object(raw)
+            for key, shipment in self._pending.items()
+            if (raw := listed.get(shipment.app)) is not None
+        }
+        ancestry = await self._ancestry(views)
         for key, shipment in list(self._pending.items()):
             raw = listed.get(shipment.app)
             if raw is None and partial:
                 continue
-            view = AppView.from_object(raw) if raw is not None else None
-            contains = await self._contains(shipment, view, raw)
+            view = views.get(key)
+            contains = await self._contains(shipment, view, raw, ancestry)
             moved = advance(shipment, view, contains=contains, now=now)
             if moved.stage.final:
                 del self._pending[key]
@@ -124,8 +130,40 @@ class ShipTracker:
                 self._follow(outcome, now, git=outcome.app in git)
         return finished
 
+    async def _ancestry(
+        self, views: Mapping[tuple[str, str], AppView]
+    ) -> dict[tuple[str, str, str], bool | None]:
+        """Whether each pushed commit is in the revision Argo CD synced, for every followed git
+        change, asked of the clones once per repository (repository, commit, revision)."""
+        asked: dict[str, list[tuple[str, str]]] = {}
+        for key, view in views.items():
+            shipment = self._pending[key]
+            if (
+                shipment.method == "git"
+                and shipment.commit
+                and view.sync == "Synced"
+                and view.revision
+                and view.revision != shipment.commit
+            ):
+                asked.setdefault(shipment.repository, []).append((shipment.commit, view.revision))
+        if self._history is None or not asked:
+            return {}
+        found: dict[tuple[str, str, str], bool | None] = {}
+        for repository, pairs in asked.items():
+            try:
+                answers = await self._history.contains_commits(repository, pairs)
+            except Exception as err:  # a broken clone never stops the report
+                log.warning("cannot check the synced revisions: %s", str(err))
+                continue
+            found.update({(repository, *pair): answer for pair, answer in answers.items()})
+        return found
+
     async def _contains(
-        self, shipment: Shipment, view: AppView | None, raw: Mapping[str, Any] | None
+        self,
+        shipment: Shipment,
+        view: AppView | None,
+        raw: Mapping[str, Any] | None,
+        ancestry: Mapping[tuple[str, str, str], bool | None],
     ) -> bool | None:
         """Does the revision Argo CD synced contain the change?"""
         if view is None or raw is None or view.sync != "Synced":
@@ -139,6 +177,9 @@ class ShipTracker:
                 return True
             if self._history is None:
                 return None
+            asked = (shipment.repository, shipment.commit, view.revision)
+            if asked in ancestry:
+                return ancestry[asked]
             try:
                 return await self._history.contains_commit(
                     shipment.repository, shipment.commit, view.revision

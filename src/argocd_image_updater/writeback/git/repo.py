@@ -20,7 +20,7 @@ import secrets
 import shutil
 import tempfile
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from hashlib import sha256
@@ -41,6 +41,27 @@ from argocd_image_updater.writeback.git.worktree import Timeouts, WorkTree
 log = get_logger("writeback.git")
 
 _STALE_LOCKS: Final = ("index.lock", "HEAD.lock", "shallow.lock", "config.lock", "packed-refs.lock")
+_CLONE_CONFIG: Final = """[remote "origin"]
+\turl = {url}
+\tfetch = +refs/heads/*:refs/remotes/origin/*
+[gc]
+\tautoDetach = false
+[maintenance]
+\tautoDetach = false
+[core]
+\tautocrlf = false
+[advice]
+\tdetachedHead = false
+"""
+
+
+def config_value(value: str) -> str:
+    """``value`` quoted for a git config file (ValueError for control characters)."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError("a repository URL cannot contain control characters")
+    if value == value.strip() and not any(c in value for c in '"\\;#'):
+        return value  # as ``git config`` writes it
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def split_credentials(url: str) -> tuple[str, HttpsCredentials | None]:
@@ -62,6 +83,25 @@ def split_credentials(url: str) -> tuple[str, HttpsCredentials | None]:
     if has_password:
         return urlunsplit(parts._replace(netloc=f"{user}@{hostport}")), None
     return url, None
+
+
+def _is_sha(text: str) -> bool:
+    return 4 <= len(text) <= 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def _configure(git_dir: Path, url: str) -> None:
+    """The settings of a new clone, appended to the config ``git init`` wrote (one process for
+    the set-up, not one ``git config`` per key)."""
+    with open(git_dir / "config", "a", encoding="utf-8") as config:
+        config.write(_CLONE_CONFIG.format(url=config_value(url)))
+
+
+def _has_origin(git_dir: Path) -> bool:
+    """Whether the clone's config was completed (an interrupted set-up is started again)."""
+    try:
+        return '[remote "origin"]' in (git_dir / "config").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def repo_key(url: str) -> str:
@@ -208,29 +248,66 @@ class RepoCache:
         """Whether ``commit`` is ``revision`` or an ancestor of it, answered by the cached clone
         of ``url`` alone (no fetch); ``None`` when there is no clone, it lacks either commit, or
         its shallow history cannot tell. Answers are remembered per commit pair."""
-        if commit == revision:
-            return True
+        return (await self.contains_commits(url, [(commit, revision)]))[(commit, revision)]
+
+    async def contains_commits(
+        self, url: str, pairs: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], bool | None]:
+        """:meth:`contains_commit` for many ``(commit, revision)`` pairs of one repository. One
+        ``git cat-file`` tells which commits the clone has; ``git merge-base`` runs only for
+        pairs it has both of and has not answered before."""
+        answers: dict[tuple[str, str], bool | None] = {}
+        todo: list[tuple[str, str]] = []
+        for pair in dict.fromkeys(pairs):
+            answers[pair] = True if pair[0] == pair[1] else None
+            if pair[0] != pair[1] and all(_is_sha(sha) for sha in pair):
+                todo.append(pair)
         entry = self._entries.get(repo_key(split_credentials(url.strip())[0]))
-        if entry is None or entry.broken or not (entry.path / ".git" / "HEAD").is_file():
-            return None
-        for sha in (commit, revision):
-            if not all(c in "0123456789abcdef" for c in sha) or not 4 <= len(sha) <= 64:
-                return None
-        key = (entry.key, commit, revision)
+        if not todo or entry is None or entry.broken:
+            return answers
+        if not (entry.path / ".git" / "HEAD").is_file():
+            return answers
         async with entry.lock:
-            if key in self._ancestry:
-                self._ancestry.move_to_end(key)
-                return self._ancestry[key]
-            answer = await self._is_ancestor(entry, commit, revision)
-            if answer is False and (entry.path / ".git" / "shallow").is_file():
-                # A shallow clone cuts history: "not an ancestor" may only mean "not fetched",
-                # unless the revision is older than the commit (then it cannot contain it).
-                answer = False if await self._is_ancestor(entry, revision, commit) else None
-        if answer is not None:  # unknown commits may arrive with a later fetch: ask again then
-            self._ancestry[key] = answer
-            while len(self._ancestry) > _ANCESTRY_MEMO:
-                self._ancestry.popitem(last=False)
-        return answer
+            asked: list[tuple[str, str]] = []
+            for pair in todo:
+                key = (entry.key, *pair)
+                if key in self._ancestry:
+                    self._ancestry.move_to_end(key)
+                    answers[pair] = self._ancestry[key]
+                else:
+                    asked.append(pair)
+            present = await self._present(entry, asked) if len(asked) > 1 else None
+            for commit, revision in asked:
+                if present is not None and not {commit, revision} <= present:
+                    continue  # unknown commits may arrive with a later fetch: ask again then
+                answer = await self._is_ancestor(entry, commit, revision)
+                if answer is False and (entry.path / ".git" / "shallow").is_file():
+                    # A shallow clone cuts history: "not an ancestor" may only mean "not
+                    # fetched", unless the revision is older than the commit (then it cannot
+                    # contain it).
+                    answer = False if await self._is_ancestor(entry, revision, commit) else None
+                answers[(commit, revision)] = answer
+                if answer is not None:
+                    self._ancestry[(entry.key, commit, revision)] = answer
+                    while len(self._ancestry) > _ANCESTRY_MEMO:
+                        self._ancestry.popitem(last=False)
+        return answers
+
+    async def _present(self, entry: _Entry, pairs: Sequence[tuple[str, str]]) -> set[str]:
+        """The commits named in ``pairs`` that the clone has (one ``git cat-file``)."""
+        names = list(dict.fromkeys(sha for pair in pairs for sha in pair))
+        result = await run_git(
+            ["cat-file", "--batch-check=%(objecttype)"],
+            cwd=entry.path,
+            env=minimal_env(self._home),
+            timeout=self.timeouts.local,
+            input="".join(f"{name}\n" for name in names),
+            check=False,
+        )
+        if result.code != 0:
+            return set(names)  # cannot tell: let merge-base answer each
+        lines = result.stdout.splitlines()
+        return {name for name, line in zip(names, lines, strict=False) if line == "commit"}
 
     async def _is_ancestor(self, entry: _Entry, commit: str, revision: str) -> bool | None:
         result = await run_git(
@@ -248,7 +325,7 @@ class RepoCache:
             await self._discard(entry.path)
             entry.broken = False
         git_dir = entry.path / ".git"
-        if (git_dir / "HEAD").is_file():
+        if (git_dir / "HEAD").is_file() and _has_origin(git_dir):
             for name in _STALE_LOCKS:
                 (git_dir / name).unlink(missing_ok=True)
             for lock in (git_dir / "refs").rglob("*.lock"):
@@ -256,17 +333,8 @@ class RepoCache:
             return
         await self._discard(entry.path)
         entry.path.mkdir(mode=0o700)
-        timeout = self.timeouts.local
-        await run_git(["init", "-q"], cwd=entry.path, env=env, timeout=timeout)
-        for key, value in (
-            ("remote.origin.url", url),
-            ("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"),
-            ("gc.autoDetach", "false"),
-            ("maintenance.autoDetach", "false"),
-            ("core.autocrlf", "false"),
-            ("advice.detachedHead", "false"),
-        ):
-            await run_git(["config", key, value], cwd=entry.path, env=env, timeout=timeout)
+        await run_git(["init", "-q"], cwd=entry.path, env=env, timeout=self.timeouts.local)
+        _configure(entry.path / ".git", url)
 
     async def _discard(self, path: Path) -> None:
         """Move ``path`` out of the way at once, then delete it."""

@@ -3,9 +3,15 @@
 Fetch depth: every fetch is ``--depth=1`` of exactly the branches needed. The first fetch costs one
 snapshot, not the history; later fetches negotiate with what the clone already has, so only the
 new commits' changed objects travel; a force-pushed or unrelated branch still costs one snapshot,
-never its whole history. When the remote branch did not move since the last use, no fetch runs at
-all (one ``ls-remote`` decides). Pushing from the shallow clone works because every commit we push
-has the fetched remote head as its parent.
+never its whole history. A checkout costs one ``git fetch`` (one upload-pack session, as a plain
+``git clone``): its answer says whether and where the branches moved, so no ``ls-remote`` runs
+before it. ``ls-remote`` runs only to learn the remote's default branch the first time a clone is
+asked for ``HEAD`` (the answer is kept in the clone as ``refs/remotes/origin/HEAD``, and every
+later fetch also fetches the remote ``HEAD`` to check it still points there), and when a fetch
+names a branch the remote does not have. A fetch that finds nothing new leaves the clone's
+shallow boundary where it was, so the history of our own pushes stays (the ship tracker asks
+it whether a synced revision contains a pushed commit). Pushing from the shallow clone works
+because every commit we push has the fetched remote head as its parent.
 
 Each checkout force-resets the clone to the fetched remote state and removes untracked files.
 Pushes are single-ref and atomic; a rejected push is retried by re-applying the (idempotent) edits
@@ -17,6 +23,7 @@ out work trees.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -36,6 +43,13 @@ from argocd_image_updater.writeback.git.process import GitError, error_for, reda
 log = get_logger("writeback.git")
 
 _BAD_BRANCH_CHARS: Final = frozenset(" ~^:?*[\\\x7f")
+_REMOTE_HEAD: Final = "refs/image-updater/remote-head"
+"""Where each fetch puts the commit of the remote's ``HEAD`` (to check the default branch)."""
+_DEFAULT_SYMREF: Final = "refs/remotes/origin/HEAD"
+"""The remote's default branch as last learned, as ``git clone`` keeps it."""
+_MISSING_REF: Final = "couldn't find remote ref"
+_NOTHING_TO_COMMIT: Final = ("nothing to commit", "no changes added to commit")
+_HEX: Final = frozenset("0123456789abcdef")
 
 
 class PushRejected(GitError):
@@ -69,6 +83,29 @@ def check_branch_name(name: str) -> str:
 
 def _is_head(name: str | None) -> bool:
     return name is None or name in ("", "HEAD")
+
+
+def _read_shallow(path: Path) -> bytes | None:
+    """The clone's list of shallow commits (``None``: none, the history is complete)."""
+    try:
+        return (path / ".git" / "shallow").read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _restore_shallow(path: Path, saved: bytes | None) -> None:
+    """Put back the shallow list read before a fetch that brought no objects."""
+    target = path / ".git" / "shallow"
+    if saved is None:
+        target.unlink(missing_ok=True)
+    elif _read_shallow(path) != saved:
+        tmp = target.with_name("shallow.image-updater")
+        tmp.write_bytes(saved)
+        os.replace(tmp, target)
+
+
+def _is_object_name(text: str) -> bool:
+    return len(text) in (40, 64) and set(text) <= _HEX
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +144,8 @@ class WorkTree:
         self._requested: tuple[str | None, str | None] | None = None
         self._fresh = False
         self._closed = False
+        self._written: dict[str, bool] = {}
+        """Files written since the checkout or the last commit, and whether git tracks them."""
 
     # --- git -----------------------------------------------------------------------------------
 
@@ -132,6 +171,52 @@ class WorkTree:
         )
         return result.stdout.strip() if result.code == 0 else None
 
+    def _read_ref(self, ref: str) -> str | None:
+        """The object ``ref`` (a full ref name) points to, from the clone's ref files (no git
+        process); ``None`` when there is no such ref. :class:`LookupError` when the files do not
+        tell plainly (a symbolic ref, an unexpected format): git is asked then."""
+        git_dir = self.path / ".git"
+        try:
+            text: str | None = (git_dir / ref).read_text(encoding="ascii").strip()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            text = None
+        except (OSError, UnicodeDecodeError) as err:
+            raise LookupError(ref) from err
+        if text is not None:
+            if _is_object_name(text):
+                return text
+            raise LookupError(ref)
+        try:
+            packed = (git_dir / "packed-refs").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as err:
+            raise LookupError(ref) from err
+        for line in packed.splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref:
+                if _is_object_name(sha):
+                    return sha
+                raise LookupError(ref)
+        return None
+
+    async def _tip(self, ref: str) -> str | None:
+        """The commit of ``ref`` (a full ref name), ``None`` when it does not exist."""
+        try:
+            return self._read_ref(ref)
+        except LookupError:
+            return await self._rev(ref)
+
+    async def _head_commit(self) -> str | None:
+        """The commit checked out (``HEAD``), read from the ref files when they tell."""
+        try:
+            text = (self.path / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return await self._rev("HEAD")
+        if text.startswith("ref: refs/heads/"):
+            return await self._tip(text[len("ref: ") :])
+        return text if _is_object_name(text) else await self._rev("HEAD")
+
     # --- remote state ----------------------------------------------------------------------------
 
     async def _ls_remote(self, branches: set[str], head: bool) -> tuple[str | None, dict[str, str]]:
@@ -154,11 +239,36 @@ class WorkTree:
             heads.setdefault(symref, head_sha)
         return symref, heads
 
+    def _stored_default(self) -> str | None:
+        """The default branch learned earlier (``refs/remotes/origin/HEAD``), if any."""
+        try:
+            text = (self.path / ".git" / _DEFAULT_SYMREF).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        prefix = "ref: refs/remotes/origin/"
+        if not text.startswith(prefix):
+            return None
+        try:
+            return check_branch_name(text[len(prefix) :])
+        except ValueError:
+            return None
+
+    async def _learned_default(self, symref: str | None) -> str:
+        """Keep the default branch ``ls-remote`` named (in the clone too, for later uses)."""
+        name = self._require_default(symref)
+        if name != self._stored_default():
+            await self._git("symbolic-ref", _DEFAULT_SYMREF, f"refs/remotes/origin/{name}")
+        self._default_branch = name
+        return name
+
     async def default_branch(self) -> str:
         """The remote's default branch (where its ``HEAD`` points)."""
         if self._default_branch is None:
+            self._default_branch = self._stored_default()
+        if self._default_branch is None:
             symref, _ = await self._ls_remote(set(), head=True)
-            self._default_branch = self._require_default(symref)
+            await self._learned_default(symref)
+        assert self._default_branch is not None
         return self._default_branch
 
     def _require_default(self, symref: str | None) -> str:
@@ -166,40 +276,81 @@ class WorkTree:
             raise BranchNotFound(
                 "ls-remote", f"cannot resolve the default branch of {self.url}: empty repository?"
             )
-        return symref
+        return check_branch_name(symref)
 
     async def _sync(self, names: list[str]) -> tuple[list[str], dict[str, str | None]]:
-        """Resolve ``names`` (``HEAD``/"" → default branch), fetch those that moved.
+        """Resolve ``names`` (``HEAD``/"" → default branch) and fetch them.
 
         Returns the resolved names and each one's remote commit (``None``: not on the remote).
+        One ``git fetch`` in the usual case; ``ls-remote`` only when the default branch is not
+        known yet or moved, or when a branch is missing on the remote.
         """
         wanted = {check_branch_name(n) for n in names if not _is_head(n)}
         need_head = any(_is_head(n) for n in names)
-        ask_head = need_head and self._default_branch is None
-        if need_head and self._default_branch is not None:
-            wanted.add(self._default_branch)
-        symref, heads = await self._ls_remote(wanted, head=ask_head)
-        if ask_head:
-            self._default_branch = self._require_default(symref)
+        if need_head and self._default_branch is None:
+            self._default_branch = self._stored_default()
+        heads: dict[str, str | None] | None = None
+        if not need_head or self._default_branch is not None:
+            heads = await self._fetch_tips(wanted, need_head)
+        if heads is None:
+            heads = await self._listed_sync(wanted, need_head)
         resolved = [self._default_branch if _is_head(n) else n for n in names]
+        found = [r for r in resolved if r is not None]
+        return found, {r: heads.get(r) for r in found}
+
+    async def _fetch_tips(self, wanted: set[str], need_head: bool) -> dict[str, str | None] | None:
+        """Fetch ``wanted`` (and the default branch, when ``need_head``) in one ``git fetch``;
+        their commits, or ``None`` when the fetch cannot answer: a branch is missing on the
+        remote, or its ``HEAD`` no longer points to the default branch we know."""
+        branches = set(wanted)
+        if need_head:
+            assert self._default_branch is not None
+            branches.add(self._default_branch)
+        refspecs = [f"+refs/heads/{b}:refs/remotes/origin/{b}" for b in sorted(branches)]
+        if need_head:
+            refspecs.append(f"+HEAD:{_REMOTE_HEAD}")
+        before = {b: await self._tip(f"refs/remotes/origin/{b}") for b in sorted(branches)}
+        shallow = _read_shallow(self.path)
+        try:
+            await self._git("fetch", "--no-tags", "--depth=1", "origin", *refspecs, net=True)
+        except GitError as err:
+            if _MISSING_REF in err.stderr:
+                return None
+            raise
+        tips = {b: await self._tip(f"refs/remotes/origin/{b}") for b in sorted(branches)}
+        if tips == before and None not in before.values():
+            # Nothing moved, so nothing was fetched; but a --depth=1 fetch marks the tips
+            # shallow even when the clone has their parents (our own earlier commits), which
+            # would hide the history ancestry questions need. Keep the list as it was.
+            _restore_shallow(self.path, shallow)
+        if need_head and await self._tip(_REMOTE_HEAD) != tips[self._default_branch or ""]:
+            return None
+        return dict(tips)
+
+    async def _listed_sync(self, wanted: set[str], need_head: bool) -> dict[str, str | None]:
+        """Ask the remote with ``ls-remote`` which branches exist (and its default branch when
+        ``need_head``); fetch those that moved and forget the tracking refs of missing ones."""
+        symref, heads = await self._ls_remote(wanted, head=need_head)
+        if need_head:
+            wanted = wanted | {await self._learned_default(symref)}
         result: dict[str, str | None] = {}
         to_fetch: list[str] = []
-        for name in dict.fromkeys(r for r in resolved if r is not None):
+        for name in sorted(wanted):
             sha = heads.get(name)
             result[name] = sha
             tracking = f"refs/remotes/origin/{name}"
             if sha is None:
                 if await self._rev(tracking) is not None:
                     await self._git("update-ref", "-d", tracking)
-            elif await self._rev(tracking) != sha:
+            elif await self._tip(tracking) != sha:
                 to_fetch.append(name)
         if to_fetch:
             refspecs = [f"+refs/heads/{n}:refs/remotes/origin/{n}" for n in to_fetch]
             await self._git("fetch", "--no-tags", "--depth=1", "origin", *refspecs, net=True)
             for name in to_fetch:
                 # The branch may have moved again between ls-remote and fetch.
-                result[name] = await self._rev(f"refs/remotes/origin/{name}")
-        return [r for r in resolved if r is not None], result
+                result[name] = await self._tip(f"refs/remotes/origin/{name}")
+        return result
 
     async def fetch(self, branch: str = "HEAD") -> str | None:
         """Bring ``origin/<branch>`` up to date; its commit, or ``None`` if the remote has no
@@ -227,9 +378,10 @@ class WorkTree:
         await self._git("clean", "-q", "-ffdx")
         self.branch, self.base = name, base_name
         self.remote_head = shas[name]
-        self.head = await self._rev("HEAD")
+        self.head = shas[name] if shas[name] is not None else shas[base_name]
         self._requested = (branch, base)
         self._fresh = True
+        self._written.clear()
         assert self.head is not None
         return self.head
 
@@ -276,9 +428,12 @@ class WorkTree:
     def write(self, path: str, text: str) -> None:
         """Write ``path`` atomically (temp file + rename), creating parent directories."""
         target = self._file(path)
+        rel = target.relative_to(self.path).as_posix()
+        existed = rel in self._written or target.is_file()
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, text)
         self._fresh = False
+        self._written[rel] = self._written.get(rel, existed)
 
     # --- commit and push -------------------------------------------------------------------------
 
@@ -294,30 +449,51 @@ class WorkTree:
         """Commit every change in the work tree; the new commit, or ``None`` if nothing changed.
 
         ``signing_key`` is a GPG key id (``openpgp``) or the path of an SSH private key (``ssh``).
+        The files written with :meth:`write` since the checkout (or the last commit) are
+        committed by name: one ``git commit`` (and one ``git add`` for new files), no scan of
+        the whole work tree. Without such files every change in the work tree is committed.
         """
-        await self._git("add", "-A")
-        diff = await run_git(
-            ["diff", "--cached", "--quiet"],
-            cwd=self.path,
-            env=self._local_env,
-            timeout=self._timeouts.local,
-            check=False,
-        )
-        if diff.code == 0:
-            return None
-        if diff.code != 1:
-            raise error_for("diff", diff.code, diff.stderr)
+        written = dict(self._written)
+        pathspec: list[str] = []
+        if written:
+            if new := [path for path, existed in written.items() if not existed]:
+                await self._git("--literal-pathspecs", "add", "--", *new)
+            pathspec = ["--", *written]
+        else:
+            await self._git("add", "-A")
+            diff = await run_git(
+                ["diff", "--cached", "--quiet"],
+                cwd=self.path,
+                env=self._local_env,
+                timeout=self._timeouts.local,
+                check=False,
+            )
+            if diff.code == 0:
+                return None
+            if diff.code != 1:
+                raise error_for("diff", diff.code, diff.stderr)
         msgfile = write_message(self._tmp, message)
         try:
-            await run_git(
-                commit_command(msgfile, signing_key, signing_method, sign_off),
+            result = await run_git(
+                [
+                    "--literal-pathspecs",
+                    *commit_command(msgfile, signing_key, signing_method, sign_off),
+                    *pathspec,
+                ],
                 cwd=self.path,
                 env={**self._local_env, **identity_env(author_name, author_email)},
                 timeout=self._timeouts.local,
+                check=False,
             )
         finally:
             msgfile.unlink(missing_ok=True)
-        self.head = await self._rev("HEAD")
+        if result.code != 0:
+            if written and result.code == 1 and any(t in result.stdout for t in _NOTHING_TO_COMMIT):
+                self._written.clear()  # the files hold what the last commit holds
+                return None
+            raise error_for("commit", result.code, result.stderr)
+        self._written.clear()
+        self.head = await self._head_commit()
         self._fresh = False
         return self.head
 

@@ -127,8 +127,29 @@ def test_each_template_is_parsed_once_however_many_apps_use_it() -> None:
         found, skipped = images.for_app(app(f"shop-{i}", {"component": f"c{i % 3}"}))
         assert [s.image for s in found] == [f"registry.example.com/shop/c{i % 3}:~1"]
         assert skipped == ()
-    info = parse_field.cache_info()
-    assert (info.misses, info.hits) == (1, 19)
+    assert parse_field.cache_info().misses == 1
+    first, _ = images.for_app(app("x", {"component": "c1"}))
+    again, _ = images.for_app(app("y", {"component": "c1"}))
+    assert first[0] is again[0]  # apps whose templates expand alike share one image value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "r.example.com/{{.AppNamespace}}/{{.AppName}}:~1",
+        '{{index .AppLabels "component"}}-{{index .AppAnnotations "team"}}',
+        "{{ .AppLabels.component }}",
+        "{{- .AppName -}} x",
+        '{{index .AppLabels "component" | printf "%s-svc"}}',
+        '{{if eq .AppName "shop-cart"}}cart{{else}}other{{end}}',
+        "{{.AppName | len}}",
+    ],
+)
+def test_the_fast_path_and_the_engine_expand_alike(text: str) -> None:
+    application = app("shop-cart", {"component": "cart"}, {"team": "pay"})
+    fast = AppContext(application).expand(text, "imageName")
+    engine = parse_field(text, "imageName").render(AppContext(application).data)
+    assert fast == engine
 
 
 def test_images_without_templates_are_handed_back_as_they_are() -> None:

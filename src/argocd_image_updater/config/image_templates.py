@@ -16,7 +16,8 @@ expands to a value the alias pattern refuses, is that image's configuration erro
 
 Each template is parsed once (:func:`parse_field`, cached by its text) and checked when the
 ImageUpdater is read (:func:`check_template`), so a syntax error names the resource and the
-field. A field without ``{{`` is no template and costs nothing; an ImageUpdater without
+field. A template made only of text and variables (the common case) is expanded by joining its
+pieces, without running the template engine. A field without ``{{`` is no template and costs nothing; an ImageUpdater without
 templates is selected exactly as before (:meth:`RefImages.for_app` hands back its images as they
 are).
 """
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from argocd_image_updater.kits.gotemplate import Template, TemplateError
+from argocd_image_updater.kits.gotemplate.parser import Action, Field, Function, Literal, Text
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.update_config import (
     HelmTarget,
@@ -57,6 +59,55 @@ def parse_field(text: str, name: str) -> Template:
     """The parsed template of a field (``name`` is the field's key, shown in errors); raise
     :class:`TemplateError`. Parsed once per text and name, however many Applications use it."""
     return Template.parse(text, name)
+
+
+Part = str | tuple[str, str]
+"""A piece of a simple template: literal text, or ``(variable, key)`` (see :func:`_simple`)."""
+_FIELDS: Final = {"AppName": "name", "AppNamespace": "namespace"}
+_MAPS: Final = {"AppLabels": "label", "AppAnnotations": "annotation"}
+
+
+def _simple_action(node: Action) -> Part | None:
+    pipe = node.pipe
+    if pipe.decl or pipe.is_assign or len(pipe.cmds) != 1:
+        return None
+    args = pipe.cmds[0].args
+    if len(args) == 1 and isinstance(args[0], Field):
+        names = args[0].names
+        if len(names) == 1 and names[0] in _FIELDS:
+            return (_FIELDS[names[0]], "")
+        if len(names) == 2 and names[0] in _MAPS:
+            return (_MAPS[names[0]], names[1])
+        return None
+    if (
+        len(args) == 3
+        and isinstance(args[0], Function)
+        and args[0].name == "index"
+        and isinstance(args[1], Field)
+        and len(args[1].names) == 1
+        and args[1].names[0] in _MAPS
+        and isinstance(args[2], Literal)
+        and isinstance(args[2].value, str)
+    ):
+        return (_MAPS[args[1].names[0]], args[2].value)
+    return None
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _simple(text: str, name: str) -> tuple[Part, ...] | None:
+    """The pieces of a template made only of text and variables (``{{.AppName}}``,
+    ``{{index .AppLabels "k"}}``, ``{{.AppLabels.k}}``): expanded without running the template
+    engine, with the same result. ``None`` for any other template."""
+    parts: list[Part] = []
+    for node in parse_field(text, name).nodes:
+        if isinstance(node, Text):
+            parts.append(node.text)
+            continue
+        part = _simple_action(node) if isinstance(node, Action) else None
+        if part is None:
+            return None
+        parts.append(part)
+    return tuple(parts)
 
 
 def check_template(text: str, name: str) -> str:
@@ -125,21 +176,33 @@ class AppData:
 class AppContext:
     """Expands templates for one Application."""
 
-    __slots__ = ("data", "missing")
+    __slots__ = ("_data", "app", "missing")
 
     def __init__(self, app: Application) -> None:
+        self.app = app
         self.missing: MissingKey | None = None
-        self.data = AppData(
-            AppName=app.name,
-            AppNamespace=app.namespace,
-            AppLabels=_Watched(app.labels, "label", self),
-            AppAnnotations=_Watched(app.annotations, "annotation", self),
-        )
+        self._data: AppData | None = None
+
+    @property
+    def data(self) -> AppData:
+        """The template data (built when a template needs the engine)."""
+        if self._data is None:
+            app = self.app
+            self._data = AppData(
+                AppName=app.name,
+                AppNamespace=app.namespace,
+                AppLabels=_Watched(app.labels, "label", self),
+                AppAnnotations=_Watched(app.annotations, "annotation", self),
+            )
+        return self._data
 
     def expand(self, text: str, name: str) -> str:
         """``text`` expanded; raise :class:`MissingKey` or :class:`TemplateError`."""
         if not is_template(text):
             return text
+        parts = _simple(text, name)
+        if parts is not None:
+            return self._join(parts, name)
         template = parse_field(text, name)
         self.missing = None
         rendered = template.render(self.data)
@@ -147,6 +210,28 @@ class AppContext:
             self.missing.field = name
             raise self.missing
         return rendered
+
+    def _join(self, parts: tuple[Part, ...], name: str) -> str:
+        out: list[str] = []
+        app = self.app
+        for part in parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            kind, key = part
+            if kind == "name":
+                out.append(app.name)
+            elif kind == "namespace":
+                out.append(app.namespace)
+            else:
+                values = app.labels if kind == "label" else app.annotations
+                value = values.get(key)
+                if value is None:
+                    missing = MissingKey(kind, key)
+                    missing.field = name
+                    raise missing
+                out.append(value)
+        return "".join(out)
 
     def expand_optional(self, text: str | None, name: str) -> str | None:
         return None if text is None else self.expand(text, name)
@@ -166,28 +251,36 @@ def spec_has_template(spec: ImageSpec) -> bool:
     return any(is_template(text) for text in texts)
 
 
-def _expand_target(target: ManifestTarget | None, ctx: AppContext) -> ManifestTarget | None:
+TargetTexts = tuple[str | None, ...]
+"""The expanded keys of a manifest target: Helm name, tag, spec; Kustomize name; plugin name,
+tag, spec (``None`` for a key that is not set)."""
+
+
+def _expand_target(target: ManifestTarget | None, ctx: AppContext) -> TargetTexts:
+    if target is None:
+        return ()
+    helm, kustomize, plugin = target.helm, target.kustomize, target.plugin
+    out: list[str | None] = [None] * 7
+    if helm is not None:
+        out[0] = ctx.expand_optional(helm.name, "manifestTargets.helm.name")
+        out[1] = ctx.expand_optional(helm.tag, "manifestTargets.helm.tag")
+        out[2] = ctx.expand_optional(helm.spec, "manifestTargets.helm.spec")
+    if kustomize is not None:
+        out[3] = ctx.expand(kustomize.name, "manifestTargets.kustomize.name")
+    if plugin is not None:
+        out[4] = ctx.expand_optional(plugin.name, "manifestTargets.plugin.name")
+        out[5] = ctx.expand_optional(plugin.tag, "manifestTargets.plugin.tag")
+        out[6] = ctx.expand_optional(plugin.spec, "manifestTargets.plugin.spec")
+    return tuple(out)
+
+
+def _build_target(target: ManifestTarget | None, texts: TargetTexts) -> ManifestTarget | None:
     if target is None:
         return None
-    helm, kustomize, plugin = target.helm, target.kustomize, target.plugin
     return ManifestTarget(
-        helm=HelmTarget(
-            ctx.expand_optional(helm.name, "manifestTargets.helm.name"),
-            ctx.expand_optional(helm.tag, "manifestTargets.helm.tag"),
-            ctx.expand_optional(helm.spec, "manifestTargets.helm.spec"),
-        )
-        if helm is not None
-        else None,
-        kustomize=KustomizeTarget(ctx.expand(kustomize.name, "manifestTargets.kustomize.name"))
-        if kustomize is not None
-        else None,
-        plugin=PluginTarget(
-            ctx.expand_optional(plugin.name, "manifestTargets.plugin.name"),
-            ctx.expand_optional(plugin.tag, "manifestTargets.plugin.tag"),
-            ctx.expand_optional(plugin.spec, "manifestTargets.plugin.spec"),
-        )
-        if plugin is not None
-        else None,
+        helm=HelmTarget(texts[0], texts[1], texts[2]) if target.helm is not None else None,
+        kustomize=KustomizeTarget(texts[3] or "") if target.kustomize is not None else None,
+        plugin=PluginTarget(texts[4], texts[5], texts[6]) if target.plugin is not None else None,
     )
 
 
@@ -204,10 +297,11 @@ def _expand_field(ctx: AppContext, text: str, name: str) -> str:
         raise _FieldError(name, str(err)) from None
 
 
-def expand_spec(spec: ImageSpec, ctx: AppContext) -> ImageSpec | SkippedImage:
-    """``spec`` with its templates expanded for the Application of ``ctx``, or why it is left
-    out: a missing label or annotation (skipped), a template that fails to execute or an alias
-    the alias pattern refuses (an error naming the field)."""
+Expanded = tuple[str, str, TargetTexts]
+"""What the templates of an image expand to for one Application: alias, image, target keys."""
+
+
+def _expand_values(spec: ImageSpec, ctx: AppContext) -> Expanded | SkippedImage:
     try:
         image = _expand_field(ctx, spec.image, "imageName")
         if not image.strip():
@@ -236,17 +330,46 @@ def expand_spec(spec: ImageSpec, ctx: AppContext) -> ImageSpec | SkippedImage:
             message=f"{spec.where(err.field)}: {err}",
             error=True,
         )
-    return dataclasses.replace(spec, alias=alias, image=image, target=target)
+    return alias, image, target
+
+
+def _build(spec: ImageSpec, values: Expanded) -> ImageSpec:
+    alias, image, target = values
+    return dataclasses.replace(
+        spec, alias=alias, image=image, target=_build_target(spec.target, target)
+    )
+
+
+def expand_spec(spec: ImageSpec, ctx: AppContext) -> ImageSpec | SkippedImage:
+    """``spec`` with its templates expanded for the Application of ``ctx``, or why it is left
+    out: a missing label or annotation (skipped), a template that fails to execute or an alias
+    the alias pattern refuses (an error naming the field)."""
+    values = _expand_values(spec, ctx)
+    return values if isinstance(values, SkippedImage) else _build(spec, values)
 
 
 class RefImages:
     """The images of one applicationRef, ready to be expanded for each Application it selects."""
 
-    __slots__ = ("_templated", "specs")
+    __slots__ = ("_built", "_templated", "specs")
 
     def __init__(self, specs: Sequence[ImageSpec]) -> None:
         self.specs = tuple(specs)
         self._templated = tuple(spec_has_template(spec) for spec in self.specs)
+        self._built: list[dict[Expanded, ImageSpec]] = [{} for _ in self.specs]
+        """Per image, the images built so far by what their templates expanded to: the
+        Applications of one component share one image value."""
+
+    def _expand(self, position: int, ctx: AppContext) -> ImageSpec | SkippedImage:
+        spec = self.specs[position]
+        values = _expand_values(spec, ctx)
+        if isinstance(values, SkippedImage):
+            return values
+        built = self._built[position]
+        found = built.get(values)
+        if found is None:
+            found = built[values] = _build(spec, values)
+        return found
 
     def for_app(self, app: Application) -> tuple[list[ImageSpec], tuple[SkippedImage, ...]]:
         """The images of ``app`` (templates expanded) and the images left out, with why."""
@@ -256,8 +379,8 @@ class RefImages:
         images: list[ImageSpec] = []
         skipped: list[SkippedImage] = []
         seen: set[str] = set()
-        for spec, templated in zip(self.specs, self._templated, strict=True):
-            expanded = expand_spec(spec, ctx) if templated else spec
+        for position, (spec, templated) in enumerate(zip(self.specs, self._templated, strict=True)):
+            expanded = self._expand(position, ctx) if templated else spec
             if isinstance(expanded, ImageSpec) and expanded.alias in seen:
                 expanded = SkippedImage(
                     alias=spec.alias,

@@ -38,6 +38,17 @@ MAX_TEMPLATE_DEPTH = 100
 _NO_FINAL = object()  # no value piped in from a previous command
 
 
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    """The field names of a dataclass (a Go struct), computed once per class."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 class _Break(Exception):
     pass
 
@@ -206,7 +217,7 @@ class State:
                 raise ExecError(f"nil pointer evaluating interface {{}}.{name}")
             if isinstance(receiver, Mapping):
                 receiver = receiver.get(name, NO_VALUE)
-            elif is_struct(receiver) and name in {f.name for f in dataclasses.fields(receiver)}:
+            elif is_struct(receiver) and name in _field_names(type(receiver)):
                 receiver = getattr(receiver, name)
             else:
                 raise ExecError(f"can't evaluate field {name} in type {type_name(receiver)}")

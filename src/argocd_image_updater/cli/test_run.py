@@ -24,6 +24,7 @@ from argocd_image_updater.config.credentials import (
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.registries_file import RegistriesConfError, load_registries_conf
 from argocd_image_updater.config.secrets import FileSecretReader, SecretReader
+from argocd_image_updater.model.chart import is_chart_reference
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform, PlatformFilter, runtime_platform
 from argocd_image_updater.model.registry import RegistryEndpoint
@@ -102,7 +103,7 @@ def load_registries(path: str, log: Logger) -> RegistryConfig:
     return result.config
 
 
-async def _secret_reader(opts: TestOptions) -> tuple[SecretReader | None, Any]:
+async def secret_reader(opts: TestOptions) -> tuple[SecretReader | None, Any]:
     """A reader for ``secret:``/``pullsecret:`` references: files, or the Kubernetes API."""
     if opts.secrets_dir:
         return FileSecretReader(opts.secrets_dir), None
@@ -169,6 +170,10 @@ async def run_test(opts: TestOptions, log: Logger) -> Selection:
 
 
 async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
+    if is_chart_reference(opts.image):
+        from argocd_image_updater.cli.test_chart import run_chart_test
+
+        return await run_chart_test(opts, log)
     try:
         image = ImageRef.parse(opts.image)
     except ImageRefError as err:
@@ -216,7 +221,7 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
         except CredentialRefError as err:
             raise TestFailed(f"invalid credentials reference: {err}") from None
         if ref.kind in (CredentialKind.SECRET, CredentialKind.PULLSECRET):
-            secrets, kube = await _secret_reader(opts)
+            secrets, kube = await secret_reader(opts)
     credentials, source = choose_credentials(opts, endpoint, secrets)
     if opts.explain:
         click.echo(f"credentials: {source}")
@@ -302,6 +307,11 @@ def run_test_command(image: str, loglevel: str, **kwargs: Any) -> None:
         log.info("no newer version of image found: %s", selection.summary)
         sys.exit(EXIT_NO_CANDIDATE)
     chosen = selection.chosen
+    if is_chart_reference(image):
+        from argocd_image_updater.cli.test_chart import chart_result
+
+        log.info("latest image according to constraint is %s", chart_result(image, chosen.name))
+        return
     parsed = ImageRef.parse(image)
     tag = chosen.name
     digest = chosen.digest if explained.policy.strategy.pins_digest else ""

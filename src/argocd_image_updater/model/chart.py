@@ -44,6 +44,12 @@ class ChartRefError(ValueError):
     """A chart reference that cannot be understood; the message names the input."""
 
 
+def is_chart_reference(text: str) -> bool:
+    """Whether ``text`` is written as a chart reference (``oci://``, ``https://``, ``http://``)
+    rather than an image."""
+    return text.strip().lower().startswith((OCI_SCHEME, *_HTTP_SCHEMES))
+
+
 def _host_lower(rest: str) -> str:
     host, sep, path = rest.partition("/")
     return host.lower() + sep + path

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-HEAVY: Final = ("kubernetes_asyncio", "aiohttp")
+HEAVY: Final = ("argocd_image_updater.kube.client", "aiohttp")
 _MARK: Final = "loaded-heavy-modules:"
 
 

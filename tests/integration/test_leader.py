@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client as k8s
 
 from argocd_image_updater.controller.leader import DEFAULT_LEASE_NAME, LeaderElector
 from argocd_image_updater.kube.client import KubeClient
@@ -331,8 +330,9 @@ async def test_a_leader_whose_lease_is_taken_steps_down(
     assert lease(server)["holderIdentity"] == "intruder"
 
 
-async def test_timings_must_leave_room_to_step_down() -> None:
-    kube = KubeClient(k8s.ApiClient(), NS)
+async def test_timings_must_leave_room_to_step_down(tmp_path: Path) -> None:
+    unused = KubeApiServer()  # never started: no request is made
+    kube = await KubeClient.connect(str(unused.write_kubeconfig(tmp_path / "config")))
     with pytest.raises(ValueError, match="renew deadline < lease duration"):
         LeaderElector(kube, namespace=NS, identity="a", lease_duration=5, renew_deadline=5)
     with pytest.raises(ValueError, match="identity"):

@@ -19,18 +19,14 @@ import contextlib
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-from kubernetes_asyncio import client as k8s
-
-from argocd_image_updater.kube.client import KubeClient, KubeError
-from argocd_image_updater.kube.client import call as kube_call
+from argocd_image_updater.kube.client import LEASES, KubeClient, KubeError
 from argocd_image_updater.observe.log import get_logger
 
-T = TypeVar("T")
 log = get_logger("leader")
 
 DEFAULT_LEASE_NAME: Final = "c21b75f2.argoproj.io"
@@ -46,6 +42,17 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _parse_time(value: Any) -> datetime | None:
+    """A Lease's ``MicroTime`` (RFC 3339), or None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 @dataclass(frozen=True, slots=True)
 class LeaseRecord:
     """The part of a Lease the election reads."""
@@ -58,15 +65,15 @@ class LeaseRecord:
     resource_version: str
 
     @classmethod
-    def from_lease(cls, lease: Any) -> LeaseRecord:
-        spec = lease.spec
+    def from_lease(cls, lease: Mapping[str, Any]) -> LeaseRecord:
+        spec = lease.get("spec") or {}
         return cls(
-            holder=(spec.holder_identity if spec else None) or "",
-            duration=int((spec.lease_duration_seconds if spec else None) or 0),
-            acquire_time=spec.acquire_time if spec else None,
-            renew_time=spec.renew_time if spec else None,
-            transitions=int((spec.lease_transitions if spec else None) or 0),
-            resource_version=str(lease.metadata.resource_version or ""),
+            holder=str(spec.get("holderIdentity") or ""),
+            duration=int(spec.get("leaseDurationSeconds") or 0),
+            acquire_time=_parse_time(spec.get("acquireTime")),
+            renew_time=_parse_time(spec.get("renewTime")),
+            transitions=int(spec.get("leaseTransitions") or 0),
+            resource_version=str((lease.get("metadata") or {}).get("resourceVersion") or ""),
         )
 
     def same_as(self, other: LeaseRecord | None) -> bool:
@@ -109,8 +116,7 @@ class LeaderElector:
                 "leader election needs 0 < retry period < renew deadline < lease duration, got "
                 f"{retry_period} / {renew_deadline} / {lease_duration}"
             )
-        # KubeClient exposes no Lease API; the coordination API shares its connection.
-        self._api: Any = k8s.CoordinationV1Api(kube._api)
+        self._kube = kube
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration = lease_duration
         self.renew_deadline = renew_deadline
@@ -156,9 +162,6 @@ class LeaderElector:
 
     # --- API -----------------------------------------------------------------------------------
 
-    async def _call(self, coro: Awaitable[T]) -> T:
-        return await kube_call(coro)
-
     def _body(
         self,
         holder: str,
@@ -186,7 +189,7 @@ class LeaderElector:
 
     async def _read(self) -> LeaseRecord | None:
         try:
-            lease = await self._call(self._api.read_namespaced_lease(self.name, self.namespace))
+            lease = await self._kube.get_object(LEASES, self.namespace, self.name)
         except KubeError as err:
             if err.is_not_found:
                 return None
@@ -195,11 +198,9 @@ class LeaderElector:
 
     async def _write(self, body: dict[str, Any], create: bool) -> LeaseRecord:
         if create:
-            lease = await self._call(self._api.create_namespaced_lease(self.namespace, body))
+            lease = await self._kube.create_object(LEASES, self.namespace, body)
         else:
-            lease = await self._call(
-                self._api.replace_namespaced_lease(self.name, self.namespace, body)
-            )
+            lease = await self._kube.replace_object(LEASES, self.namespace, self.name, body)
         return LeaseRecord.from_lease(lease)
 
     async def try_acquire_or_renew(self) -> bool:

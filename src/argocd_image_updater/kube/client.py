@@ -1,4 +1,11 @@
-"""A small async Kubernetes client for what the controller needs, on top of kubernetes_asyncio.
+"""A small async client of the Kubernetes API for what the product needs, over httpx.
+
+Why not a client library: the controller makes a dozen kinds of REST calls on JSON objects it
+handles as plain dicts anyway. ``kubernetes_asyncio`` (generated models, aiohttp underneath)
+cost 0.7 s of CPU to import and about 48 MB of resident memory; ``lightkube`` is light but runs
+on ``httpx2``, a second HTTP stack beside the httpx every other client of the product uses
+(``benchmarks/kube_client.py``, figures in ``benchmarks/RESULTS.md``). Connection settings and
+credentials are :mod:`argocd_image_updater.kube.config` and :mod:`argocd_image_updater.kube.auth`.
 
 Every call is counted in the ``k8s_api_requests``/``k8s_api_errors`` metrics and API errors are
 turned into :class:`KubeError` with the status code and the server's message.
@@ -9,97 +16,119 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Final, TypeVar
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Final
+from urllib.parse import quote
 
-from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio import watch as k8s_watch
-from kubernetes_asyncio.client.exceptions import ApiException
+import httpx
 
+from argocd_image_updater import __version__
+from argocd_image_updater.kube.auth import KubeAuthError
+from argocd_image_updater.kube.config import (
+    ClusterAccess,
+    KubeConfigError,
+    from_kubeconfig,
+    in_cluster,
+    kubeconfig_paths,
+)
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.model.resources import APPLICATIONS, IMAGE_UPDATERS
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
 
-T = TypeVar("T")
 log = get_logger("kube")
 
-SA_NAMESPACE_FILE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+Kind = tuple[str, str, str]
+"""(API group, version, plural); the core group is ``""``."""
+
+SECRETS: Final[Kind] = ("", "v1", "secrets")
+CONFIGMAPS: Final[Kind] = ("", "v1", "configmaps")
+EVENTS: Final[Kind] = ("", "v1", "events")
+LEASES: Final[Kind] = ("coordination.k8s.io", "v1", "leases")
+
+REQUEST_TIMEOUT: Final = 30.0
+JSON_PATCH: Final = "application/json-patch+json"
+MERGE_PATCH: Final = "application/merge-patch+json"
 
 
-def _error(exc: ApiException) -> KubeError:
-    message = str(exc.reason or "")
-    reason = ""
+def resource_path(kind: Kind, namespace: str | None, name: str = "", subresource: str = "") -> str:
+    """The API path of a collection (no ``name``), an object, or an object's subresource."""
+    group, version, plural = kind
+    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    if namespace is not None:
+        path += f"/namespaces/{quote(namespace, safe='')}"
+    path += f"/{plural}"
+    if name:
+        path += f"/{quote(name, safe='')}"
+    if subresource:
+        path += f"/{subresource}"
+    return path
+
+
+def _status_error(status: int, body: bytes, phrase: str) -> KubeError:
+    """A :class:`KubeError` from a failed response (a ``Status`` object, or anything else)."""
+    message, reason = phrase, ""
     try:
-        body = json.loads(exc.body or "{}")
-        message = body.get("message") or message
-        reason = body.get("reason", "")
-    except (ValueError, AttributeError):
+        doc = json.loads(body or b"{}")
+        if isinstance(doc, dict):
+            message = str(doc.get("message") or message)
+            reason = str(doc.get("reason") or "")
+    except ValueError:
         pass
-    return KubeError(int(exc.status or 0), f"Kubernetes API: {message} (HTTP {exc.status})", reason)
+    return KubeError(status, f"Kubernetes API: {message} (HTTP {status})", reason)
 
 
-async def call(coro: Awaitable[T]) -> T:
-    """Await one Kubernetes API request: counted in the metrics, its failure a
-    :class:`KubeError` (the API's message and reason, or the connection problem)."""
-    metrics.K8S_API_REQUESTS.inc()
-    try:
-        return await coro
-    except ApiException as exc:
-        metrics.K8S_API_ERRORS.inc()
-        raise _error(exc) from None
-    except OSError as exc:
-        metrics.K8S_API_ERRORS.inc()
-        raise KubeError(0, f"Kubernetes API unreachable: {exc}") from None
+def _unreachable(exc: Exception) -> KubeError:
+    return KubeError(0, f"Kubernetes API unreachable: {str(exc) or type(exc).__name__}")
+
+
+def _decode(data: Mapping[str, str] | None) -> dict[str, bytes]:
+    return {k: base64.b64decode(v) for k, v in (data or {}).items()}
 
 
 class KubeClient:
     """Async access to the Kubernetes API; create with :meth:`connect`."""
 
-    def __init__(self, api: k8s.ApiClient, namespace: str) -> None:
-        self._api = api
-        self.namespace = namespace
-        # Typed as Any: the generated stubs reject the documented `_content_type` keyword.
-        self._custom: Any = k8s.CustomObjectsApi(api)
-        self._core: Any = k8s.CoreV1Api(api)
+    def __init__(
+        self, access: ClusterAccess, namespace: str | None = None, timeout: float = REQUEST_TIMEOUT
+    ) -> None:
+        self.namespace = namespace or access.namespace
+        self.server = access.server
+        self._extensions = (
+            {"sni_hostname": access.tls_server_name} if access.tls_server_name else {}
+        )
+        self._http = httpx.AsyncClient(
+            base_url=access.server,
+            verify=access.verify,
+            auth=access.auth,
+            proxy=access.proxy or None,
+            timeout=httpx.Timeout(timeout),
+            headers={
+                "Accept": "application/json",
+                "User-Agent": f"argocd-image-updater/{__version__}",
+            },
+        )
 
     @classmethod
     async def connect(cls, kubeconfig: str = "", context: str | None = None) -> KubeClient:
-        """Connect with ``kubeconfig``, else in-cluster config, else ``$KUBECONFIG``/~/.kube/config.
-
-        Exec credential plugins and OIDC work as in kubectl (kubernetes_asyncio implements them).
-        """
-        configuration = k8s.Configuration()
-        namespace = "default"
+        """Connect with ``kubeconfig`` (one file or a list joined like ``$KUBECONFIG``), else
+        in-cluster config, else ``$KUBECONFIG``/~/.kube/config. ``$POD_NAMESPACE`` overrides the
+        namespace of the context or the service account."""
         try:
             if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
-                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-                if SA_NAMESPACE_FILE.exists():
-                    namespace = SA_NAMESPACE_FILE.read_text().strip() or namespace
+                access = in_cluster()
             else:
-                path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
-                loader = await k8s_config.load_kube_config(
-                    config_file=path, context=context, client_configuration=configuration
-                )
-                ctx = getattr(loader, "current_context", None) or {}
-                ctx_ns = (
-                    (ctx.get("context") or {}).get("namespace") if isinstance(ctx, dict) else None
-                )
-                if ctx_ns:
-                    namespace = str(ctx_ns)
-        except (k8s_config.ConfigException, OSError, TypeError) as err:
+                access = await from_kubeconfig(kubeconfig_paths(kubeconfig), context)
+        except (KubeConfigError, KubeAuthError) as err:
             raise KubeError(
                 0,
                 f"cannot configure the Kubernetes client: {err}; pass --kubeconfig, set KUBECONFIG, "
                 "or run inside a cluster",
             ) from None
-        namespace = os.environ.get("POD_NAMESPACE") or namespace
-        return cls(k8s.ApiClient(configuration), namespace)
+        return cls(access, os.environ.get("POD_NAMESPACE") or access.namespace)
 
     async def close(self) -> None:
-        await self._api.close()
+        await self._http.aclose()
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -107,127 +136,162 @@ class KubeClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _call(self, coro: Awaitable[T]) -> T:
-        return await call(coro)
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """One API request: counted in the metrics, its answer's JSON returned, its failure a
+        :class:`KubeError` (the API's message and reason, or the connection problem)."""
+        metrics.K8S_API_REQUESTS.inc()
+        content = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": content_type} if content is not None else None
+        try:
+            response = await self._http.request(
+                method,
+                path,
+                params=params,
+                content=content,
+                headers=headers,
+                extensions=self._extensions,
+            )
+        except (httpx.TransportError, OSError) as exc:
+            metrics.K8S_API_ERRORS.inc()
+            raise _unreachable(exc) from None
+        except KubeAuthError as exc:
+            metrics.K8S_API_ERRORS.inc()
+            raise KubeError(0, f"cannot authenticate to the Kubernetes API: {exc}") from None
+        if response.status_code >= 400:
+            metrics.K8S_API_ERRORS.inc()
+            raise _status_error(response.status_code, response.content, response.reason_phrase)
+        try:
+            return response.json()
+        except ValueError:
+            metrics.K8S_API_ERRORS.inc()
+            raise KubeError(
+                response.status_code, f"Kubernetes API: {method} {path} answered no JSON"
+            ) from None
 
-    # --- custom resources --------------------------------------------------------------------
+    # --- objects -------------------------------------------------------------------------------
     async def list_objects(
-        self, kind: tuple[str, str, str], namespace: str | None, label_selector: str = ""
+        self, kind: Kind, namespace: str | None, label_selector: str = ""
     ) -> tuple[list[dict[str, Any]], str]:
         """List objects; ``namespace`` None lists cluster-wide. Returns (items, resourceVersion)."""
-        group, version, plural = kind
-        if namespace is None:
-            result = await self._call(
-                self._custom.list_cluster_custom_object(
-                    group, version, plural, label_selector=label_selector
-                )
-            )
-        else:
-            result = await self._call(
-                self._custom.list_namespaced_custom_object(
-                    group, version, namespace, plural, label_selector=label_selector
-                )
-            )
-        items = [dict(item) for item in result.get("items", [])]
-        return items, str(result.get("metadata", {}).get("resourceVersion", ""))
+        params = {"labelSelector": label_selector} if label_selector else None
+        result = await self.request("GET", resource_path(kind, namespace), params=params)
+        items = [dict(item) for item in result.get("items") or []]
+        return items, str((result.get("metadata") or {}).get("resourceVersion", ""))
 
-    async def get_object(
-        self, kind: tuple[str, str, str], namespace: str, name: str
+    async def get_object(self, kind: Kind, namespace: str, name: str) -> dict[str, Any]:
+        return dict(await self.request("GET", resource_path(kind, namespace, name)))
+
+    async def create_object(
+        self, kind: Kind, namespace: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
-        group, version, plural = kind
-        result = await self._call(
-            self._custom.get_namespaced_custom_object(group, version, namespace, plural, name)
-        )
-        return dict(result)
+        return dict(await self.request("POST", resource_path(kind, namespace), body=dict(body)))
+
+    async def replace_object(
+        self, kind: Kind, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """PUT the whole object; a ``metadata.resourceVersion`` in ``body`` guards it (409)."""
+        path = resource_path(kind, namespace, name)
+        return dict(await self.request("PUT", path, body=dict(body)))
 
     async def json_patch(
-        self,
-        kind: tuple[str, str, str],
-        namespace: str,
-        name: str,
-        ops: Sequence[Mapping[str, Any]],
+        self, kind: Kind, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]
     ) -> dict[str, Any]:
-        group, version, plural = kind
-        result = await self._call(
-            self._custom.patch_namespaced_custom_object(
-                group,
-                version,
-                namespace,
-                plural,
-                name,
-                list(ops),
-                _content_type="application/json-patch+json",
+        """An RFC 6902 patch; a ``replace`` of ``/metadata/resourceVersion`` guards it (409)."""
+        path = resource_path(kind, namespace, name)
+        return dict(
+            await self.request(
+                "PATCH", path, body=[dict(op) for op in ops], content_type=JSON_PATCH
             )
         )
-        return dict(result)
 
     async def merge_patch_status(
-        self, kind: tuple[str, str, str], namespace: str, name: str, body: Mapping[str, Any]
+        self, kind: Kind, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
-        group, version, plural = kind
-        result = await self._call(
-            self._custom.patch_namespaced_custom_object_status(
-                group,
-                version,
-                namespace,
-                plural,
-                name,
-                dict(body),
-                _content_type="application/merge-patch+json",
-            )
-        )
-        return dict(result)
+        """A merge patch of the ``status`` subresource."""
+        path = resource_path(kind, namespace, name, "status")
+        return dict(await self.request("PATCH", path, body=dict(body), content_type=MERGE_PATCH))
 
     async def watch_objects(
         self,
-        kind: tuple[str, str, str],
+        kind: Kind,
         namespace: str | None,
         resource_version: str = "",
         timeout_seconds: int = 300,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        """Yield (event type, object) until the server ends the watch."""
-        group, version, plural = kind
-        metrics.K8S_API_REQUESTS.inc()
-        watcher = k8s_watch.Watch()
-        if namespace is None:
-            func: Any = self._custom.list_cluster_custom_object
-            args: tuple[Any, ...] = (group, version, plural)
-        else:
-            func = self._custom.list_namespaced_custom_object
-            args = (group, version, namespace, plural)
-        kwargs: dict[str, Any] = {"timeout_seconds": timeout_seconds}
+        """Yield (event type, object) from ``resource_version`` on, until the server ends the
+        watch (after ``timeout_seconds``). An ``ERROR`` event is raised as a :class:`KubeError`
+        with its code: 410 when ``resource_version`` is too old, so list (or watch from "")
+        again."""
+        params = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
         if resource_version:
-            kwargs["resource_version"] = resource_version
+            params["resourceVersion"] = resource_version
+        # The server ends the watch; a read that waits much longer than that is a dead connection.
+        timeout = httpx.Timeout(REQUEST_TIMEOUT, read=timeout_seconds + 60.0)
+        metrics.K8S_API_REQUESTS.inc()
         try:
-            async with watcher.stream(func, *args, **kwargs) as stream:
-                async for event in stream:
-                    yield str(event["type"]), dict(event["object"])
-        except ApiException as exc:
+            async with self._http.stream(
+                "GET",
+                resource_path(kind, namespace),
+                params=params,
+                timeout=timeout,
+                extensions=self._extensions,
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _status_error(
+                        response.status_code, response.content, response.reason_phrase
+                    )
+                async for line in response.aiter_lines():
+                    if not line.strip():
+                        continue
+                    try:
+                        event = json.loads(line)
+                        kind_name, obj = str(event["type"]), dict(event["object"])
+                    except (ValueError, KeyError, TypeError):
+                        raise KubeError(0, "Kubernetes API: a malformed watch event") from None
+                    if kind_name == "ERROR":
+                        raise _status_error(
+                            int(obj.get("code") or 0), json.dumps(obj).encode(), "watch error"
+                        ) from None
+                    yield kind_name, obj
+        except KubeError:
             metrics.K8S_API_ERRORS.inc()
-            raise _error(exc) from None
+            raise
+        except (httpx.TransportError, OSError) as exc:
+            metrics.K8S_API_ERRORS.inc()
+            raise _unreachable(exc) from None
+        except KubeAuthError as exc:
+            metrics.K8S_API_ERRORS.inc()
+            raise KubeError(0, f"cannot authenticate to the Kubernetes API: {exc}") from None
 
     # --- core ----------------------------------------------------------------------------------
     async def read_secret(self, namespace: str, name: str) -> dict[str, bytes]:
-        secret = await self._call(self._core.read_namespaced_secret(name, namespace))
-        return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
+        secret = await self.get_object(SECRETS, namespace, name)
+        return _decode(secret.get("data"))
 
     async def list_secrets(self, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
         """Secrets as plain dicts with ``data`` decoded to bytes."""
-        result = await self._call(
-            self._core.list_namespaced_secret(namespace, label_selector=label_selector)
-        )
+        items, _ = await self.list_objects(SECRETS, namespace, label_selector)
         return [
             {
-                "name": item.metadata.name,
-                "labels": dict(item.metadata.labels or {}),
-                "data": {k: base64.b64decode(v) for k, v in (item.data or {}).items()},
+                "name": (item.get("metadata") or {}).get("name", ""),
+                "labels": dict((item.get("metadata") or {}).get("labels") or {}),
+                "data": _decode(item.get("data")),
             }
-            for item in result.items
+            for item in items
         ]
 
     async def read_configmap(self, namespace: str, name: str) -> dict[str, str]:
-        cm = await self._call(self._core.read_namespaced_config_map(name, namespace))
-        return dict(cm.data or {})
+        cm = await self.get_object(CONFIGMAPS, namespace, name)
+        return dict(cm.get("data") or {})
 
     async def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
         """The whole ConfigMap as a plain dict (``metadata.resourceVersion`` included)."""
@@ -247,7 +311,17 @@ class KubeClient:
         return dict(self._api.sanitize_for_serialization(cm))
 
     async def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
-        await self._call(self._core.create_namespaced_event(namespace, dict(body)))
+        await self.create_object(EVENTS, namespace, body)
 
 
-__all__ = ["APPLICATIONS", "IMAGE_UPDATERS", "KubeClient", "KubeError"]
+__all__ = [
+    "APPLICATIONS",
+    "CONFIGMAPS",
+    "EVENTS",
+    "IMAGE_UPDATERS",
+    "LEASES",
+    "SECRETS",
+    "KubeClient",
+    "KubeError",
+    "resource_path",
+]

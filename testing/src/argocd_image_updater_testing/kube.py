@@ -1,4 +1,4 @@
-"""A Kubernetes API server stand-in that real clients (kubernetes_asyncio, kubectl) talk to.
+"""A Kubernetes API server stand-in that real clients (the product's, kubernetes_asyncio, kubectl) talk to.
 
 It keeps objects in memory and behaves like kube-apiserver for what the product uses: discovery,
 list (label and field selectors, pagination), get, create, replace, merge / JSON / strategic merge

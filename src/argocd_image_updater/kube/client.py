@@ -295,20 +295,17 @@ class KubeClient:
 
     async def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
         """The whole ConfigMap as a plain dict (``metadata.resourceVersion`` included)."""
-        cm = await self._call(self._core.read_namespaced_config_map(name, namespace))
-        return dict(self._api.sanitize_for_serialization(cm))
+        return await self.get_object(CONFIGMAPS, namespace, name)
 
     async def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        cm = await self._call(self._core.create_namespaced_config_map(namespace, dict(body)))
-        return dict(self._api.sanitize_for_serialization(cm))
+        return await self.create_object(CONFIGMAPS, namespace, body)
 
     async def replace_configmap(
         self, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
         """Replace a ConfigMap; a ``metadata.resourceVersion`` in ``body`` makes it conditional
         (409 when the stored one differs)."""
-        cm = await self._call(self._core.replace_namespaced_config_map(name, namespace, dict(body)))
-        return dict(self._api.sanitize_for_serialization(cm))
+        return await self.replace_object(CONFIGMAPS, namespace, name, body)
 
     async def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         await self.create_object(EVENTS, namespace, body)

@@ -85,6 +85,10 @@ def sync(kube: KubeApiServer, name: str, images: list[str]) -> None:
     kube.store.put(app)
 
 
+def tag_moved(kube: KubeApiServer) -> list[dict[str, Any]]:
+    return [e for e in kube.store.list("events", NS) if e["reason"] == "TagMoved"]
+
+
 def messages(result: Any) -> list[str]:
     return [r.message for app in result.apps if app.plan for r in app.plan.results]
 
@@ -161,6 +165,16 @@ async def test_semver_pins_the_index_digest_with_one_head_and_follows_a_moved_ta
             kustomize = kube.store.get("applications", NS, "shop-kustomize")["spec"]["source"]
             assert kustomize["kustomize"]["images"] == [f"{image}:{moved}", "other/sidecar:3.2"]
             assert all(m.endswith("tag '1.1.0' moved to another digest") for m in messages(third))
+            moved_events = tag_moved(kube)
+            assert sorted(e["involvedObject"]["name"] for e in moved_events) == [
+                "shop-helm",
+                "shop-kustomize",
+            ]
+            assert {e["type"] for e in moved_events} == {"Warning"}
+            assert moved_events[0]["message"] == (
+                f"tag '1.1.0' of {host}/{repo} moved to another digest: it was {first_digest} "
+                f"when last seen, it is {moved_digest} now"
+            )
 
             for name in ("shop-kustomize", "shop-helm"):
                 sync(kube, name, [f"{image}:{moved}"])
@@ -168,6 +182,7 @@ async def test_semver_pins_the_index_digest_with_one_head_and_follows_a_moved_ta
             fourth = await controller.cycle()
             assert fourth.errors == 0 and fourth.images_updated == 0
             assert kube.request_count("patch", "applications") == patches
+            assert len(tag_moved(kube)) == 2
         finally:
             await close_all(closers)
     finally:
@@ -214,6 +229,47 @@ async def test_legacy_annotation_newest_build_pins_the_index_not_the_platform_im
     for name in ("on-amd64", "on-arm64"):
         source = kube.store.get("applications", NS, name)["spec"]["source"]
         assert source["kustomize"]["images"] == [f"{image}:3.0.0@{newest}"], name
+
+
+async def test_tag_moved_without_pinning_is_a_warning_once_across_a_restart(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    """newest-build reads digests anyway: a tag pushed again is reported (the tag name did not
+    change, so nothing is written), once, also by a controller started after the first one."""
+    await push_fleet(registry, repo)
+    image = f"{registry.host}/{repo}"
+    kube.store.put(
+        objects.application(
+            "web",
+            NS,
+            images=[f"{image}:2.0.0"],
+            kustomize_images=[f"{image}:2.0.0"],
+            annotations={
+                f"{P}/image-list": f"web={image}",
+                f"{P}/web.update-strategy": "newest-build",
+            },
+        )
+    )
+    conf = registries_conf(tmp_path, registry)
+
+    async def one_cycle() -> Any:
+        controller, closers = await controller_for(tmp_path, conf, kube)
+        try:
+            return await controller.cycle()
+        finally:
+            await close_all(closers)
+
+    first = await one_cycle()
+    assert first.errors == 0 and first.images_updated == 0 and tag_moved(kube) == []
+    async with ImagePusher(registry.url) as pusher:
+        await pusher.push_image(repo, "2.0.0", created=START + timedelta(days=10))
+    second = await one_cycle()  # a new process: the digests seen come from the ConfigMap
+    assert second.errors == 0 and second.images_updated == 0
+    [event] = tag_moved(kube)
+    assert event["type"] == "Warning" and event["involvedObject"]["name"] == "web"
+    assert event["message"].startswith(f"tag '2.0.0' of {image} moved to another digest")
+    third = await one_cycle()
+    assert third.errors == 0 and len(tag_moved(kube)) == 1
 
 
 async def test_registry_failure_while_pinning_is_the_image_error_and_nothing_is_written(

@@ -27,6 +27,7 @@ from argocd_image_updater.model.update_config import AppUpdateConfig, ImageSpec,
 from argocd_image_updater.plan.decide import ScanResults, plan_app
 from argocd_image_updater.plan.jobs import AppJobs, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageReason, Outcome
+from argocd_image_updater.plan.moved import TagMove, moves_of, observed_digests, tag_moves
 from argocd_image_updater.plan.pins import wanted_pins
 from argocd_image_updater.writeback.messages import commit_message
 
@@ -62,7 +63,9 @@ def jobs_of(
     name: str, live: str, *, pin: bool = True, strategy: str | None = None, constraint: str = "1.x"
 ) -> AppJobs:
     spec = ImageSpec(
-        "web", f"{REPO}:{constraint}", UpdateSettings(strategy=strategy, pin_digest=pin)
+        "web",
+        f"{REPO}:{constraint}" if constraint else REPO,
+        UpdateSettings(strategy=strategy, pin_digest=pin),
     )
     config = AppUpdateConfig(app(name, live), (spec,))
     return plan_scans(config, RegistryConfig().endpoint_for)
@@ -226,3 +229,41 @@ def test_pin_digest_annotations_in_both_modes() -> None:
     bad = {**annotations, f"{P}/web.pin-digest": "sure"}
     with pytest.raises(ValueError, match=r"web\.pin-digest: 'sure' is not a boolean"):
         read_update_settings(app("a", f"{REPO}:1.0.0", bad), "web")
+
+
+# --- tags that moved -----------------------------------------------------------------------------
+
+
+def test_moves_compare_the_digests_seen_now_with_those_seen_before() -> None:
+    pinned = jobs_of("pinned", f"{REPO}:1.1.0@{OLD}")
+    plain = jobs_of("plain", f"{REPO}:1.0.0", pin=False)
+    results = scans([pinned, plain], ["1.0.0", "1.1.0"])
+    pin_all([pinned], results, NEW)
+    repo = "ghcr.io/example/web"
+    observed = observed_digests([pinned, plain], results)
+    assert observed == {(repo, "1.1.0"): NEW}  # semver without pinning reads no digest
+    before = {(repo, "1.1.0"): OLD}
+    moves = tag_moves(observed, lambda r, t: before.get((r, t)))
+    assert list(moves.values()) == [TagMove(repo, "1.1.0", OLD, NEW)]
+    # Both Applications chose 1.1.0: both hear of it; the message names both digests.
+    (move,) = moves_of(pinned, results, moves)
+    assert moves_of(plain, results, moves) == (move,)
+    assert move.message == (
+        f"tag '1.1.0' of {repo} moved to another digest: it was {OLD} when last seen, "
+        f"it is {NEW} now"
+    )
+    # Never seen, or seen with the same digest: no move.
+    assert tag_moves(observed, lambda r, t: None) == {}
+    assert tag_moves(observed, lambda r, t: NEW) == {}
+
+
+def test_an_application_hears_of_the_tag_it_runs_even_without_a_choice() -> None:
+    # newest-build without build dates chooses nothing; the running tag still counts.
+    jobs = jobs_of("web", f"{REPO}:1.0.0", strategy="newest-build", constraint="")
+    results = scans([jobs], ["1.0.0", "1.1.0"], digest=NEW)
+    repo = "ghcr.io/example/web"
+    moves = tag_moves(observed_digests([jobs], results), lambda r, t: OLD)
+    assert set(moves) == {(repo, "1.0.0"), (repo, "1.1.0")}
+    assert [m.tag for m in moves_of(jobs, results, moves)] == ["1.0.0"]
+    other = {(repo, "0.9.0"): TagMove(repo, "0.9.0", OLD, NEW)}
+    assert moves_of(jobs, results, other) == ()

@@ -18,6 +18,7 @@ from typing import Any
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
+from argocd_image_updater.controller.moved_tags import note_moved_tags
 from argocd_image_updater.controller.pins import pin_digests
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.controller_state import ControllerState, repo_key
@@ -39,6 +40,7 @@ from argocd_image_updater.plan.charts import ChartJob
 from argocd_image_updater.plan.decide import ChoiceMemory, ScanResults
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
+from argocd_image_updater.plan.moved import moves_of
 from argocd_image_updater.plan.patch import json_patch_ops
 from argocd_image_updater.registry.credentials import (
     EndpointCredentials,
@@ -439,6 +441,7 @@ async def run_cycle(
         credentials.for_job,
         scan_round,
     )
+    moves = note_moved_tags(state, [j for _, _, j in planned], scans) if state is not None else {}
     gate = Gate(
         verifier, registries.endpoint_for, credentials.for_job, credentials.secrets, config_maps
     )
@@ -460,6 +463,7 @@ async def run_cycle(
                 outcome = _failed(config, "update", err)
             outcome.cr = cr
             outcome.uid = config.app.uid
+            outcome.moved_tags = moves_of(jobs, scans, moves)
             return outcome
 
     result.apps = list(await asyncio.gather(*(one(c, cr, j) for c, cr, j in planned)))

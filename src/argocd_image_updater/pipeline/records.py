@@ -13,6 +13,7 @@ from typing import Any
 
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.model import AppPlan
+from argocd_image_updater.plan.moved import TagMove
 
 
 @dataclass(slots=True)
@@ -55,6 +56,8 @@ class AppOutcome:
     """git method, pushed straight to the branch Argo CD follows: (repository URL, commit)."""
     link: str = ""
     """Where the written change can be seen (its pull request or commit), when known."""
+    moved_tags: tuple[TagMove, ...] = ()
+    """Tags its images run or chose that moved to another digest since last seen."""
 
 
 @dataclass(slots=True)

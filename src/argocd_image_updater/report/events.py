@@ -26,6 +26,8 @@ COMPONENT: Final = "ArgocdImageUpdater"
 APPLICATION_API_VERSION: Final = "argoproj.io/v1alpha1"
 IMAGE_UPDATER_API_VERSION: Final = f"{IMAGE_UPDATERS[0]}/{IMAGE_UPDATERS[1]}"
 REASON_UPDATED: Final = "ImagesUpdated"
+REASON_TAG_MOVED: Final = "TagMoved"
+"""A Warning on an Application: a tag it runs or chose moved to another digest."""
 MESSAGE_LIMIT: Final = 1024
 ANNOTATION_PREFIX: Final = "argocd-image-updater.image-"
 

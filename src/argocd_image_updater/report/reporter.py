@@ -13,7 +13,7 @@ from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import Collected, CRState, CycleResult
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
-from argocd_image_updater.report.events import EventRecorder
+from argocd_image_updater.report.events import REASON_TAG_MOVED, EventRecorder
 from argocd_image_updater.report.ship_tracker import ShipTracker, announce
 from argocd_image_updater.report.status import (
     StatusWriter,
@@ -108,6 +108,14 @@ class Reporter:
                     if outcome.written and outcome.plan is not None and not dry_run:
                         await self.events.images_updated(
                             namespace, name, outcome.uid, outcome.plan.changes
+                        )
+                    for move in outcome.moved_tags if not dry_run else ():
+                        await self.events.on_application(
+                            outcome.app,
+                            outcome.uid,
+                            warning=True,
+                            reason=REASON_TAG_MOVED,
+                            message=move.message,
                         )
                     if outcome.cr is None:
                         return

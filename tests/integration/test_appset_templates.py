@@ -1,6 +1,6 @@
 """One templated ImageUpdater for a whole generated fleet: 50 Applications, each updated to the
-newest tag of its own component's repository, against the real registry (behind a counting
-proxy) and the Kubernetes API fake."""
+newest tag of its own component's repository, and Applications each following their own OCI
+chart, against the real registry (behind a counting proxy) and the Kubernetes API fake."""
 
 from __future__ import annotations
 
@@ -136,3 +136,82 @@ async def test_one_templated_cr_updates_fifty_apps_with_one_tag_list_per_reposit
     # The next cycle writes nothing new and again lists each repository's tags once.
     assert (second.images_updated, second.errors) == (0, 0)
     assert proxy.counts["tags"] == 2 * len(COMPONENTS)
+
+
+async def test_templated_chart_references_follow_each_apps_own_chart(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    versions = {"web": ["1.0.0", "1.4.0", "2.0.0"], "api": ["1.0.0", "1.1.3"]}
+    async with ImagePusher(registry.url) as pusher:
+        for chart, tags in versions.items():
+            for i, version in enumerate(tags):
+                await pusher.push_chart(
+                    f"{repo}/charts/{chart}", version, created=START + timedelta(days=i)
+                )
+    proxy = await FaultyProxy(registry.url).start()
+    try:
+        host = proxy.url.split("://", 1)[1]
+        for i in range(6):
+            chart = "web" if i % 2 else "api"
+            app = objects.application(f"svc-{i}", NS, source_type="Helm", labels={"chart": chart})
+            source = {"repoURL": f"{host}/{repo}/charts", "chart": chart, "targetRevision": "1.0.0"}
+            app["spec"]["source"] = source
+            kube.store.put(app)
+        unlabelled = objects.application("svc-unlabelled", NS, source_type="Helm")
+        unlabelled["spec"]["source"] = {
+            "repoURL": f"{host}/{repo}/charts",
+            "chart": "web",
+            "targetRevision": "1.0.0",
+        }
+        kube.store.put(unlabelled)
+        label = '{{index .AppLabels "chart"}}'
+        kube.store.put(
+            objects.image_updater(
+                "svc",
+                NS,
+                {
+                    "applicationRefs": [
+                        {
+                            "namePattern": "svc-*",
+                            "charts": [
+                                {
+                                    "alias": "chart",
+                                    "chart": f"oci://{host}/{repo}/charts/{label}:^1",
+                                }
+                            ],
+                        }
+                    ]
+                },
+            )
+        )
+        conf = tmp_path / "registries.conf"
+        conf.write_text(f"registries:\n- name: t\n  prefix: {host}\n  api_url: {proxy.url}\n")
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)
+        settings = resolve(
+            "run",
+            {"kubeconfig": str(kubeconfig), "registries_conf_path": str(conf), "once": True},
+            env={},
+        )
+        controller, closers = await build_controller(settings)
+        try:
+            result = await controller.cycle()
+        finally:
+            for closer in reversed(closers):
+                await (closer.aclose() if hasattr(closer, "aclose") else closer.close())
+    finally:
+        await proxy.stop()
+
+    assert (result.images_updated, result.errors) == (6, 0)
+    for i in range(6):
+        revision = kube.store.get("applications", NS, f"svc-{i}")["spec"]["source"]
+        assert revision["targetRevision"] == ("1.4.0" if i % 2 else "1.1.3"), i
+    assert result.scans == 2 and proxy.counts["tags"] == 2
+    untouched = kube.store.get("applications", NS, "svc-unlabelled")["spec"]["source"]
+    assert untouched["targetRevision"] == "1.0.0"
+    status = kube.store.get("imageupdaters", NS, "svc")["status"]
+    conditions = {c["type"]: c for c in status["conditions"]}
+    line = (
+        f"{NS}/svc-unlabelled chart: template-missing-key: template: missing label chart "
+        "(ImageUpdater argocd/svc field spec.applicationRefs[0].charts[0].chart)"
+    )
+    assert line in conditions["ImagesUpToDate"]["message"].splitlines()

@@ -10,7 +10,9 @@ import pytest
 from argocd_image_updater.config.image_templates import (
     AppContext,
     MissingKey,
+    RefCharts,
     RefImages,
+    expand_chart,
     expand_spec,
     is_template,
     parse_field,
@@ -20,6 +22,7 @@ from argocd_image_updater.config.imageupdater import ImageUpdaterError, parse_im
 from argocd_image_updater.config.selection import select_applications
 from argocd_image_updater.kits.gotemplate import TemplateError
 from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.chart import ChartSpec
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.update_config import (
     HelmTarget,
@@ -310,3 +313,68 @@ def test_an_execution_error_is_an_invalid_config_result() -> None:
 def test_template_error_raised_by_the_engine_is_a_value_error() -> None:
     with pytest.raises(TemplateError):
         parse_field("{{", "imageName")
+
+
+# --- charts ----------------------------------------------------------------------------------
+
+CHART_WHERE = "ImageUpdater argocd/shop field spec.applicationRefs[0].charts[0]"
+CHART = 'oci://registry.example.com/charts/{{index .AppLabels "chart"}}:^1'
+
+
+def chart(text: str, alias: str = "chart") -> ChartSpec:
+    return ChartSpec(alias=alias, chart=text, origin=CHART_WHERE)
+
+
+def test_chart_references_expand_per_app_and_equal_expansions_share_one_value() -> None:
+    charts = RefCharts([chart(CHART, alias="{{.AppName}}"), chart("oci://r.example.com/x/y")])
+    found, skipped = charts.for_app(app("shop-1", {"chart": "web"}))
+    assert [(c.alias, c.chart) for c in found] == [
+        ("shop-1", "oci://registry.example.com/charts/web:^1"),
+        ("chart", "oci://r.example.com/x/y"),
+    ]
+    assert skipped == ()
+    again, _ = RefCharts([chart(CHART)]).for_app(app("a", {"chart": "web"}))
+    assert expand_chart(chart(CHART), AppContext(app("b", {"chart": "web"}))) == again[0]
+    plain = RefCharts([chart("oci://r.example.com/x/y")])
+    assert plain.for_app(app("a"))[0] == plain.specs
+
+
+def test_a_chart_missing_its_label_is_skipped_and_an_alias_may_not_repeat_an_image() -> None:
+    charts = RefCharts([chart(CHART), chart("oci://r.example.com/x/y", alias="{{.AppName}}")])
+    found, skipped = charts.for_app(app("web"), taken=["web"])
+    assert found == ()
+    assert skipped[0] == SkippedImage(
+        "chart",
+        CHART,
+        f"template: missing label chart ({CHART_WHERE}.chart)",
+        detail="label chart",
+    )
+    assert skipped[1].error and "another image or chart" in skipped[1].message
+
+
+def test_chart_template_errors_name_the_field() -> None:
+    bad = cr([])
+    bad["spec"]["applicationRefs"][0] = {
+        "namePattern": "shop-*",
+        "charts": [{"alias": "c", "chart": "oci://r/{{.AppName"}],
+    }
+    with pytest.raises(ImageUpdaterError) as caught:
+        parse_image_updater(bad)
+    assert caught.value.errors[0].startswith(
+        "spec.applicationRefs[0].charts[0].chart: template: chart:1:"
+    )
+
+
+def test_a_skipped_chart_is_reported_with_the_charts_results() -> None:
+    updater = cr([])
+    updater["spec"]["applicationRefs"][0] = {
+        "namePattern": "shop-*",
+        "charts": [{"alias": "c", "chart": CHART}],
+    }
+    (config,) = select_applications(parse_image_updater(updater), [app("shop-1")]).configs
+    assert config.charts == () and len(config.skipped_charts) == 1
+    jobs = plan_scans(config, endpoint_for)
+    (result,) = jobs.charts
+    assert isinstance(result, ImageResult)
+    assert (result.alias, result.reason) == ("c", ImageReason.TEMPLATE_MISSING_KEY)
+    assert result.message.startswith("template: missing label chart (")

@@ -2,8 +2,8 @@
 
 One ImageUpdater can cover every Application an ApplicationSet generates when the image differs
 only by something the Application carries: ``imageName``, ``alias`` and the ``manifestTargets``
-keys of an ImageUpdater image may hold Go ``text/template`` actions (the engine of
-``kits.gotemplate``), e.g.::
+keys of an ImageUpdater image, and ``chart`` and ``alias`` of a chart (:class:`RefCharts`), may
+hold Go ``text/template`` actions (the engine of ``kits.gotemplate``), e.g.::
 
     imageName: registry.example.com/shop/{{index .AppLabels "component"}}:~1
 
@@ -27,13 +27,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from argocd_image_updater.kits.gotemplate import Template, TemplateError
 from argocd_image_updater.kits.gotemplate.parser import Action, Field, Function, Literal, Text
 from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.chart import ChartSpec
 from argocd_image_updater.model.update_config import (
     HelmTarget,
     ImageSpec,
@@ -397,3 +398,100 @@ class RefImages:
             seen.add(expanded.alias)
             images.append(expanded)
         return images, tuple(skipped)
+
+
+# --- charts ------------------------------------------------------------------------------------
+
+
+def chart_has_template(spec: ChartSpec) -> bool:
+    """Whether the alias or the reference of a chart holds a template."""
+    return is_template(spec.alias) or is_template(spec.chart)
+
+
+def _expand_chart_values(spec: ChartSpec, ctx: AppContext) -> tuple[str, str] | SkippedImage:
+    try:
+        chart = _expand_field(ctx, spec.chart, "chart")
+        if not chart.strip():
+            raise _FieldError("chart", "the template expands to an empty chart reference")
+        alias = _expand_field(ctx, spec.alias, "alias")
+        if alias != spec.alias and not _ALIAS_RE.match(alias):
+            raise _FieldError(
+                "alias",
+                f"the template expands to {alias!r}, which does not match {ALIAS_PATTERN}",
+            )
+    except MissingKey as missing:
+        return SkippedImage(
+            alias=spec.alias,
+            image=spec.chart,
+            message=f"template: {missing} ({spec.where(missing.field)})",
+            detail=f"{missing.kind} {missing.key}",
+        )
+    except _FieldError as err:
+        return SkippedImage(
+            alias=spec.alias,
+            image=spec.chart,
+            message=f"{spec.where(err.field)}: {err}",
+            error=True,
+        )
+    return alias, chart
+
+
+def expand_chart(spec: ChartSpec, ctx: AppContext) -> ChartSpec | SkippedImage:
+    """``spec`` with its templates expanded for the Application of ``ctx``, or why it is left
+    out (as :func:`expand_spec`)."""
+    values = _expand_chart_values(spec, ctx)
+    if isinstance(values, SkippedImage):
+        return values
+    return dataclasses.replace(spec, alias=values[0], chart=values[1])
+
+
+class RefCharts:
+    """The charts of one applicationRef, ready to be expanded for each Application."""
+
+    __slots__ = ("_built", "_templated", "specs")
+
+    def __init__(self, specs: Sequence[ChartSpec]) -> None:
+        self.specs = tuple(specs)
+        self._templated = tuple(chart_has_template(spec) for spec in self.specs)
+        self._built: list[dict[tuple[str, str], ChartSpec]] = [{} for _ in self.specs]
+
+    def _expand(self, position: int, ctx: AppContext) -> ChartSpec | SkippedImage:
+        spec = self.specs[position]
+        values = _expand_chart_values(spec, ctx)
+        if isinstance(values, SkippedImage):
+            return values
+        built = self._built[position]
+        found = built.get(values)
+        if found is None:
+            found = built[values] = dataclasses.replace(spec, alias=values[0], chart=values[1])
+        return found
+
+    def for_app(
+        self, app: Application, taken: Iterable[str] = ()
+    ) -> tuple[tuple[ChartSpec, ...], tuple[SkippedImage, ...]]:
+        """The charts of ``app`` (templates expanded) and the charts left out, with why;
+        ``taken`` are the aliases of the app's images (an expanded alias must differ)."""
+        if not any(self._templated):
+            return self.specs, ()
+        ctx = AppContext(app)
+        charts: list[ChartSpec] = []
+        skipped: list[SkippedImage] = []
+        seen = set(taken)
+        for position, (spec, templated) in enumerate(zip(self.specs, self._templated, strict=True)):
+            expanded = self._expand(position, ctx) if templated else spec
+            if isinstance(expanded, ChartSpec) and expanded.alias in seen:
+                expanded = SkippedImage(
+                    alias=spec.alias,
+                    image=spec.chart,
+                    message=(
+                        f"{spec.where('alias')}: the template expands to '{expanded.alias}', "
+                        "the alias of another image or chart of this Application"
+                    ),
+                    error=True,
+                )
+            if isinstance(expanded, SkippedImage):
+                skipped.append(expanded)
+                continue
+            seen.add(expanded.alias)
+            charts.append(expanded)
+        return tuple(charts), tuple(skipped)

@@ -245,6 +245,11 @@ class ChartConfig(CRModel):
     def _alias_pattern(cls, alias: str) -> str:
         return ImageConfig._alias_pattern(alias)
 
+    @field_validator("chart")
+    @classmethod
+    def _chart_template(cls, chart: str) -> str:
+        return _template(chart, "chart")
+
     def to_spec(self, ref_settings: uc.UpdateSettings, where: str = "") -> ChartSpec:
         block = f"{where}.commonUpdateSettings" if where else ""
         return ChartSpec(

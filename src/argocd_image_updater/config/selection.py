@@ -12,9 +12,9 @@ namespace:
    app's legacy annotations; if they cannot be read, the next (less specific) ref is tried. The
    same holds when the write-back configuration is unusable.
 4. The app must be of a supported source type (Helm, Kustomize, Plugin), else it is skipped.
-5. Images whose fields hold templates are expanded for the app (``config.image_templates``);
-   an image whose template reads a label or annotation the app lacks is left out of it, with
-   its reason (``AppUpdateConfig.skipped_images``).
+5. Images and charts whose fields hold templates are expanded for the app
+   (``config.image_templates``); one whose template reads a label or annotation the app lacks
+   is left out of it, with its reason (``AppUpdateConfig.skipped_images``/``skipped_charts``).
 6. Images whose manifest target is ambiguous are dropped; apps left without images (and without
    images left out by their templates) are skipped.
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from argocd_image_updater.config import annotations as ann
-from argocd_image_updater.config.image_templates import RefImages
+from argocd_image_updater.config.image_templates import RefCharts, RefImages
 from argocd_image_updater.config.imageupdater import (
     ApplicationRef,
     ImageUpdater,
@@ -168,7 +168,7 @@ class _RefConfigs:
 
     write_backs: dict[int, WriteBack] = field(default_factory=dict)
     specs: dict[int, RefImages] = field(default_factory=dict)
-    chart_specs: dict[int, tuple[ChartSpec, ...]] = field(default_factory=dict)
+    chart_specs: dict[int, RefCharts] = field(default_factory=dict)
 
     def write_back(self, cr: ImageUpdater, ref: ApplicationRef) -> WriteBack:
         found = self.write_backs.get(id(ref))
@@ -188,11 +188,16 @@ class _RefConfigs:
             found = self.specs[id(ref)] = RefImages(specs)
         return found.for_app(app)
 
-    def charts(self, cr: ImageUpdater, ref: ApplicationRef) -> tuple[ChartSpec, ...]:
+    def charts(
+        self, cr: ImageUpdater, ref: ApplicationRef, app: Application, taken: Iterable[str]
+    ) -> tuple[tuple[ChartSpec, ...], tuple[SkippedImage, ...]]:
+        """The charts of ``ref`` for ``app`` (templates expanded) and those left out;
+        ``taken``: the aliases of the app's images."""
         found = self.chart_specs.get(id(ref))
         if found is None:
-            found = self.chart_specs[id(ref)] = tuple(chart_specs(cr, ref, ref_settings(cr, ref)))
-        return found
+            specs = chart_specs(cr, ref, ref_settings(cr, ref))
+            found = self.chart_specs[id(ref)] = RefCharts(specs)
+        return found.for_app(app, taken)
 
 
 def _try_ref(
@@ -356,15 +361,19 @@ def _select(
         if built is None:
             continue
         specs, skipped, write_back = built
-        charts = () if ref.use_annotations else shared.charts(cr, ref)
+        charts: tuple[ChartSpec, ...] = ()
+        skipped_charts: tuple[SkippedImage, ...] = ()
+        if not ref.use_annotations and ref.charts:
+            taken = [spec.alias for spec in specs]
+            charts, skipped_charts = shared.charts(cr, ref, app, taken)
         source_type = app.source_type(write_back.write_back_target)
-        if not source_type.is_supported and not charts:
+        if not source_type.is_supported and not charts and not skipped_charts:
             reason = _not_supported(app, source_type)
             result.warnings.append(reason)
             result.skipped.append((app.qualified_name, reason))
             return
         images = _images(specs, app, result) if source_type.is_supported else ()
-        if not images and not skipped and not charts:
+        if not images and not skipped and not charts and not skipped_charts:
             result.skipped.append((app.qualified_name, "no usable images configured"))
             return
         result.configs.append(
@@ -376,6 +385,7 @@ def _select(
                 name_pattern=ref.name_pattern,
                 skipped_images=skipped,
                 charts=charts,
+                skipped_charts=skipped_charts,
             )
         )
         return

@@ -448,7 +448,7 @@ class ImageSpec:
 
 @dataclass(frozen=True, slots=True)
 class SkippedImage:
-    """A configured image left out of one application before planning (its templates could
+    """A configured image (or chart) left out of one application before planning (its templates could
     not be expanded for it: ``config.image_templates``). ``error`` is False when a label or
     annotation the template reads is missing (``detail``: ``label <key>``), True when the
     template is unusable for this application; ``message`` says which and names the field."""
@@ -479,6 +479,9 @@ class AppUpdateConfig:
     """The ``namePattern`` of the applicationRef that selected the app (CR origin only)."""
     skipped_images: tuple[SkippedImage, ...] = ()
     """Images of the configuration left out of this application, each with why."""
+    skipped_charts: tuple[SkippedImage, ...] = ()
+    """Charts of the configuration left out of this application, each with why (``image`` is
+    the configured chart reference)."""
     charts: tuple[ChartSpec, ...] = ()
     """Helm charts and OCI artifacts whose versions are managed (see ``model.chart``)."""
     chart_versions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))

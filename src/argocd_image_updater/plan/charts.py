@@ -37,7 +37,7 @@ from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.model.update_config import AppUpdateConfig
-from argocd_image_updater.plan.jobs import ScanKey, scan_key_for
+from argocd_image_updater.plan.jobs import ScanKey, scan_key_for, skipped_result
 from argocd_image_updater.plan.model import (
     ImageChange,
     ImageReason,
@@ -279,6 +279,7 @@ def plan_chart_scans(
                     f"{where}: could not plan the chart: {type(err).__name__}: {err}",
                 )
             )
+    items.extend(skipped_result(skipped) for skipped in config.skipped_charts)
     return tuple(items)
 
 

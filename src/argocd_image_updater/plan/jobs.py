@@ -377,8 +377,8 @@ def _plan_image_contained(
         )
 
 
-def _skipped_result(skipped: SkippedImage) -> ImageResult:
-    """The result of an image left out of the application by its templates."""
+def skipped_result(skipped: SkippedImage) -> ImageResult:
+    """The result of an image (or chart) left out of the application by its templates."""
     if skipped.error:
         outcome, reason = Outcome.ERROR, ImageReason.INVALID_CONFIG
     else:
@@ -406,7 +406,8 @@ def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
     app = config.app
     target = config.write_back.write_back_target
     source_type = app.source_type(target)
-    charts = plan_chart_scans(config, endpoint_for) if config.charts else ()
+    has_charts = config.charts or config.skipped_charts
+    charts = plan_chart_scans(config, endpoint_for) if has_charts else ()
     if not source_type.is_supported:
         note = (
             f"skipping app '{app.qualified_name}' of type '{source_type.value or 'unknown'}' "
@@ -430,7 +431,7 @@ def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
     items = tuple(
         _plan_image_contained(config, spec, live, source_type, endpoint_for)
         for spec in config.images
-    ) + tuple(_skipped_result(skipped) for skipped in config.skipped_images)
+    ) + tuple(skipped_result(skipped) for skipped in config.skipped_images)
     return AppJobs(
         config=config,
         source=source,

@@ -758,3 +758,42 @@ def test_merge_keys_are_followed_for_reads_and_overridden_locally_on_writes() ->
     assert get_value(text, ["d", "t"]) == "1"
     assert set_value(text, ["d", "t"], "2") == text + '  t: "2"\n'
     assert get_value("a: &a\n  <<: *a\n  x: 1\n", ["a", "y"]) is None  # a merge cycle ends
+
+
+@PROPERTY_SETTINGS
+@given(yaml_texts(), st.data(), NEW_VALUES)
+def test_property_in_place_verification_agrees_with_a_full_parse(
+    sample: tuple[dict[str, Any], str], data: st.DataObject, value: str
+) -> None:
+    """An edit verified on the new token alone passes the whole-file verification too."""
+    expected, text = sample
+    paths = leaf_paths(expected)
+    assume(paths)
+    path = list(data.draw(st.sampled_from(paths)))
+    new, index, leaf, splice = yamledit._plan(text, path, value, True, None)
+    if splice is not None and yamledit._verified_in_place(text, splice, value):
+        yamledit._verify(text, new, path, value, index, leaf)  # raises when it disagrees
+        assign(expected, tuple(path), value)
+        assert load(new) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "value", "in_place"),
+    [
+        ("a: 1.0.0  # pinned\nb: 2\n", ["a"], "1.0.1", True),
+        ("a: '1.0'\n", ["a"], "1.1", True),
+        ('a: "x"\n', ["a"], 'say "y"', True),
+        ("a: [x, y]\n", ["a", 0], "z", True),
+        ("a: x\n", ["a"], "1.0", False),  # plain to quoted: the whole file is parsed again
+        ("a:\n", ["a"], "x", False),  # an empty value gets text
+        ("a: |\n  x\n", ["a"], "y", False),  # a block scalar
+        ("a: x\n", ["b"], "y", False),  # a new key
+        ("[\nx]\n", [0], "...", False),  # a plain token at column 0
+    ],
+)
+def test_which_edits_are_verified_in_place(
+    text: str, path: list[str | int], value: str, in_place: bool
+) -> None:
+    _, _, _, splice = yamledit._plan(text, path, value, True, None)
+    assert (splice is not None and yamledit._verified_in_place(text, splice, value)) is in_place
+    assert get_value(set_value(text, path, value), path) == value

@@ -295,3 +295,36 @@ def test_images_for_plan_applies_the_kustomize_edits_to_the_source() -> None:
         '- name: org/app\n  newTag: "1.1"\n- name: web\n  newName: ghcr.io/org/web\n'
         '  newTag: "2.0"\n'
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "images", "in_place"),
+    [
+        ("images:\n- name: web\n  newTag: v1  # pinned\n", ["web:v2"], True),
+        ("kind: K\nimages:\n  - name: web\n    newTag: 'v1'\n  - name: db\n", ["web:v2"], True),
+        ("images:\n- name: web\n  newTag: v1\n", ["web:v1"], True),  # already there
+        ("images:\n- name: web\n  newTag: v1\n", [f"web:v1@sha256:{'a' * 64}"], False),
+        ("images:\n- name: web\n  newTag: v1\n  digest: sha256:x\n", ["web:v2"], False),
+        ("images:\n- name: web\n  newTag: v1\n", ["api:v2"], False),  # a new element
+        ("images:\n- name: web\n  newTag: &t v1\nx: *t\n", ["web:v2"], False),
+        ("images:\n- {name: web, newTag: v1}\n", ["web:v2"], False),
+        ("images:\n- name: web\n  newTag: v1\n", ["web:1.10"], True),  # quoted: parsed again
+    ],
+)
+def test_value_only_updates_take_the_one_parse_way(
+    text: str, images: list[str], in_place: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from argocd_image_updater.writeback import kustomization as module
+
+    entries = module._merge(images)
+    assert (module._in_place_edits(text, entries) is not None) is in_place
+    try:
+        quick: str | Exception | None = update_kustomization(text, images)
+    except module.KustomizationError as err:
+        quick = err
+    monkeypatch.setattr(module, "_in_place_edits", lambda text, entries: None)
+    try:
+        general: str | Exception | None = update_kustomization(text, images)
+    except module.KustomizationError as err:
+        general = err
+    assert str(quick) == str(general)

@@ -13,10 +13,12 @@ list keyed by ``name``, like ``kustomize edit set image``:
 * values that YAML would not read back as the same string (``"123"``, ``"1.10"``) are quoted.
 
 Changed values go through :mod:`~argocd_image_updater.kits.yamltext.edit`; added or removed
-elements and fields are spliced into the text at line boundaries. Comments, blank lines, key
+elements and fields are spliced into the text at line boundaries. When only values change (every
+cycle after the first), the file is parsed once and each new value is verified on its own. Comments, blank lines, key
 order, a leading comment, ``%YAML`` directive or ``---`` marker and everything outside
-``images:`` keep their bytes. The result is parsed again and must hold exactly the expected data,
-otherwise :class:`KustomizationError` is raised: a wrong file is never returned.
+``images:`` keep their bytes. After structural changes the result is parsed again and must hold
+exactly the expected data, otherwise :class:`KustomizationError` is raised: a wrong file is
+never returned.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from argocd_image_updater.kits.yamltext import YamlEditError, is_safe_plain, set_value
+from argocd_image_updater.kits.yamltext import PathElem, YamlEditError, is_safe_plain, set_value
+from argocd_image_updater.kits.yamltext.tree import Node as TreeNode
+from argocd_image_updater.kits.yamltext.tree import is_empty_scalar
+from argocd_image_updater.kits.yamltext.tree import parse as parse_tree
 from argocd_image_updater.model.application import AppSource
 from argocd_image_updater.plan.model import ParamEdit
 from argocd_image_updater.plan.params import apply_edits, kustomize_images
@@ -415,7 +420,72 @@ def update_kustomization(
     return None if body is None else prefix + body
 
 
+def _in_place_edits(
+    text: str, entries: Sequence[KustomizeImage]
+) -> list[tuple[list[PathElem], str]] | None:
+    """The value edits that set ``entries`` when each names an element of a plain block
+    ``images:`` list that already has exactly the fields it needs (the case of every cycle
+    after the first): (path, value) pairs, ``[]`` when the file holds them already. ``None``
+    for anything else (elements or fields to add or remove, flow style, anchors, aliases or
+    merge keys, several documents): :func:`_update_body` then takes the general way.
+
+    Found on the one parse :func:`~argocd_image_updater.kits.yamltext.set_value` uses anyway,
+    so a file is parsed once; each edit is verified by ``set_value``, and every other byte is
+    kept, so the result holds exactly the expected images.
+    """
+    try:
+        docs = parse_tree(text)
+    except YamlEditError:
+        return None
+    if len(docs) != 1 or docs[0].root is None:
+        return None
+    root = docs[0].root
+    if root.kind != "map" or root.flow or root.anchor is not None:
+        return None
+    found = [value for key, value in root.items if key.kind == "scalar" and key.value == "images"]
+    if len(found) != 1 or any(key.kind != "scalar" for key, _ in root.items):
+        return None
+    images = found[0]
+    if images.kind != "seq" or images.flow or images.anchor is not None or not images.children:
+        return None
+    fields: list[dict[str, TreeNode]] = []
+    for item in images.children:
+        if item.kind != "map" or item.flow or item.anchor is not None:
+            return None
+        keys = [key.value if key.kind == "scalar" else None for key, _ in item.items]
+        if None in keys or "<<" in keys or len(set(keys)) != len(keys):
+            return None
+        fields.append({key.value: value for key, value in item.items})
+    names = [
+        f["name"].value if f.get("name") and f["name"].kind == "scalar" else None for f in fields
+    ]
+    edits: list[tuple[list[PathElem], str]] = []
+    for entry in entries:
+        if entry.name not in names:
+            return None
+        index = names.index(entry.name)
+        wanted = dict(entry.fields())
+        if {k for k in _FIELDS if k in fields[index]} != wanted.keys():
+            return None
+        for key, value in wanted.items():
+            node = fields[index][key]
+            if node.kind != "scalar" or node.anchor is not None or node.style in ("|", ">"):
+                return None
+            if node.value != value or is_empty_scalar(node, text):
+                edits.append((["images", index, key], value))
+    return edits
+
+
 def _update_body(text: str, entries: Sequence[KustomizeImage], path: str) -> str | None:
+    edits = _in_place_edits(text, entries)
+    if edits is not None:
+        new = text
+        for where, wanted in edits:
+            try:
+                new = set_value(new, where, wanted, create=False)
+            except YamlEditError as err:
+                raise KustomizationError(f"{path}: {err}") from None
+        return None if new == text else new
     doc = _Doc(text, path)
     if doc.images is not None and not _is_empty(doc.images):
         value = doc.images

@@ -24,14 +24,18 @@ Rules:
   empty value (``key:``) becomes a mapping. Sequence items are never created.
 * Multi-document files: ``document`` picks one; without it the path must exist in exactly one
   document (or the file must have exactly one document with content).
-* After every edit the result is parsed again; unless the target holds the new value and every
-  other scalar is unchanged, :class:`YamlEditError` is raised. A wrong file is never returned.
+* Every edit is verified; unless the target holds the new value and every other scalar is
+  unchanged, :class:`YamlEditError` is raised. A wrong file is never returned. Replacing a
+  scalar by one of the same style (the edit of every later cycle) is verified on the new token
+  alone, in O(its size) (see :func:`_verified_in_place`); any other edit (new keys, a change
+  of quoting style, block scalars) parses the whole result again.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Final
 
 from argocd_image_updater.kits.yamltext.errors import OutOfRange, YamlEditError
 from argocd_image_updater.kits.yamltext.layout import indent_step, insert_lines, line_end
@@ -151,11 +155,16 @@ def _create_splice(
     return insert_lines(text, pos, _block_lines(rest, value, column, step))
 
 
+_Splice = tuple[int, int, str, Node]
+"""A scalar replaced in place: start, end, the new token and the node it replaces."""
+
+
 def _plan(
     text: str, path: Sequence[PathElem], value: str, create: bool, document: int | None
-) -> tuple[str, int, tuple[PathElem, ...]]:
-    """Apply one edit; return the new text, the document index and the canonical path (aliases
-    resolved to their anchors) of the edited leaf."""
+) -> tuple[str, int, tuple[PathElem, ...], _Splice | None]:
+    """Apply one edit; return the new text, the document index, the canonical path (aliases
+    resolved to their anchors) of the edited leaf and, when an existing scalar was replaced,
+    the splice."""
     path = list(path)
     path_text = format_path(path)
     if not path:
@@ -169,7 +178,7 @@ def _plan(
         if not create:
             raise YamlEditError(f"{path_text}: not found (the document is empty)")
         start, end, rep = _create_splice(text, docs, doc, None, value, path)
-        return text[:start] + rep + text[end:], index, tuple(path)
+        return text[:start] + rep + text[end:], index, tuple(path), None
     res = resolve(text, doc.root, path)
     canon: dict[int, tuple[PathElem, ...]] = {}
     canonical_paths(doc.root, (), canon)
@@ -178,14 +187,67 @@ def _plan(
             found = format_path(path[: len(path) - len(res.rest)])
             raise YamlEditError(f"{path_text}: not found; {found} has no key {res.rest[0]!r}")
         start, end, rep = _create_splice(text, docs, doc, res, value, path)
-        return text[:start] + rep + text[end:], index, (*canon[id(res.parent)], *res.rest)
+        return text[:start] + rep + text[end:], index, (*canon[id(res.parent)], *res.rest), None
     if res.node.kind != "scalar":
         raise YamlEditError(
             f"{path_text}: the target at {where(text, res.node)} is "
             f"{kind_name(res.node)}, not a scalar value"
         )
     start, end, rep = _scalar_splice(text, res.node, res.parent_key, value, path_text)
-    return text[:start] + rep + text[end:], index, canon[id(res.node)]
+    return text[:start] + rep + text[end:], index, canon[id(res.node)], (start, end, rep, res.node)
+
+
+_PLAIN_ENDS: Final = frozenset(" \t\r\n")
+_FLOW_ENDS: Final = frozenset(",]}")
+
+
+def _verified_in_place(text: str, splice: _Splice, value: str) -> bool:
+    """Whether replacing one scalar token by another of the same style provably changes
+    nothing but that scalar's value, by looking at the new token alone (O(its size)).
+
+    Every byte outside the token is kept, so the file reads the same elsewhere when the new
+    token is one scalar of the same style holding ``value``, on one line, and the text after
+    it still ends it: a quoted token ends at its closing quote; a plain one (which never
+    starts with an indicator nor holds ``": "``, ``" #"`` or a final ``:``) ends where the old
+    one ended when a blank, a line break, the end of the text or, in a flow collection, a
+    flow indicator follows. False (the caller then parses the whole result) for anything
+    else: a style change, a block scalar, an empty value, a plain token at column 0 (``...``
+    would end the document), new keys.
+    """
+    start, end, rep, node = splice
+    if node.kind != "scalar" or node.style not in (None, "'", '"') or not rep:
+        return False
+    if is_empty_scalar(node, text) or "\n" in rep or "\r" in rep:
+        return False
+    style = rep[0] if rep[0] in "'\"" else None
+    if style != node.style:
+        return False
+    if style is None:
+        if start == 0 or text[start - 1] in "\r\n":
+            return False
+        after = text[end : end + 1]
+        if after and after not in _PLAIN_ENDS and not (node.flow and after in _FLOW_ENDS):
+            return False
+    probe = f"[{rep}]" if node.flow else rep
+    try:
+        docs = parse(probe)
+    except YamlEditError:
+        return False
+    if len(docs) != 1 or docs[0].root is None:
+        return False
+    token = docs[0].root
+    if node.flow:
+        if token.kind != "seq" or len(token.children) != 1:
+            return False
+        token = token.children[0]
+    offset = 1 if node.flow else 0
+    return (
+        token.kind == "scalar"
+        and token.style == style
+        and token.anchor is None
+        and token.value == value
+        and (token.start, token.end) == (offset, offset + len(rep))
+    )
 
 
 def _snapshot(docs: list[Doc]) -> list[dict[tuple[object, ...], str]]:
@@ -225,8 +287,9 @@ def set_value(
     document: int | None = None,
 ) -> str:
     """Return ``text`` with the scalar at ``path`` set to the string ``value``."""
-    new, index, leaf = _plan(text, path, value, create, document)
-    _verify(text, new, path, value, index, leaf)
+    new, index, leaf, splice = _plan(text, path, value, create, document)
+    if splice is None or not _verified_in_place(text, splice, value):
+        _verify(text, new, path, value, index, leaf)
     return new
 
 

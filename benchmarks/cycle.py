@@ -26,7 +26,7 @@ fakes' CPU is not on its event loop. Three cycles:
 The benchmark fails (exit status 1) when any cycle updates other Applications than expected.
 
 Run: ``.venv/bin/python benchmarks/cycle.py [--apps N] [--repos N] [--tags N]
-[--new-fraction F] [--config cr|legacy] [--profile N]``
+[--new-fraction F] [--config cr|legacy] [--profile N | --sample N]``
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from common import emit, profile_text, scratch_dir, write_fleet_storage
+from common import CpuSampler, emit, profile_text, scratch_dir, write_fleet_storage
 
 NS = "argocd"
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -156,7 +156,7 @@ def peak_rss_mb() -> float:
 
 
 async def child_main(
-    kubeconfig: str, conf: str, log_stream: TextIO, host: str, repos: list[str], profile: int
+    kubeconfig: str, conf: str, log_stream: TextIO, host: str, repos: list[str], profile: str
 ) -> None:
     from argocd_image_updater.cli.run_cmd import build_controller
     from argocd_image_updater.config.settings import resolve
@@ -184,17 +184,28 @@ async def child_main(
             command = (await asyncio.to_thread(sys.stdin.readline)).strip()
             if command != "go":
                 return
-            profiler = cProfile.Profile() if profile else None
+            kind, _, top = profile.partition(":")
+            profiler = cProfile.Profile() if kind == "cprofile" else None
+            sampler = CpuSampler() if kind == "sample" else None
             gc_time.clear()
             began = time.perf_counter()
             cpu_began = time.process_time()
             if profiler is not None:
                 profiler.enable()
+            if sampler is not None:
+                sampler.start()
             result = await controller.cycle()
             if profiler is not None:
                 profiler.disable()
+            if sampler is not None:
+                sampler.stop()
             wall = time.perf_counter() - began
             cpu = time.process_time() - cpu_began
+            profile_report = ""
+            if profiler is not None:
+                profile_report = profile_text(profiler, int(top))
+            elif sampler is not None:
+                profile_report = sampler.text(int(top))
             emit(
                 {
                     "event": "cycle",
@@ -207,7 +218,7 @@ async def child_main(
                     "errors": result.errors,
                     "scans": result.scans,
                     "rss_mb": peak_rss_mb(),
-                    "profile": profile_text(profiler, profile) if profiler else "",
+                    "profile": profile_report,
                 }
             )
     finally:
@@ -293,7 +304,7 @@ def check_cycle(
 
 
 async def run_fakes(
-    s: Scenario, root: Path, registry_url: str, profile: int, setup: dict[str, float]
+    s: Scenario, root: Path, registry_url: str, profile: str, setup: dict[str, float]
 ) -> list[Measured]:
     from argocd_image_updater_testing.faulty_proxy import FaultyProxy
     from argocd_image_updater_testing.kube import KubeApiServer
@@ -314,7 +325,7 @@ async def run_fakes(
             kubeconfig = kube.write_kubeconfig(root / "kubeconfig", namespace=NS)
             repos = sorted({s.repo(s.app_repo(a)) for a in range(s.apps)})
             argv = [str(kubeconfig), str(conf), str(root / "controller.log"), proxy.host]
-            argv += [json.dumps(repos), str(profile)]
+            argv += [json.dumps(repos), profile]
             return await drive_child(s, kube, proxy, argv)
         finally:
             kube.stop()
@@ -452,6 +463,12 @@ def parent_main(args: argparse.Namespace) -> int:
     check_scenario(s)
     if args.rounds < 1:
         raise SystemExit("--rounds must be at least 1")
+    if args.profile:
+        profile, profile_name = f"cprofile:{args.profile}", "cProfile"
+    elif args.sample:
+        profile, profile_name = f"sample:{args.sample}", "CPU sampling profile"
+    else:
+        profile, profile_name = "none:0", ""
     root = scratch_dir("cycle-bench-")
     setup: dict[str, float] = {}
     rounds: list[list[Measured]] = []
@@ -463,14 +480,14 @@ def parent_main(args: argparse.Namespace) -> int:
         setup["storage"] = time.perf_counter() - began
         with RegistryServer(storage=root / "storage") as registry:
             for _ in range(args.rounds):
-                rounds.append(asyncio.run(run_fakes(s, root, registry.url, args.profile, setup)))
+                rounds.append(asyncio.run(run_fakes(s, root, registry.url, profile, setup)))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(render(rounds, s, setup))
     for row in rounds[0]:
         if row.profile:
             print(
-                f"\ncProfile of the {row.cycle} cycle (its wall time above includes the "
+                f"\n{profile_name} of the {row.cycle} cycle (its times above include the "
                 f"profiler's overhead):\n```\n{row.profile.strip()}\n```"
             )
     failed = [(row.cycle, problem) for rows in rounds for row in rows for problem in row.problems]
@@ -483,9 +500,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         kubeconfig, conf, log_path, host, repos, profile = sys.argv[2:8]
         with open(log_path, "w") as log_stream:
-            asyncio.run(
-                child_main(kubeconfig, conf, log_stream, host, json.loads(repos), int(profile))
-            )
+            asyncio.run(child_main(kubeconfig, conf, log_stream, host, json.loads(repos), profile))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--apps", type=int, default=1000)
@@ -512,6 +527,14 @@ def main() -> None:
         default=0,
         metavar="N",
         help="print the N most expensive functions (cProfile) of each cycle",
+    )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print a statistical CPU profile of each cycle instead (a stack sample every ms "
+        "of CPU; little overhead): CPU per component and the N most sampled functions",
     )
     args = parser.parse_args()
     if args.large:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.cycle import CredentialsCache, run_cycle
 from argocd_image_updater.controller.sources import LegacyFilter, collect
+from argocd_image_updater.controller.views import ApplicationViews
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.model.resources import IMAGE_UPDATERS
@@ -102,6 +103,8 @@ class Controller:
     """Where the remembered record (writes, first-seen times, digests) is kept; loaded before
     and saved after each cycle and webhook event (none: nothing is remembered)."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    views: ApplicationViews = field(default_factory=ApplicationViews)
+    """The listed Applications' parsed views, reused while their resourceVersion holds."""
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -110,7 +113,9 @@ class Controller:
     async def cycle(self) -> CycleResult:
         if self.cycles == 0:
             _settle_heap()
-        collected = await collect(self.store, self.namespaces, self.legacy, self.read_crs)
+        collected = await collect(
+            self.store, self.namespaces, self.legacy, self.read_crs, self.views
+        )
         present = {(cr.namespace, cr.name) for cr in collected.crs}
         for namespace, name in self.known_crs - present:
             forget_cr(namespace, name)  # a deleted ImageUpdater's series disappear

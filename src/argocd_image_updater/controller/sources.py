@@ -25,6 +25,7 @@ from argocd_image_updater.config.selection import (
     select_applications,
     select_applications_v0,
 )
+from argocd_image_updater.controller.views import ApplicationViews
 from argocd_image_updater.model.application import Application, ApplicationError
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import ApplicationStore, ManifestFiles
@@ -49,12 +50,16 @@ def _key(obj: Any) -> str:
 
 
 def _parse_apps(
-    objects: Iterable[dict[str, Any]], problems: list[str], files: ManifestFiles | None
+    objects: Iterable[dict[str, Any]],
+    problems: list[str],
+    files: ManifestFiles | None,
+    views: ApplicationViews | None = None,
 ) -> list[Application]:
     apps = []
+    read = views.view if views is not None else Application.from_object
     for obj in objects:
         try:
-            apps.append(Application.from_object(obj))
+            apps.append(read(obj))
         except ApplicationError as err:
             meta = obj.get("metadata") or {}
             namespace, name = str(meta.get("namespace")), str(meta.get("name"))
@@ -102,17 +107,21 @@ async def collect(
     namespaces: Sequence[str] | None,
     legacy: LegacyFilter,
     read_crs: bool = True,
+    views: ApplicationViews | None = None,
 ) -> Collected:
-    """Gather the AppUpdateConfigs of a cycle. ``namespaces`` None means every namespace."""
+    """Gather the AppUpdateConfigs of a cycle. ``namespaces`` None means every namespace.
+    ``views`` (kept across cycles) reuses the views of Applications that did not change."""
     out = Collected()
     scopes: list[str | None] = list(namespaces) if namespaces is not None else [None]
     apps: list[Application] = []
     crs: list[ImageUpdater] = []
     files = store if isinstance(store, ManifestFiles) else None
+    if views is not None:
+        views.begin()
     for scope in scopes:
         listed = await store.list_applications(scope)
         out.listed.update(_key(obj) for obj in listed)
-        apps.extend(_parse_apps(listed, out.problems, files))
+        apps.extend(_parse_apps(listed, out.problems, files, views))
         if not read_crs:
             continue
         for obj in await store.list_image_updaters(scope):
@@ -137,6 +146,8 @@ async def collect(
                     imageUpdater_namespace=state.namespace,
                     imageUpdater_name=state.name,
                 )
+    if views is not None:
+        views.end()
     by_namespace: dict[str, list[Application]] = {}
     for app in apps:
         by_namespace.setdefault(app.namespace, []).append(app)

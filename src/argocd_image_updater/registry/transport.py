@@ -72,7 +72,7 @@ def http_client(endpoint: RegistryEndpoint) -> httpx.AsyncClient:
     """A new client for endpoints with the TLS settings of ``endpoint`` (HTTP/2 over TLS)."""
     mark_absent("sniffio")  # httpcore looks for it on every request: see kits.absent_modules
     key = TlsKey.of(endpoint)
-    return httpx.AsyncClient(
+    client = httpx.AsyncClient(
         verify=ssl_context(endpoint),
         http2=key.https,
         timeout=TIMEOUT,
@@ -80,3 +80,7 @@ def http_client(endpoint: RegistryEndpoint) -> httpx.AsyncClient:
         headers={"User-Agent": USER_AGENT},
         follow_redirects=False,
     )
+    from argocd_image_updater.registry import streams
+
+    streams.install(client._transport)
+    return client

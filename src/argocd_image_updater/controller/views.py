@@ -1,0 +1,56 @@
+"""Parsed views of the listed Applications, kept from one cycle to the next.
+
+Every cycle lists every Application; most have not changed since the last cycle. An object's
+``metadata.resourceVersion`` changes with every change of the object (the Kubernetes API
+guarantees it; local mode derives it from the manifest's digest), so a view parsed from the same
+namespace, name, uid and resourceVersion is the view of equal content and is reused instead of
+reading the object again. Objects without a resourceVersion are always read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from argocd_image_updater.model.application import Application
+
+_Key = tuple[str, str]
+_Stamp = tuple[str, str]  # (uid, resourceVersion)
+
+
+class ApplicationViews:
+    """Views by ``namespace/name``; a cycle keeps the ones it listed (:meth:`begin` /
+    :meth:`end`), so a deleted Application's view is dropped after the next cycle."""
+
+    def __init__(self) -> None:
+        self._kept: dict[_Key, tuple[_Stamp, Application]] = {}
+        self._seen: dict[_Key, tuple[_Stamp, Application]] = {}
+        self.reused = 0
+        """How many views the last cycle reused (for tests and benchmarks)."""
+
+    def begin(self) -> None:
+        self._seen = {}
+        self.reused = 0
+
+    def end(self) -> None:
+        self._kept, self._seen = self._seen, {}
+
+    def view(self, obj: Mapping[str, Any]) -> Application:
+        """The view of ``obj``: the kept one when its stamp matches, else a new one (raises
+        :class:`~argocd_image_updater.model.application.ApplicationError` as
+        :meth:`Application.from_object` does)."""
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+        version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+        if not isinstance(version, str) or not version:
+            return Application.from_object(obj)
+        assert isinstance(meta, Mapping)
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        stamp = (str(meta.get("uid", "")), version)
+        kept = self._kept.get(key)
+        if kept is not None and kept[0] == stamp:
+            self.reused += 1
+            app = kept[1]
+        else:
+            app = Application.from_object(obj)
+        self._seen[key] = (stamp, app)
+        return app

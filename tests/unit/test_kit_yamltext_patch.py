@@ -480,6 +480,26 @@ def test_patch_table(original: str, ops: list[Op], expected: str) -> None:
     assert out == expected, "".join(changed_lines(expected, out))
 
 
+ANNOTATED = """\
+kind: Application
+metadata:
+  name: shop   # the shop
+  annotations:
+    team: shop
+    hold: web  # held
+spec: {}
+"""
+
+
+def test_remove_takes_out_the_key_lines_only() -> None:
+    one = apply_patch(ANNOTATED, [{"op": "remove", "path": "/metadata/annotations/hold"}])
+    assert one == ANNOTATED.replace("    hold: web  # held\n", "")
+    whole = apply_patch(ANNOTATED, [{"op": "remove", "path": "/metadata/annotations"}])
+    assert whole == "kind: Application\nmetadata:\n  name: shop   # the shop\nspec: {}\n"
+    with pytest.raises(YamlPatchError, match="does not exist"):
+        apply_patch(ANNOTATED, [{"op": "remove", "path": "/metadata/labels/x"}])
+
+
 def test_helm_diff_is_only_the_value_line() -> None:
     out = apply_patch(HELM, [RV, replace(f"{P}/1/value", "1.1")])
     assert changed_lines(HELM, out) == [
@@ -635,7 +655,7 @@ def test_multi_document_auto_selection() -> None:
 # ----------------------------------------------------------------------------- errors
 
 ERRORS: list[tuple[str, str, list[Op], str]] = [
-    ("remove-op", HELM, [{"op": "remove", "path": f"{P}/0"}], r"'remove' is not supported"),
+    ("remove-item", HELM, [{"op": "remove", "path": f"{P}/0"}], "only a key of a mapping"),
     ("test-op", HELM, [{"op": "test", "path": f"{P}/0", "value": 1}], "'test' is not supported"),
     ("no-value", HELM, [{"op": "add", "path": f"{P}/-"}], "has no 'value'"),
     ("bad-pointer", HELM, [replace("spec/source", "x")], "starts with '/'"),

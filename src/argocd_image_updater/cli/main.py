@@ -27,6 +27,8 @@ LAZY_COMMANDS: Final = {
     "demo": "argocd_image_updater_testing.demo:demo_command",
     "webhook": "argocd_image_updater.cli.webhook_cmd:webhook_command",
     "template": "argocd_image_updater.cli.template_cmd:template_command",
+    "hold": "argocd_image_updater.cli.hold_cmd:hold_command",
+    "release": "argocd_image_updater.cli.hold_cmd:release_command",
 }
 SHORT_HELP: Final = {
     "run": "Runs the argocd-image-updater with a set of options",
@@ -35,6 +37,8 @@ SHORT_HELP: Final = {
     "demo": "Run the built-in demo against a local registry with sample tags",
     "webhook": "Start webhook server to receive registry events",
     "template": "Renders a commit message template with example data",
+    "hold": "Hold images of an Application: they are not updated until released (or until --until)",
+    "release": "Release held images of an Application (manual holds and rollback holds)",
 }
 # Commands that other distributions add: the development package registers `demo` here, so the
 # product ships no test double and still offers the demo from a checkout.

@@ -303,8 +303,20 @@ class ObjectMeta(BaseModel):
     uid: str | None = None
 
 
+class Hold(CRModel):
+    """One entry of ``spec.holds``: keep ``alias`` (``*``: every image) where it is, until
+    ``until`` (RFC 3339) when set. Read for each cycle by :func:`config.holds.spec_holds`, which
+    turns a time it cannot read into an error of that alias only."""
+
+    alias: str
+    until: Any = None
+    reason: str | None = None
+
+
 class ImageUpdaterSpec(CRModel):
     application_refs: list[ApplicationRef] = Field(min_length=1)
+    holds: list[Hold] | None = None
+    """Manual holds of the images of every selected Application (``config.holds``)."""
     common_update_settings: CommonUpdateSettings | None = None
     write_back_config: WriteBackConfig | None = None
     images_verification: ImagesVerification | None = None

@@ -16,12 +16,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from argocd_image_updater.config.holds import manual_holds
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.controller.moved_tags import note_moved_tags
 from argocd_image_updater.controller.pins import pin_digests
 from argocd_image_updater.model.application import Application
-from argocd_image_updater.model.controller_state import ControllerState, repo_key
+from argocd_image_updater.model.controller_state import ControllerState, app_key, repo_key
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
@@ -38,6 +39,7 @@ from argocd_image_updater.pipeline.records import (
 )
 from argocd_image_updater.plan.charts import ChartJob
 from argocd_image_updater.plan.decide import ChoiceMemory, ScanResults
+from argocd_image_updater.plan.holds import HOLD_ANNOUNCE, HoldContext
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.moved import moves_of
@@ -279,10 +281,11 @@ async def process_app(
     replan: Callable[[Application], Awaitable[tuple[AppUpdateConfig, AppJobs]]] | None = None,
     may_write: Callable[[], bool] | None = None,
     gate: Gate | None = None,
+    holds: HoldContext | None = None,
 ) -> AppOutcome:
     app = config.app
     app_key = f"{app.namespace}/{app.name}"
-    plan = await verified_plan(config, jobs, scans, gate)
+    plan = await verified_plan(config, jobs, scans, gate, holds)
     if writer is not None:
         plan = _settled(app, plan)
     _log_plan(plan, app_key, _origin_fields(config), updates=writer is not None or dry_run)
@@ -318,7 +321,7 @@ async def process_app(
             )
             app = await writer.reread(app)
             config, jobs = await replan(app)
-            plan = _settled(app, await verified_plan(config, jobs, scans, gate))
+            plan = _settled(app, await verified_plan(config, jobs, scans, gate, holds))
             outcome.plan = plan
             if not plan.has_changes:
                 return outcome
@@ -379,14 +382,43 @@ def _forget_untagged(
             state.prune_tags(repo, {tag.name for tag in scan.tags})
 
 
+def hold_context(
+    state: ControllerState | None, config: AppUpdateConfig, cr: CRState | None, now: datetime
+) -> HoldContext:
+    """What planning ``config``'s application needs to know about its holds."""
+    app = config.app
+    writes = state.writes_of(app_key(app.namespace, app.name)) if state is not None else {}
+    return HoldContext(now, writes, manual_holds(app, cr.raw if cr is not None else None))
+
+
+def remember_holds(state: ControllerState, outcome: AppOutcome, holds: HoldContext) -> None:
+    """Remember which written tags were seen running and which rollback holds were announced
+    (the ``ImageHeld`` event is created once per hold)."""
+    for alias in holds.live:
+        state.mark_live(outcome.app, alias)
+    for result in outcome.plan.results if outcome.plan is not None else ():
+        if result.detail == HOLD_ANNOUNCE:
+            state.mark_held(outcome.app, result.alias or result.image, _tag_only(result.current))
+
+
+def _tag_only(reference: str | None) -> str:
+    try:
+        return (ImageRef.parse(reference).tag or "") if reference else ""
+    except ImageRefError:
+        return ""
+
+
 def remember_writes(state: ControllerState, outcomes: Sequence[AppOutcome], now: datetime) -> None:
     """Remember the tags written for each image (rollback holds compare the running tag with
     them)."""
     for outcome in outcomes:
         if not outcome.written or outcome.error or outcome.plan is None:
             continue
-        for change in outcome.plan.changes:
-            state.record_write(outcome.app, change.alias, change.new_tag.split("@")[0], now)
+        for result in outcome.plan.results:
+            if result.outcome is Outcome.UPDATED and result.chosen:
+                tag = _tag_only(result.chosen)
+                if tag:
+                    state.record_write(outcome.app, result.alias or result.image, tag, now)
 
 
 async def run_cycle(
@@ -455,12 +487,15 @@ async def run_cycle(
                 fresh = dataclasses.replace(config, app=app)
                 return fresh, plan_scans(fresh, registries.endpoint_for)
 
+            holds = hold_context(state, config, cr, now)
             try:
                 outcome = await process_app(
-                    config, jobs, scans, writer_for(config), dry_run, again, may_write, gate
+                    config, jobs, scans, writer_for(config), dry_run, again, may_write, gate, holds
                 )
             except Exception as err:  # one application never stops the cycle
                 outcome = _failed(config, "update", err)
+            if state is not None:
+                remember_holds(state, outcome, holds)
             outcome.cr = cr
             outcome.uid = config.app.uid
             outcome.moved_tags = moves_of(jobs, scans, moves)

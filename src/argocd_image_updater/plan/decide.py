@@ -12,11 +12,13 @@ each image sees the edits of the ones before it, as in the original. For each jo
 4. *needs update* (the original's rule): for ``digest`` and pinned images, the live image has no
    digest or another one (a tag pushed again is an update); otherwise the live tag differs from the chosen one (digests decide when either side has
    one), or a kustomize target renames the image to another registry/repository;
-5. the chosen tag is ordered below the running one by the image's strategy → nothing is written
+5. the image is held (a rollback, or a manual hold: :mod:`~argocd_image_updater.plan.holds`)
+   → nothing is written (``held``);
+6. the chosen tag is ordered below the running one by the image's strategy → nothing is written
    (``would-downgrade``), unless the image allows downgrades (see
    :mod:`~argocd_image_updater.policy.downgrade`);
-6. the new value is already in the Application spec → not an update (``already-set``);
-7. otherwise an :class:`~argocd_image_updater.plan.model.ImageChange`. Images that are up to
+7. the new value is already in the Application spec → not an update (``already-set``);
+8. otherwise an :class:`~argocd_image_updater.plan.model.ImageChange`. Images that are up to
    date are re-set to their live tag so that every managed parameter is listed.
 
 Every result carries the warnings met reading the image's settings. An unexpected failure while
@@ -34,6 +36,7 @@ from argocd_image_updater.model.image import ImageRef, match_for_digest_update, 
 from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.plan.charts import ChartJob, decide_charts
+from argocd_image_updater.plan.holds import HoldContext
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.plan.model import (
     SIGNATURE_CHECK_PENDING,
@@ -220,8 +223,13 @@ class _Planner:
     """Accumulates results, changes and edits for one application."""
 
     def __init__(
-        self, jobs: AppJobs, rejected: Mapping[str, str], checks: Mapping[str, SignatureCheck]
+        self,
+        jobs: AppJobs,
+        rejected: Mapping[str, str],
+        checks: Mapping[str, SignatureCheck],
+        holds: HoldContext | None = None,
     ) -> None:
+        self.holds = holds
         self.working: dict[str, Any] = thaw(jobs.source.raw) if jobs.source is not None else {}
         self.rejected = rejected
         self.checks = checks
@@ -342,6 +350,9 @@ class _Planner:
             )
 
         kustomize_target = _has_kustomize_target(job)
+        order = (scan.tags, scan.order_hint, job.policy.platforms)
+        if self.holds is not None and live is not None:
+            self.holds.observe(job.key, live.tag, strategy, *order)
         if live is not None and not needs_update(
             live, job.cfg, chosen, strategy, kustomize_target=kustomize_target, pin=job.pin_digest
         ):
@@ -351,6 +362,26 @@ class _Planner:
                 Outcome.UP_TO_DATE,
                 ImageReason.UP_TO_DATE,
                 f"Image '{live.full_name_with_tag}' already on latest allowed version",
+            )
+            return
+        held = (
+            self.holds.check(job.key, live.tag if live else None, chosen, strategy, *order)
+            if self.holds is not None
+            else None
+        )
+        if held is not None:
+            self.results.append(
+                ImageResult(
+                    job.alias,
+                    job.image,
+                    current,
+                    new_text,
+                    Outcome.ERROR if held.error else Outcome.SKIPPED,
+                    ImageReason.INVALID_CONFIG if held.error else ImageReason.HELD,
+                    held.message,
+                    held.detail,
+                    warnings=job.warnings,
+                )
             )
             return
         if live is not None and not job.allow_downgrade:
@@ -445,6 +476,7 @@ def plan_app(
     *,
     rejected: Mapping[str, str] | None = None,
     checks: Mapping[str, SignatureCheck] | None = None,
+    holds: HoldContext | None = None,
 ) -> AppPlan:
     """Phase 2 for one application (pure): the plan from the scans its jobs asked for.
 
@@ -455,8 +487,9 @@ def plan_app(
     image keys to the signature checks of their chosen tags: an image with verification enabled
     is updated only with a passed check of the tag chosen, to the verified digest; without one
     it is a ``verification-failed`` error whose ``detail`` is :data:`SIGNATURE_CHECK_PENDING`.
+    ``holds`` (:mod:`argocd_image_updater.plan.holds`) keeps held images from being written.
     """
-    planner = _Planner(jobs, rejected or {}, checks or {})
+    planner = _Planner(jobs, rejected or {}, checks or {}, holds)
     for item in jobs.items:
         if isinstance(item, ImageResult):
             planner.results.append(item)

@@ -52,6 +52,8 @@ class ImageReason(enum.StrEnum):
     UNSUPPORTED_SOURCE = "unsupported-source-type"
     WAITING_FOR_SYNC = "waiting-for-sync"
     WOULD_DOWNGRADE = "would-downgrade"
+    HELD = "held"
+    """A rollback or a manual hold keeps the image where it is (``plan.holds``)."""
     INTERNAL_ERROR = "internal-error"
 
 

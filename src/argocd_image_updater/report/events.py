@@ -18,7 +18,8 @@ from argocd_image_updater.model.resources import IMAGE_UPDATERS
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import EventSink
 from argocd_image_updater.pipeline.records import CRState, CycleResult
-from argocd_image_updater.plan.model import ImageChange, Outcome
+from argocd_image_updater.plan.holds import HOLD_ANNOUNCE
+from argocd_image_updater.plan.model import ImageChange, ImageResult, Outcome
 
 log = get_logger("events")
 
@@ -28,6 +29,7 @@ IMAGE_UPDATER_API_VERSION: Final = f"{IMAGE_UPDATERS[0]}/{IMAGE_UPDATERS[1]}"
 REASON_UPDATED: Final = "ImagesUpdated"
 REASON_TAG_MOVED: Final = "TagMoved"
 """A Warning on an Application: a tag it runs or chose moved to another digest."""
+REASON_HELD: Final = "ImageHeld"
 MESSAGE_LIMIT: Final = 1024
 ANNOTATION_PREFIX: Final = "argocd-image-updater.image-"
 
@@ -182,6 +184,21 @@ class EventRecorder:
         )
         return await self._create(namespace, body)
 
+    async def holds_announced(self, app: str, uid: str, results: Sequence[ImageResult]) -> int:
+        """A Normal ``ImageHeld`` on the Application per rollback hold not announced before
+        (the controller remembers the announced holds, so each is announced once)."""
+        created = 0
+        for image in results:
+            if image.detail == HOLD_ANNOUNCE:
+                created += await self.on_application(
+                    app,
+                    uid,
+                    warning=False,
+                    reason=REASON_HELD,
+                    message=f"image '{image.alias or image.image}' {image.message}",
+                )
+        return created
+
     async def image_failed(
         self, cr: CRState, app: str, alias: str, reason: str, message: str
     ) -> bool:
@@ -231,8 +248,9 @@ class EventRecorder:
     async def publish(
         self, result: CycleResult, *, app_uids: Mapping[str, str] | None = None
     ) -> int:
-        """All events of a cycle: ``ImagesUpdated`` for every written application, a Warning for
-        every failed image (and failed write) of a CR. Returns the number of events created.
+        """All events of a cycle: ``ImagesUpdated`` for every written application, ``ImageHeld``
+        for every rollback hold not announced before, a Warning for every failed image (and
+        failed write) of a CR. Returns the number of events created.
 
         ``app_uids`` maps ``<namespace>/<name>`` to the Application's uid, when known.
         """
@@ -246,6 +264,9 @@ class EventRecorder:
                 created += await self.images_updated(
                     plan.app_namespace, plan.app_name, uid, plan.changes
                 )
+            if plan is not None:
+                uid = (app_uids or {}).get(outcome.app, outcome.uid)
+                created += await self.holds_announced(outcome.app, uid, plan.results)
             if outcome.cr is None:
                 continue
             if outcome.error:

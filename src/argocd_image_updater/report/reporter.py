@@ -117,6 +117,10 @@ class Reporter:
                             reason=REASON_TAG_MOVED,
                             message=move.message,
                         )
+                    if outcome.plan is not None and not dry_run:
+                        await self.events.holds_announced(
+                            outcome.app, outcome.uid, outcome.plan.results
+                        )
                     if outcome.cr is None:
                         return
                     if outcome.error:

@@ -20,6 +20,7 @@ from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.model.update_config import AppUpdateConfig, Verification
 from argocd_image_updater.plan.decide import plan_app
+from argocd_image_updater.plan.holds import HoldContext
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.plan.model import SIGNATURE_CHECK_PENDING, AppPlan, SignatureCheck
 from argocd_image_updater.verify.policy import (
@@ -114,9 +115,11 @@ async def verified_plan(
     jobs: AppJobs,
     scans: Mapping[ScanKey, Any],
     gate: Gate | None,
+    holds: HoldContext | None = None,
 ) -> AppPlan:
-    """The application's plan, its updates of verified images pinned to the verified digest."""
-    plan = plan_app(jobs, scans)
+    """The application's plan, its updates of verified images pinned to the verified digest;
+    ``holds`` keeps held images from being written."""
+    plan = plan_app(jobs, scans, holds=holds)
     by_key = {job.key: job for job in jobs.jobs}
     pending = [
         (by_key[result.alias or result.image], result.chosen or "")
@@ -130,4 +133,4 @@ async def verified_plan(
     else:
         verdicts = await asyncio.gather(*(gate.check(config, job, c) for job, c in pending))
         checks = {job.key: check for (job, _), check in zip(pending, verdicts, strict=True)}
-    return plan_app(jobs, scans, checks=checks)
+    return plan_app(jobs, scans, checks=checks, holds=holds)

@@ -49,7 +49,8 @@ def is_index(token: str, size: int, *, end_ok: bool) -> int | None:
 
 
 def apply_plain(doc: Any, ops: Sequence[Mapping[str, Any]]) -> Any:
-    """RFC 6902 ``add``/``replace`` on plain data (a copy); the reference for verification."""
+    """RFC 6902 ``add``/``replace`` (and ``remove`` of a mapping key) on plain data (a copy);
+    the reference for verification."""
     doc = copy.deepcopy(doc)
     for op in ops:
         ptr = op["path"]
@@ -68,8 +69,12 @@ def apply_plain(doc: Any, ops: Sequence[Mapping[str, Any]]) -> Any:
                 parent = parent[token]
             else:
                 raise YamlPatchError(f"{ptr}: {here} does not exist")
-        last, value = tokens[-1], copy.deepcopy(op["value"])
-        if isinstance(parent, list):
+        last, value = tokens[-1], copy.deepcopy(op.get("value"))
+        if op["op"] == "remove":
+            if not isinstance(parent, dict) or last not in parent:
+                raise YamlPatchError(f"{ptr}: does not exist (only mapping keys are removed)")
+            del parent[last]
+        elif isinstance(parent, list):
             i = is_index(last, len(parent), end_ok=op["op"] == "add")
             if i is None:
                 raise YamlPatchError(f"{ptr}: index {last!r} is out of range")
@@ -103,9 +108,9 @@ def checked_ops(ops: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         kind, ptr = op.get("op"), op.get("path")
         if not isinstance(ptr, str):
             raise YamlPatchError(f"operation {dict(op)!r} has no 'path'")
-        if kind not in ("add", "replace"):
+        if kind not in ("add", "replace", "remove"):
             raise YamlPatchError(f"{ptr}: the operation {kind!r} is not supported")
-        if "value" not in op:
+        if "value" not in op and kind != "remove":
             raise YamlPatchError(f"{ptr}: the {kind} operation has no 'value'")
         if not pointer_tokens(ptr):
             raise YamlPatchError("replacing a whole document is not supported")

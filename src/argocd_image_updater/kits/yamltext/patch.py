@@ -407,6 +407,11 @@ def _fill_null(
 def _apply_op(text: str, index: int, op: Mapping[str, Any]) -> str:
     ptr = op["path"]
     tokens = pointer_tokens(ptr)
+    if op["op"] == "remove":
+        parent, _, path = _Target(text, index, ptr).walk(tokens[:-1])
+        if parent.kind != "map":
+            raise YamlPatchError(f"{ptr}: only a key of a mapping can be removed")
+        return _remove_key(text, index, path, tokens[-1], ptr)
     value = op["value"]
     if op["op"] == "replace":
         return _replace(text, index, tokens, value, ptr)
@@ -423,7 +428,8 @@ def _apply_op(text: str, index: int, op: Mapping[str, Any]) -> str:
 
 
 def apply_patch(text: str, ops: Sequence[Mapping[str, Any]], *, document: int | None = None) -> str:
-    """Apply JSON-patch ops (``add`` and ``replace``) to one YAML document of ``text``,
+    """Apply JSON-patch ops (``add``, ``replace``, and ``remove`` of a mapping key with its
+    whole value) to one YAML document of ``text``,
     changing only the bytes that must change; raise YamlPatchError (naming the JSON pointer and the
     line:col) when an op cannot be applied or the verification fails.
 

@@ -4,6 +4,8 @@ and local mode. The digest written is the index's, asked for with one ``HEAD`` p
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -481,3 +483,27 @@ async def test_local_mode_pins_and_a_moved_tag_is_written_once(
         digest, moved
     )
     assert len(log_subjects(remote, "main", home=home)) == 3
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "argocd_image_updater", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+async def test_the_test_command_prints_the_pinned_tag(
+    registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    digest = await push_fleet(registry, repo)
+    image = f"{registry.host}/{repo}"
+    conf = registries_conf(tmp_path, registry)
+    result = run_cli(
+        "test",
+        image,
+        "--semver-constraint",
+        "1.x",
+        "--registries-conf-path",
+        str(conf),
+        "--pin-digest",
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"latest image according to constraint is {image}:1.1.0@{digest}" in result.stdout

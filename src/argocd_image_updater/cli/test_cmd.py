@@ -56,6 +56,12 @@ class _StrategyOption(click.Option):
     help="print the credential source, and every tag with its verdict and reason",
 )
 @click.option(
+    "--pin-digest",
+    is_flag=True,
+    help="print the chosen tag with the digest the registry serves for it, tag@sha256:... "
+    "(pinDigest; one manifest HEAD request)",
+)
+@click.option(
     "--plain-http",
     is_flag=True,
     help="talk plain HTTP to the registry (as 'api_url: http://<host>' in registries.conf); "

@@ -82,6 +82,7 @@ class TestOptions:
     verify_identity: str = ""
     verify_issuer: str = ""
     verify_trusted_root: str = ""
+    pin_digest: bool = False
 
     @property
     def verifies(self) -> bool:
@@ -162,6 +163,8 @@ class Explained:
     verdict: Verdict | None = None
     """The signature check of the chosen tag (``--verify-key``, ``--verify-identity``)."""
     trust: TrustPolicy | None = None
+    pinned: str = ""
+    """``--pin-digest``: the digest the registry serves for the chosen tag."""
 
 
 async def run_test(opts: TestOptions, log: Logger) -> Selection:
@@ -236,8 +239,14 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
             credentials=credentials,
         )
         log.info("Fetching available tags and metadata from registry")
+        pinned = ""
         async with Scanner() as scanner:
             result = await scanner.scan(request)
+            selection = choose(policy, result.tags, result.order_hint)
+            if opts.pin_digest and not policy.strategy.pins_digest and selection.chosen:
+                pinned = await scanner.tag_digest(
+                    endpoint, image.name, selection.chosen.name, credentials
+                )
     except (RegistryError, CredentialsError) as err:
         raise TestFailed(str(err)) from None
     finally:
@@ -246,13 +255,12 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
         if kube is not None:
             await kube.close()
     log.info("Found %d tags in registry", result.listed)
-    selection = choose(policy, result.tags, result.order_hint)
     verdict = None
     if trust is not None and selection.chosen is not None:
         from argocd_image_updater.verify.explain import verify_chosen
 
         chosen = selection.chosen
-        digest = chosen.digest if policy.strategy.pins_digest else ""
+        digest = chosen.digest if policy.strategy.pins_digest else pinned
         verdict = await verify_chosen(
             endpoint,
             endpoint.repository_path(image.name),
@@ -263,7 +271,9 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
             registries.endpoint_for,
             image.full_name,
         )
-    return Explained(selection, policy, tuple(result.tags), result.order_hint, verdict, trust)
+    return Explained(
+        selection, policy, tuple(result.tags), result.order_hint, verdict, trust, pinned
+    )
 
 
 def print_explain(explained: Explained) -> None:
@@ -314,7 +324,7 @@ def run_test_command(image: str, loglevel: str, **kwargs: Any) -> None:
         return
     parsed = ImageRef.parse(image)
     tag = chosen.name
-    digest = chosen.digest if explained.policy.strategy.pins_digest else ""
+    digest = chosen.digest if explained.policy.strategy.pins_digest else explained.pinned
     verdict = explained.verdict
     if verdict is not None:
         if not verdict.passed:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from argocd_image_updater.model.controller_state import repo_key
 from argocd_image_updater.plan.decide import ScanResults
-from argocd_image_updater.plan.jobs import AppJobs, ImageJob
+from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.policy.select import PolicyError
 
 TagKey = tuple[str, str]
@@ -59,15 +59,18 @@ def _chosen(job: ImageJob, results: ScanResults) -> str:
 def observed_digests(apps: Iterable[AppJobs], results: ScanResults) -> dict[TagKey, str]:
     """The digests the registry gave in this cycle, by repository and tag."""
     seen: dict[TagKey, str] = {}
+    read: set[tuple[str, ScanKey]] = set()  # a scan shared by many Applications is read once
     for jobs in apps:
         for job in jobs.jobs:
             scan = results.get(job.scan_key)
             if scan is None or isinstance(scan, Exception):
                 continue
             repo = _repo(job)
-            for tag in scan.tags:
-                if tag.digest:
-                    seen[(repo, tag.name)] = tag.digest
+            if (repo, job.scan_key) not in read:
+                read.add((repo, job.scan_key))
+                for tag in scan.tags:
+                    if tag.digest:
+                        seen[(repo, tag.name)] = tag.digest
             chosen = _chosen(job, results)
             pinned = results.pinned(job.scan_key, chosen) if chosen else None
             if isinstance(pinned, str) and pinned:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +106,12 @@ def render_member(work: WorkTree, member: _Member) -> tuple[str, str] | None:
     path = fmt.file_path(target.file_path, listing)
     new = fmt.render(work.read(path), path, member.config, member.plan)
     return None if new is None else (path, new)
+
+
+def render_and_hold(work: WorkTree, member: _Member) -> tuple[tuple[str, str] | None, set[str]]:
+    """:func:`render_member` and :func:`held_aliases` of one member (one hand-off to a thread)."""
+    rendered = render_member(work, member)
+    return rendered, held_aliases(work, member, rendered)
 
 
 class GitBatchWriter:
@@ -226,41 +233,73 @@ class GitBatchWriter:
 
         per_app = self._commit.grouping == "application"
 
-        async def check(work: WorkTree, member: _Member, branch: str) -> tuple[str, str] | None:
-            """Render ``member`` on the tree shown in ``work`` (``branch``'s content) and note
-            the aliases whose new value it already holds."""
-            # YAML parsing is CPU work: keep the event loop free for other repositories.
-            rendered = await asyncio.to_thread(render_member, work, member)
-            aliases = await asyncio.to_thread(held_aliases, work, member, rendered)
+        def note(member: _Member, aliases: set[str], branch: str) -> None:
+            """Note the aliases whose new value the target on ``branch`` already holds."""
             if aliases:
                 then = "it to be merged and synced" if branch == write_branch else "Argo CD to sync"
                 text = f"already written to branch {branch} of {repo_url}; waiting for {then}"
                 held[member.key] = dict.fromkeys(aliases, text)
+
+        async def check(work: WorkTree, member: _Member, branch: str) -> tuple[str, str] | None:
+            """Render ``member`` on the tree shown in ``work`` (``branch``'s content) and note
+            the aliases whose new value it already holds."""
+            # YAML parsing is CPU work: keep the event loop free for other repositories.
+            rendered, aliases = await asyncio.to_thread(render_and_hold, work, member)
+            note(member, aliases, branch)
             return rendered
+
+        def render_all(work: WorkTree, branch: str, stop: threading.Event) -> None:
+            """Render and write every member, one after the other (a later one sees the files
+            an earlier one wrote), in one thread: one hand-off for the whole group."""
+            for member in todo:
+                if stop.is_set():
+                    return
+                try:
+                    rendered, aliases = render_and_hold(work, member)
+                except (ValueError, OSError) as err:
+                    failed[member.key] = f"git write-back of {member.key}: {err}"
+                    continue
+                note(member, aliases, branch)
+                if rendered is not None:
+                    work.write(*rendered)
 
         async def apply(work: WorkTree) -> None:
             failed.clear()
             held.clear()
+            if not per_app:
+                stop = threading.Event()
+                job = asyncio.ensure_future(
+                    asyncio.to_thread(render_all, work, work.branch or base, stop)
+                )
+                try:
+                    await asyncio.shield(job)
+                except asyncio.CancelledError:
+                    # No file is written once the clone is handed back: stop, then wait.
+                    stop.set()
+                    await asyncio.wait({job})
+                    raise
+                return
             for member in todo:
                 try:
                     rendered = await check(work, member, work.branch or base)
                 except (ValueError, OSError) as err:
                     failed[member.key] = f"git write-back of {member.key}: {err}"
                     continue
-                if rendered is not None:
-                    work.write(*rendered)
-                    if per_app:  # one commit per application, all in the same push
-                        await work.commit(
-                            grouped_commit_message(
-                                self._commit.template,
-                                [(member.config.app.name, member.plan.changes)],
-                            ),
-                            self._commit.user,
-                            self._commit.email,
-                            self._commit.signing_key,
-                            self._commit.signing_method,
-                            self._commit.sign_off,
-                        )
+                if rendered is None:
+                    continue
+                work.write(*rendered)
+                # One commit per application, all in the same push.
+                await work.commit(
+                    grouped_commit_message(
+                        self._commit.template,
+                        [(member.config.app.name, member.plan.changes)],
+                    ),
+                    self._commit.user,
+                    self._commit.email,
+                    self._commit.signing_key,
+                    self._commit.signing_method,
+                    self._commit.sign_off,
+                )
 
         async def landed(work: WorkTree, target: str) -> dict[str, dict[str, str]]:
             """What the target branch (shown in ``work``) already holds, per member."""

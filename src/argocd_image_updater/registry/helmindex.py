@@ -28,8 +28,6 @@ from types import MappingProxyType
 from typing import Any, Final, Protocol
 
 import httpx
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from argocd_image_updater.kits.tlstrust import client_context
 from argocd_image_updater.model.platform import Platform
@@ -105,6 +103,11 @@ def _created(value: Any) -> datetime | None:
 def parse_index(body: bytes, repository_url: str) -> Mapping[str, tuple[TagInfo, ...]]:
     """Chart name → its versions from an ``index.yaml``; :class:`HelmIndexError` when the body
     is not a Helm repository index."""
+    # The YAML parser is imported by the first index read: `test IMAGE` and a controller
+    # without chart references never load it.
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
     try:
         data = YAML(typ="safe").load(body)
     except YAMLError as err:

@@ -22,7 +22,7 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         [sys.executable, "-m", "argocd_image_updater", *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,
         env=full_env,
         check=False,
     )

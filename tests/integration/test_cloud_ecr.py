@@ -283,7 +283,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "argocd_image_updater", *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,
         env=dict(os.environ),
         check=False,
     )

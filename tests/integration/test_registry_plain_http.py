@@ -35,7 +35,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "argocd_image_updater", "test", *args, "--loglevel", "debug"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,
         env={**os.environ},
         check=False,
     )

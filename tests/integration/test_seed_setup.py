@@ -113,7 +113,7 @@ async def test_v0_setup_with_argocd_api_and_ext_credentials(
             ],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=180,
             env=env,
         )
     assert proc.returncode == 0, proc.stdout + proc.stderr

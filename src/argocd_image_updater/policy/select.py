@@ -137,7 +137,9 @@ def choose(
         unique[tag.name] = tag
 
     rejected: dict[str, Verdict | Rejection] = {}
-    eligible: list[tuple[Key, TagInfo]] = []
+    # the greatest key so far and its tag (the first of equal keys wins, as max() would)
+    best: Key | None = None
+    chosen: TagInfo | None = None
     allow, ignore, platforms = policy.allow, policy.ignore, policy.platforms
     # Most strategies consider every tag: skip the call for them (this loop runs per tag).
     excludes = ranker.excludes if type(ranker).excludes is not Ranker.excludes else None
@@ -163,11 +165,11 @@ def choose(
             continue
         ranked = rank(tag, platforms)
         if isinstance(ranked, tuple):
-            eligible.append((ranked, tag))
+            if best is None or ranked > best:
+                best, chosen = ranked, tag
         else:
             rejected[name] = ranked
 
-    chosen = max(eligible, key=lambda item: item[0])[1] if eligible else None
     summary = _summary(policy, chosen, len(unique), rejected)
     return Selection(chosen, summary, unique.keys(), rejected, strategy.beaten)
 

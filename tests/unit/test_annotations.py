@@ -150,8 +150,11 @@ def test_an27_to_an29_keys() -> None:
         platforms=None,
         allow_downgrade=f"{P}/allow-downgrade",
         pin_digest=f"{P}/pin-digest",
+        min_age=f"{P}/min-age",
+        min_age_from=f"{P}/min-age-from",
     )
     web = setting_keys("web")
+    assert (web.min_age, web.min_age_from) == (f"{P}/web.min-age", f"{P}/web.min-age-from")
     assert (web.allow_tags, web.platforms) == (f"{P}/web.allow-tags", f"{P}/web.platforms")
     my = setting_keys("my-app")
     assert [my.ignore_tags, my.force_update, my.update_strategy, my.pull_secret] == [

@@ -92,6 +92,8 @@ class SettingKeys:
     """Only images have a platforms key; application-wide there is none."""
     allow_downgrade: str
     pin_digest: str
+    min_age: str
+    min_age_from: str
 
 
 def setting_keys(alias: str = "") -> SettingKeys:
@@ -106,6 +108,8 @@ def setting_keys(alias: str = "") -> SettingKeys:
             platforms=None,
             allow_downgrade=app_key("allow-downgrade"),
             pin_digest=app_key("pin-digest"),
+            min_age=app_key("min-age"),
+            min_age_from=app_key("min-age-from"),
         )
     return SettingKeys(
         allow_tags=image_key(alias, "allow-tags"),
@@ -116,6 +120,8 @@ def setting_keys(alias: str = "") -> SettingKeys:
         platforms=image_key(alias, "platforms"),
         allow_downgrade=image_key(alias, "allow-downgrade"),
         pin_digest=image_key(alias, "pin-digest"),
+        min_age=image_key(alias, "min-age"),
+        min_age_from=image_key(alias, "min-age-from"),
     )
 
 
@@ -187,6 +193,8 @@ def read_update_settings(app: Application, alias: str = "") -> UpdateSettings | 
         platforms=platforms,
         allow_downgrade=allow_downgrade,
         pin_digest=pin_digest,
+        min_age=_trimmed(ann, keys.min_age),
+        min_age_from=_trimmed(ann, keys.min_age_from),
     )
     if settings.is_empty:
         return None
@@ -198,6 +206,8 @@ def read_update_settings(app: Application, alias: str = "") -> UpdateSettings | 
         "pull_secret": keys.pull_secret,
         "allow_downgrade": keys.allow_downgrade,
         "pin_digest": keys.pin_digest,
+        "min_age": keys.min_age,
+        "min_age_from": keys.min_age_from,
     }
     if keys.platforms is not None:
         located["platforms"] = keys.platforms
@@ -316,6 +326,8 @@ def _settings_v0(app: Application, alias: str, warnings: list[str]) -> UpdateSet
             ("pull_secret", "pull-secret"),
             ("allow_downgrade", "allow-downgrade"),
             ("pin_digest", "pin-digest"),
+            ("min_age", "min-age"),
+            ("min_age_from", "min-age-from"),
         )
     }
     keys["platforms"] = image_key(key, "platforms")
@@ -348,6 +360,8 @@ def _settings_v0(app: Application, alias: str, warnings: list[str]) -> UpdateSet
         ),
         allow_downgrade=(downgrade == "true") if downgrade is not None else None,
         pin_digest=(pin.strip() == "true") if pin is not None else None,
+        min_age=_trimmed(ann, keys["min_age"]),
+        min_age_from=_trimmed(ann, keys["min_age_from"]),
     )
     return _located(app, settings, keys)
 

@@ -86,6 +86,8 @@ class CommonUpdateSettings(CRModel):
     platforms: list[str] | None = None
     allow_downgrade: bool | None = None
     pin_digest: bool | None = None
+    min_age: str | None = None
+    min_age_from: str | None = None
 
     def to_settings(self, where: str = "") -> uc.UpdateSettings:
         """The settings; ``where`` (e.g. ``ImageUpdater ns/name field spec.commonUpdateSettings``)
@@ -99,6 +101,8 @@ class CommonUpdateSettings(CRModel):
             platforms=tuple(self.platforms) if self.platforms is not None else None,
             allow_downgrade=self.allow_downgrade,
             pin_digest=self.pin_digest,
+            min_age=self.min_age,
+            min_age_from=self.min_age_from,
         )
         return settings.with_origins(where) if where else settings
 

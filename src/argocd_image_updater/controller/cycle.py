@@ -44,6 +44,7 @@ from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scan
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.moved import moves_of
 from argocd_image_updater.plan.patch import json_patch_ops
+from argocd_image_updater.policy.min_age import TagAges
 from argocd_image_updater.registry.credentials import (
     EndpointCredentials,
     ImageCredentials,
@@ -408,6 +409,29 @@ def _tag_only(reference: str | None) -> str:
         return ""
 
 
+def _age_tags(
+    state: ControllerState | None,
+    planned: Sequence[tuple[AppUpdateConfig, CRState | None, AppJobs]],
+    scans: ScanResults,
+    now: datetime,
+) -> None:
+    """For the scans of images with a ``minAge``: remember when their tags were first seen
+    (now, for tags not seen before) and give the planner those times."""
+    for _, _, app_jobs in planned:
+        for job in app_jobs.jobs:
+            scan = scans.get(job.scan_key)
+            if job.policy.min_age is None or job.scan_key in scans.ages:
+                continue
+            if scan is None or isinstance(scan, Exception):
+                continue
+            repo = repo_key(job.endpoint.host, job.repository)
+            if state is None:
+                scans.ages[job.scan_key] = TagAges(now)
+                continue
+            state.record_first_seen(repo, (tag.name for tag in scan.tags), now)
+            scans.ages[job.scan_key] = TagAges(now, state.first_seen_of(repo))
+
+
 def remember_writes(state: ControllerState, outcomes: Sequence[AppOutcome], now: datetime) -> None:
     """Remember the tags written for each image (rollback holds compare the running tag with
     them)."""
@@ -466,6 +490,7 @@ async def run_cycle(
     result.scans = len(scans)
     if state is not None:
         _forget_untagged(state, planned, scans)
+    _age_tags(state, planned, scans, now)
     await pin_digests(
         [(jobs, config.app.namespace) for config, _, jobs in planned],
         scans,

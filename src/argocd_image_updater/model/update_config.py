@@ -50,6 +50,8 @@ SETTING_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "platforms": "platforms",
         "allow_downgrade": "allowDowngrade",
         "pin_digest": "pinDigest",
+        "min_age": "minAge",
+        "min_age_from": "minAgeFrom",
     }
 )
 """``UpdateSettings`` attribute → ``commonUpdateSettings`` field name."""
@@ -74,6 +76,10 @@ class UpdateSettings:
     platforms: tuple[str, ...] | None = None
     allow_downgrade: bool | None = None
     pin_digest: bool | None = None
+    min_age: str | None = None
+    """A Go duration: tags younger than this are not chosen (``policy.min_age``)."""
+    min_age_from: str | None = None
+    """``seen`` (default) or ``created``: where a tag's age counts from."""
     origins: Mapping[str, str] = field(
         default_factory=lambda: _NO_ORIGINS, compare=False, hash=False
     )

@@ -57,6 +57,7 @@ from argocd_image_updater.plan.params import (
     thaw,
 )
 from argocd_image_updater.policy.downgrade import downgrade
+from argocd_image_updater.policy.min_age import TagAges
 from argocd_image_updater.policy.select import Policy, PolicyError, Selection, choose
 from argocd_image_updater.policy.strategies import UpdateStrategy
 
@@ -120,11 +121,13 @@ class ScanResults(dict[ScanKey, ScanOutcome]):
     per cycle, no I/O.
     """
 
-    __slots__ = ("_memory", "_pins", "choices", "choices_made")
+    __slots__ = ("_memory", "_pins", "ages", "choices", "choices_made")
 
     def __init__(self, *args: Any, memory: ChoiceMemory | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._memory = memory
+        self.ages: dict[ScanKey, TagAges] = {}
+        """When the tags of each scan were first seen, and the time now (``minAge``)."""
         self._pins: dict[PinKey, str | Exception] = {}
         self.choices: dict[tuple[ScanKey, Policy], _Choice] = {}
         self.choices_made = 0
@@ -149,11 +152,14 @@ class ScanResults(dict[ScanKey, ScanOutcome]):
         found = self.choices.get(memo)
         if found is None:
             tags, hint = tuple(scan.tags), scan.order_hint
-            found = self._memory.recall(key, policy, tags, hint) if self._memory else None
+            ages = self.ages.get(key) if policy.min_age is not None else None
+            # A choice by age depends on the time: it is never reused from the last cycle.
+            memory = self._memory if ages is None else None
+            found = memory.recall(key, policy, tags, hint) if memory else None
             if found is None:
                 self.choices_made += 1
                 try:
-                    chosen: Selection | PolicyError = choose(policy, tags, hint)
+                    chosen: Selection | PolicyError = choose(policy, tags, hint, ages)
                 except PolicyError as err:
                     chosen = err
                 found = (tags, hint, chosen)

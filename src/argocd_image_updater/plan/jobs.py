@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Final
 
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
+from argocd_image_updater.config.durations import DurationError, parse_go_duration
 from argocd_image_updater.model.application import AppSource, SourceType
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import PlatformFilter, runtime_platform
@@ -32,12 +34,14 @@ from argocd_image_updater.model.update_config import (
     ImageSpec,
     ManifestTarget,
     SkippedImage,
+    UpdateSettings,
     Verification,
     WriteBack,
 )
 from argocd_image_updater.plan.model import EditKind, ImageReason, ImageResult, Outcome, SourcePath
 from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.policy.filters import parse_allow_tags
+from argocd_image_updater.policy.min_age import FROM_CREATED, FROM_SEEN, MIN_AGE_FROM
 from argocd_image_updater.policy.select import Policy, PolicyError, needs_metadata
 from argocd_image_updater.policy.strategies import parse_strategy
 
@@ -192,6 +196,25 @@ def pull_secret_namespace(ref: str) -> str | None:
     return namespace if sep else None
 
 
+def parse_min_age(settings: UpdateSettings) -> tuple[timedelta | None, bool]:
+    """``minAge`` and whether it counts from the creation time; PolicyError naming the field."""
+    from_text = (settings.min_age_from or FROM_SEEN).strip().lower()
+    if from_text not in MIN_AGE_FROM:
+        raise PolicyError(
+            f"{settings.where('min_age_from')}: '{settings.min_age_from}' is not one of "
+            f"{', '.join(MIN_AGE_FROM)}"
+        )
+    if not settings.min_age:
+        return None, False
+    try:
+        min_age = parse_go_duration(settings.min_age.strip())
+    except DurationError as err:
+        raise PolicyError(f"{settings.where('min_age')}: {err}") from None
+    if min_age.total_seconds() < 0:
+        raise PolicyError(f"{settings.where('min_age')}: '{settings.min_age}' is negative")
+    return (min_age or None), from_text == FROM_CREATED
+
+
 def build_policy(spec: ImageSpec, cfg: ImageRef) -> tuple[Policy, tuple[str, ...]]:
     """The tag policy of one image and the warnings met reading it (each naming the field and
     the bad value); raise PolicyError naming the field."""
@@ -207,12 +230,15 @@ def build_policy(spec: ImageSpec, cfg: ImageRef) -> tuple[Policy, tuple[str, ...
             f"{settings.where('platforms')}: image '{spec.image}': invalid platforms "
             f"{', '.join(platforms.invalid)}: write each as os/arch[/variant], e.g. linux/amd64"
         )
+    min_age, from_created = parse_min_age(settings)
     policy = Policy(
         strategy=strategy,
         constraint=cfg.tag or "",
         allow=allow,
         ignore=settings.effective_ignore_tags,
         platforms=platforms,
+        min_age=min_age,
+        min_age_from_created=from_created,
     )
     try:
         policy.validate(spec.image)

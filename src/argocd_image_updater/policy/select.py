@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Final
 
 from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.registry import TagSortMode
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.policy.filters import MATCH_ANY, TagMatcher, is_ignored
+from argocd_image_updater.policy.min_age import TagAges, too_young
 from argocd_image_updater.policy.strategies import UpdateStrategy, default_strategy
 from argocd_image_updater.policy.strategies.base import Key, Ranker
 from argocd_image_updater.policy.verdicts import PolicyError, Rejection, TagVerdict, Verdict
@@ -47,6 +49,10 @@ class Policy:
     allow: TagMatcher = MATCH_ANY
     ignore: tuple[str, ...] = ()
     platforms: PlatformFilter = _ANY_PLATFORM
+    min_age: timedelta | None = None
+    """Tags younger than this are not chosen (:mod:`~argocd_image_updater.policy.min_age`)."""
+    min_age_from_created: bool = False
+    """Age counts from the image's creation time instead of when the tag was first seen."""
 
     def validate(self, image: str) -> None:
         """Raise :class:`PolicyError` naming ``image`` when the policy cannot be used."""
@@ -103,6 +109,8 @@ class Selection:
 def needs_metadata(policy: Policy, *, time_sorted: bool = False) -> bool:
     """Whether the scan must fetch manifests for ``policy`` (``time_sorted``: the registry lists
     tags by age, which ``newest-build`` uses instead of dates)."""
+    if policy.min_age is not None and policy.min_age_from_created:
+        return True
     return policy.strategy.needs_metadata(time_sorted=time_sorted)
 
 
@@ -121,13 +129,18 @@ def time_order_hint(names: Sequence[str], mode: TagSortMode) -> dict[str, int] |
 
 
 def choose(
-    policy: Policy, tags: Sequence[TagInfo], order_hint: Mapping[str, int] | None = None
+    policy: Policy,
+    tags: Sequence[TagInfo],
+    order_hint: Mapping[str, int] | None = None,
+    ages: TagAges | None = None,
 ) -> Selection:
     """Choose the tag ``policy`` selects from ``tags`` (pure and deterministic).
 
     A repeated tag name counts once, with its last entry. ``order_hint`` maps tag names to their
     age rank (higher is newer) for registries that list tags by age; it replaces creation dates
-    for ``newest-build``. Raises :class:`PolicyError` when the policy is unusable (see
+    for ``newest-build``. With ``ages`` (the repository's first-seen times and the time now), a
+    policy's ``min_age`` rejects younger tags as ``too-young``; without, ``min_age`` is not
+    applied. Raises :class:`PolicyError` when the policy is unusable (see
     :meth:`Policy.validate`).
     """
     strategy = policy.strategy
@@ -145,6 +158,7 @@ def choose(
     excludes = ranker.excludes if type(ranker).excludes is not Ranker.excludes else None
     rank = ranker.rank
     allow_all = allow is MATCH_ANY
+    min_age = policy.min_age if ages is not None else None
     for name, tag in unique.items():
         verdict: Verdict | None = None
         if not allow_all and not allow.matches(name):
@@ -159,6 +173,14 @@ def choose(
             offered = ", ".join(sorted({str(image.platform) for image in tag.images}))
             verdict = Verdict(
                 name, TagVerdict.PLATFORM_MISMATCH, f"no image for {platforms} (has {offered})"
+            )
+        elif min_age is not None and ages is not None:
+            verdict = too_young(
+                tag,
+                min_age,
+                ages,
+                from_created=policy.min_age_from_created,
+                platforms=platforms,
             )
         if verdict is not None:
             rejected[name] = verdict

@@ -19,6 +19,8 @@ class TagVerdict(enum.StrEnum):
     OUTSIDE_CONSTRAINT = "outside-constraint"
     PRERELEASE = "prerelease"
     PLATFORM_MISMATCH = "platform-mismatch"
+    TOO_YOUNG = "too-young"
+    """Not ``minAge`` old yet (detail: ``until <time>``)."""
     NOT_CONSTRAINT_TAG = "not-constraint-tag"
     NO_METADATA = "no-metadata"
     OLDER = "older"

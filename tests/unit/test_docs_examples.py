@@ -15,7 +15,8 @@ Each fence is classified by its content (the info string only says which languag
 * JSON with ``specversion`` → the CloudEvents webhook parser; a notification payload (``events``,
   or a CloudEvent of type ``io.argoproj.imageupdater.*``) → its events are known kinds;
 * Python → compiled (syntax only); a Secret → its values are strings; the settings ConfigMap →
-  its keys as settings and ``notifications.yaml`` through the notifications parser;
+  its keys as settings and ``notifications.yaml`` through the notifications parser; an
+  umbrella ``Chart.yaml`` (``apiVersion: v2`` with ``dependencies``) → the chart file reader;
 * anything else without a language (diagrams, trees, output) is text.
 
 An example that is intentionally partial can be preceded by ``<!-- docs-example: partial -->``:
@@ -46,9 +47,11 @@ from argocd_image_updater.config.notifications_file import parse_notifications
 from argocd_image_updater.config.registries_conf import parse_registries_conf
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.chart import ChartSpec
 from argocd_image_updater.model.notifications import EventKind
 from argocd_image_updater.webhook.events import WebhookRequest
 from argocd_image_updater.webhook.types.cloudevents import CloudEventsParser
+from argocd_image_updater.writeback.formats.chartfile import chart_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -270,6 +273,12 @@ def check_yaml_document(doc: Any, text: str, ca: Path) -> str:
                 literals = dict(item.split("=", 1) for item in generator.get("literals") or [])
                 resolve("run", {}, env={}, configmap=literals)
         return "kustomization"
+    if doc.get("apiVersion") == "v2" and "dependencies" in doc:
+        deps = doc["dependencies"]
+        assert deps and all(isinstance(d, dict) and {"name", "version"} <= set(d) for d in deps)
+        specs = [ChartSpec(d["name"], f"{d['repository']}/{d['name']}") for d in deps]
+        assert set(chart_versions(text, specs)) == {d["name"] for d in deps}
+        return "umbrella Chart.yaml"
     chart_keys = set(load_yaml(CHART_VALUES.read_text())[0])
     if set(doc) <= chart_keys:
         registries = (doc.get("config") or {}).get("registries")

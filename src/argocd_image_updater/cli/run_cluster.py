@@ -40,6 +40,7 @@ from argocd_image_updater.report.reporter import Reporter
 from argocd_image_updater.report.ship_tracker import ShipTracker
 from argocd_image_updater.report.status import StatusWriter
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
+from argocd_image_updater.writeback.chart_versions import ChartFileVersions
 
 log = get_logger("run")
 
@@ -135,6 +136,11 @@ async def build_cluster_controller(
         max_concurrent_apps=int(settings.max_concurrent_apps),
         kube=kube,
         batch_writer=batch_writer,
+        prepare=ChartFileVersions(
+            batch_writer.cache,
+            batch_writer.credentials,
+            str(settings.argocd_namespace) or (kube.namespace if kube else "argocd"),
+        ),
         state_store=state_store,
         reporter=Reporter(
             StatusWriter(KubeStatusStore(kube)) if kube is not None else None,

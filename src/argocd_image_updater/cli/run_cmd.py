@@ -7,6 +7,7 @@ import shutil
 import socket
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -34,9 +35,11 @@ from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.health import Health
 from argocd_image_updater.observe.log import get_logger, register_secret
 from argocd_image_updater.pipeline.ports import StateStore
+from argocd_image_updater.pipeline.records import Collected
 from argocd_image_updater.pipeline.state import MemoryStateStore
 from argocd_image_updater.registry.helmrepo_secrets import HelmRepoSecrets
 from argocd_image_updater.registry.scanner import Scanner
+from argocd_image_updater.writeback.chart_versions import ChartFileVersions
 from argocd_image_updater.writeback.commit_template import CommitTemplateFile
 from argocd_image_updater.writeback.git.credentials import ClusterObjects, GitCredentialsResolver
 from argocd_image_updater.writeback.git.repo import RepoCache
@@ -211,6 +214,20 @@ def _local_source(
     return DirectorySource(root)
 
 
+Prepare = Callable[[Collected], Awaitable[Collected]]
+
+
+def chain_prepare(*steps: Prepare) -> Prepare:
+    """The ``prepare`` steps run in order, each on the previous one's result."""
+
+    async def prepare(collected: Collected) -> Collected:
+        for step in steps:
+            collected = await step(collected)
+        return collected
+
+    return prepare
+
+
 async def build_local_controller(
     settings: Settings, registries: RegistryConfig
 ) -> tuple[Controller, list[Any]]:
@@ -241,7 +258,10 @@ async def build_local_controller(
         batch_writer=SplitBatchWriter(
             LocalManifestWriter(store, git_writer.commit_settings), git_writer
         ),
-        prepare=LocalPreparer(files, namespace),
+        prepare=chain_prepare(
+            LocalPreparer(files, namespace),
+            ChartFileVersions(git_writer.cache, git_writer.credentials, namespace),
+        ),
         config_maps=objects,
         state_store=local_state_store(settings),
     )

@@ -5,6 +5,7 @@ product's HTTP client, loaded by every controller anyway) and then:
 
 - imports the candidate client (CPU time of the import; what it loaded beyond httpx);
 - loads a kubeconfig (bearer token) and lists 200 Applications from the Kubernetes API fake;
+- gets each of them, one request after the other (CPU time per request);
 
 and reports its resident set after the import and its peak after the list. One untimed run per
 candidate first compiles its bytecode, as installing a wheel does. Candidates:
@@ -74,38 +75,61 @@ imported_rss, _ = rss()
 loaded = sorted({m.split(".")[0] for m in set(sys.modules) - before_modules})
 
 
+async def gets(get, names):
+    started = time.process_time()
+    for name in names:
+        await get(name)
+    return (time.process_time() - started) / len(names)
+
+
 async def list_apps():
     if candidate == "kubernetes_asyncio":
         configuration = client.Configuration()
         await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
         async with client.ApiClient(configuration) as api:
-            result = await client.CustomObjectsApi(api).list_namespaced_custom_object(
+            custom = client.CustomObjectsApi(api)
+            result = await custom.list_namespaced_custom_object(
                 "argoproj.io", "v1alpha1", "argocd", "applications"
             )
-            return len(result["items"])
+            names = [item["metadata"]["name"] for item in result["items"]]
+            return len(names), await gets(lambda name: custom.get_namespaced_custom_object(
+                "argoproj.io", "v1alpha1", "argocd", "applications", name
+            ), names)
     if candidate == "lightkube":
         app = create_namespaced_resource("argoproj.io", "v1alpha1", "Application", "applications")
         kube = AsyncClient(config=KubeConfig.from_file(kubeconfig))
         try:
-            return len([item async for item in kube.list(app, namespace="argocd")])
+            names = [item.metadata.name async for item in kube.list(app, namespace="argocd")]
+            return len(names), await gets(
+                lambda name: kube.get(app, name, namespace="argocd"), names
+            )
         finally:
             await kube.close()
     if candidate == "product client":
         kube = await KubeClient.connect(kubeconfig)
         try:
             items, _ = await kube.list_objects(APPLICATIONS, "argocd")
-            return len(items)
+            names = [item["metadata"]["name"] for item in items]
+            return len(names), await gets(
+                lambda name: kube.get_object(APPLICATIONS, "argocd", name), names
+            )
         finally:
             await kube.close()
+    path = f"{url}/apis/argoproj.io/v1alpha1/namespaces/argocd/applications"
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
-        response = await http.get(f"{url}/apis/argoproj.io/v1alpha1/namespaces/argocd/applications")
-        return len(response.json()["items"])
+        response = await http.get(path)
+        names = [item["metadata"]["name"] for item in response.json()["items"]]
 
-count = asyncio.run(list_apps())
+        async def get(name):
+            return (await http.get(f"{path}/{name}")).json()
+
+        return len(names), await gets(get, names)
+
+count, per_get = asyncio.run(list_apps())
 _, peak = rss()
 print(json.dumps({
     "import_cpu": import_cpu, "base_rss": base_rss, "imported_rss": imported_rss,
-    "peak_rss": peak, "items": count, "loaded": loaded,
+    "peak_rss": peak, "items": count, "loaded": loaded, "get_cpu": per_get,
 }))
 """
 
@@ -154,18 +178,20 @@ async def measure(python: str, rounds: int) -> None:
     print(f"# interpreter: {python}; {rounds} runs each, min / median")
     print(
         "| client | import CPU ms | RSS after import MB | peak RSS after one list MB "
-        "| RSS added by the import MB | top-level modules it loads beyond httpx |"
+        "| RSS added by the import MB | CPU ms per GET | top-level modules it loads beyond httpx |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for candidate, runs in rows:
         if "missing" in runs[0]:
-            print(f"| {candidate} | not installed ({runs[0]['missing']}) | | | | |")
+            print(f"| {candidate} | not installed ({runs[0]['missing']}) | | | | | |")
             continue
         assert all(r["items"] == APPS for r in runs), runs
 
-        def cell(key: str, scale: float = 1.0, runs: list[dict[str, Any]] = runs) -> str:
+        def cell(
+            key: str, scale: float = 1.0, digits: int = 0, runs: list[dict[str, Any]] = runs
+        ) -> str:
             values = [r[key] * scale for r in runs]
-            return f"{min(values):.0f} / {statistics.median(values):.0f}"
+            return f"{min(values):.{digits}f} / {statistics.median(values):.{digits}f}"
 
         added = [r["imported_rss"] - r["base_rss"] for r in runs]
         loaded = [m for m in runs[0]["loaded"] if not m.startswith("_")]
@@ -175,7 +201,7 @@ async def measure(python: str, rounds: int) -> None:
         print(
             f"| {candidate} | {cell('import_cpu', 1000)} | {cell('imported_rss')} "
             f"| {cell('peak_rss')} | {min(added):.0f} / {statistics.median(added):.0f} "
-            f"| {len(loaded)}: {shown} |"
+            f"| {cell('get_cpu', 1000, 2)} | {len(loaded)}: {shown} |"
         )
 
 

@@ -23,6 +23,7 @@ from urllib.parse import quote
 import httpx
 
 from argocd_image_updater import __version__
+from argocd_image_updater.kits.absent_modules import mark_absent
 from argocd_image_updater.kube.auth import KubeAuthError
 from argocd_image_updater.kube.config import (
     ClusterAccess,
@@ -97,6 +98,7 @@ class KubeClient:
         self._extensions = (
             {"sni_hostname": access.tls_server_name} if access.tls_server_name else {}
         )
+        mark_absent("sniffio")  # httpcore looks for it on every request: see kits.absent_modules
         self._http = httpx.AsyncClient(
             base_url=access.server,
             verify=access.verify,
@@ -159,7 +161,7 @@ class KubeClient:
                 headers=headers,
                 extensions=self._extensions,
             )
-        except (httpx.TransportError, OSError) as exc:
+        except (httpx.HTTPError, OSError) as exc:
             metrics.K8S_API_ERRORS.inc()
             raise _unreachable(exc) from None
         except KubeAuthError as exc:
@@ -265,7 +267,7 @@ class KubeClient:
         except KubeError:
             metrics.K8S_API_ERRORS.inc()
             raise
-        except (httpx.TransportError, OSError) as exc:
+        except (httpx.HTTPError, OSError) as exc:
             metrics.K8S_API_ERRORS.inc()
             raise _unreachable(exc) from None
         except KubeAuthError as exc:

@@ -13,7 +13,9 @@ import pytest
 from fleet import registries_conf
 from test_controller_argocd import app_obj, close_all, make_controller
 
+from argocd_image_updater.controller.events import handle_event
 from argocd_image_updater.controller.state_store import STATE_CONFIGMAP
+from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.pipeline.records import CycleResult
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.kube import KubeApiServer
@@ -143,3 +145,32 @@ async def test_a_bad_min_age_is_an_error_of_that_image_naming_the_field(
         f"ImageUpdater {NS}/shop field spec.applicationRefs[0].images[0].commonUpdateSettings.minAge"
         in web.message
     )
+
+
+async def test_a_webhook_event_records_the_pushed_tag_as_first_seen_at_once(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    start = datetime.now(UTC).replace(microsecond=0)
+    await push(registry, repo, {"1.0.0": start, "1.1.0": start})
+    image = f"{registry.host}/{repo}"
+    setup_app(kube, image, {"minAge": "72h"})
+    controller, closers = await make_controller(kube, tmp_path, registries_conf(tmp_path, registry))
+    try:
+        controller.clock = lambda: start
+        await controller.cycle()
+        await push(registry, repo, {"1.2.0": start})
+        event_time = start + timedelta(hours=1)
+        controller.clock = lambda: event_time
+        await handle_event(controller, RegistryEvent(registry.host, repo, "1.2.0"))
+        data = kube.store.get("configmaps", NS, STATE_CONFIGMAP)["data"]
+        seen = json.loads(data["first-seen.json"])[f"{registry.host}/{repo}"]
+        assert seen["1.2.0"] == event_time.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        controller.clock = lambda: start + timedelta(hours=72, minutes=30)
+        await controller.cycle()
+        assert running(kube) == "1.1.0"  # 1.2.0 is old enough only at event time + 72h
+        controller.clock = lambda: event_time + timedelta(hours=72)
+        await controller.cycle()
+        assert running(kube) == "1.2.0"
+    finally:
+        await close_all(closers)

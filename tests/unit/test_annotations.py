@@ -516,3 +516,22 @@ def test_v0_write_back() -> None:
     assert f"{P}/write-back-method='svn'" in str(err.value)
     with pytest.raises(AnnotationError, match="secret:<namespace>/<name>"):
         v0({IMAGE_LIST: "a=x", "write-back-method": "git:secret:creds"})
+
+
+def test_min_age_annotations_per_image_and_application_wide() -> None:
+    cfg, _ = v0(
+        {
+            IMAGE_LIST: "web=nginx,api=redis",
+            "min-age": "24h",
+            "web.min-age": "72h",
+            "web.min-age-from": "created",
+        }
+    )
+    web, api = cfg.images
+    assert (web.settings.min_age, web.settings.min_age_from) == ("72h", "created")
+    assert web.settings.where("min_age") == (
+        f"Application argocd/guestbook annotation {P}/web.min-age"
+    )
+    assert (api.settings.min_age, api.settings.min_age_from) == ("24h", None)
+    settings = read_update_settings(app({f"{P}/web.min-age": " 1h "}), "web")
+    assert settings is not None and settings.min_age == "1h"

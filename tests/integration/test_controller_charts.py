@@ -304,3 +304,23 @@ async def test_helm_repository_credentials_come_from_argo_cd_repository_secrets(
         (done,) = await run_cycles(kube, tmp_path, conf, 1)
         assert done.errors == 0 and done.images_updated == 1
         assert app_obj(kube, "api")["spec"]["source"]["targetRevision"] == "0.2.0"
+
+
+async def test_legacy_chart_list_annotation_without_an_image_updater(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    async with ImagePusher(registry.url) as pusher:
+        for version in ("1.0.0", "1.1.0", "2.0.0"):
+            await pusher.push_chart(f"{repo}/web", version)
+    host = registry.host
+    app = chart_app(
+        "legacy", [{"repoURL": f"{host}/{repo}", "chart": "web", "targetRevision": "1.0.0"}]
+    )
+    app["metadata"]["annotations"] = {
+        "argocd-image-updater.argoproj.io/chart-list": f"web=oci://{host}/{repo}/web",
+        "argocd-image-updater.argoproj.io/web.allow-tags": "regexp:^1\\.",
+    }
+    kube.store.put(app)
+    (result,) = await run_cycles(kube, tmp_path, registries_conf(tmp_path, registry), 1)
+    assert result.errors == 0 and result.images_updated == 1
+    assert app_obj(kube, "legacy")["spec"]["source"]["targetRevision"] == "1.1.0"

@@ -366,6 +366,10 @@ def _settings_v0(app: Application, alias: str, warnings: list[str]) -> UpdateSet
     return _located(app, settings, keys)
 
 
+settings_v0 = _settings_v0
+"""The v0.x reading of one alias's settings (also used for ``chart-list`` entries)."""
+
+
 def _target_v0(ann: Mapping[str, str], alias: str) -> ManifestTarget | None:
     if not alias:
         return None

@@ -24,12 +24,18 @@ namespace:
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from argocd_image_updater.config import annotations as ann
+from argocd_image_updater.config.chart_annotations import (
+    config_from_chart_list_v0,
+    has_chart_list,
+    read_chart_list,
+)
 from argocd_image_updater.config.image_templates import RefCharts, RefImages
 from argocd_image_updater.config.imageupdater import (
     ApplicationRef,
@@ -213,7 +219,8 @@ def _try_ref(
     annotated: list[ann.AnnotatedImage] = []
     if ref.use_annotations:
         try:
-            annotated = ann.read_image_list(app)
+            if ann.is_annotated(app) or not has_chart_list(app):
+                annotated = ann.read_image_list(app)
         except ann.AnnotationError as exc:
             result.warnings.append(f"Could not create image list for app {who}, skipping: {exc}")
             return None
@@ -366,6 +373,14 @@ def _select(
         if not ref.use_annotations and ref.charts:
             taken = [spec.alias for spec in specs]
             charts, skipped_charts = shared.charts(cr, ref, app, taken)
+        elif ref.use_annotations and has_chart_list(app):
+            try:
+                charts = read_chart_list(app)
+            except ann.AnnotationError as exc:
+                result.warnings.append(
+                    f"Could not create chart list for app {app.qualified_name}, skipping: {exc}"
+                )
+                continue
         source_type = app.source_type(write_back.write_back_target)
         if not source_type.is_supported and not charts and not skipped_charts:
             reason = _not_supported(app, source_type)
@@ -415,12 +430,13 @@ def select_applications_v0(
             result.warnings.append(f"Invalid application name pattern '{pattern}': {exc}")
     valid = [p for p in name_patterns if _valid(p)]
     for app in apps:
-        if not ann.is_annotated(app):
+        charts = has_chart_list(app)
+        if not ann.is_annotated(app) and not charts:
             continue
         target = app.annotations.get(ann.WRITE_BACK_TARGET_KEY, "")
         forced = target if forced_source_type(target) is SourceType.KUSTOMIZE else None
         source_type = app.source_type(forced)
-        if source_type not in (SourceType.HELM, SourceType.KUSTOMIZE):
+        if source_type not in (SourceType.HELM, SourceType.KUSTOMIZE) and not charts:
             reason = _not_supported(app, source_type)
             result.warnings.append(reason)
             result.skipped.append((app.qualified_name, reason))
@@ -435,7 +451,12 @@ def select_applications_v0(
                 result.warnings.append(f"Unable match app labels against {label}: {exc}")
                 continue
         try:
-            config, warnings = ann.config_from_annotations_v0(app)
+            if charts:
+                config, warnings = config_from_chart_list_v0(app)
+                if source_type not in (SourceType.HELM, SourceType.KUSTOMIZE):
+                    config = dataclasses.replace(config, images=())
+            else:
+                config, warnings = ann.config_from_annotations_v0(app)
         except ann.AnnotationError as exc:
             result.warnings.append(str(exc))
             result.skipped.append((app.qualified_name, str(exc)))

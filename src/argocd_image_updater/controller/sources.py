@@ -3,7 +3,8 @@
 Two origins, merged per cycle:
 
 * ``ImageUpdater`` CRs in the watched namespaces, each selecting Applications in its own namespace;
-* (unless disabled) Applications carrying the v0.x ``image-list`` annotation that no CR selected.
+* (unless disabled) Applications carrying the v0.x ``image-list`` (or ``chart-list``)
+  annotation that no CR selected.
 
 Applications are listed once per namespace per cycle, however many CRs live there.
 """
@@ -201,7 +202,9 @@ async def collect(
         result = select_applications_v0(candidates, legacy.name_patterns, legacy.label)
         for warning in result.warnings:
             log.warning(warning)
-        out.configs.extend((config, None) for config in result.configs if config.images)
+        out.configs.extend(
+            (config, None) for config in result.configs if config.images or config.charts
+        )
     for problem in out.problems:
         log.error(problem)
     if files is not None:

@@ -294,3 +294,50 @@ def test_a_directory_app_with_only_charts_is_planned() -> None:
     result = plan(config(app, ("bundle", OCI_BUNDLE)), {"org/bundle": ["0.1.0", "0.2.0"]})
     assert result.note == ""
     assert result.results[0].reason == ImageReason.UPDATED
+
+
+# --- the shared settings: minAge and holds -------------------------------------------------
+
+
+def test_min_age_from_created_applies_to_charts() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from argocd_image_updater.model.platform import Platform
+    from argocd_image_updater.model.tags import PlatformImage
+    from argocd_image_updater.policy.min_age import TagAges
+
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    app = application([{"repoURL": f"{REG}/org/charts", "chart": "web", "targetRevision": "1.0.0"}])
+    settings = UpdateSettings(min_age="72h", min_age_from="created")
+    cfg = config(app, ("web", OCI_WEB), settings=settings)
+    jobs = plan_scans(cfg, RegistryConfig().endpoint_for)
+    (job,) = jobs.chart_jobs
+
+    def built(name: str, days: int) -> TagInfo:
+        return TagInfo(name, "", (PlatformImage(Platform("", ""), "", now - timedelta(days)),))
+
+    results = ScanResults()
+    results[job.scan_key] = FakeScan((built("1.0.0", 30), built("1.1.0", 10), built("1.2.0", 1)))
+    results.ages[job.scan_key] = TagAges(now)
+    result = plan_app(jobs, results)
+    assert result.results[0].chosen == f"{OCI_WEB}:1.1.0"
+
+
+def test_a_manual_hold_keeps_a_chart_from_being_written() -> None:
+    from datetime import UTC, datetime
+
+    from argocd_image_updater.model.holds import ManualHold
+    from argocd_image_updater.plan.holds import HoldContext
+
+    app = application([{"repoURL": f"{REG}/org/charts", "chart": "web", "targetRevision": "1.0.0"}])
+    jobs = plan_scans(config(app, ("web", OCI_WEB)), RegistryConfig().endpoint_for)
+    (job,) = jobs.chart_jobs
+    results = ScanResults()
+    results[job.scan_key] = FakeScan((TagInfo("1.0.0"), TagInfo("1.1.0")))
+    holds = HoldContext(
+        datetime(2026, 6, 1, tzinfo=UTC), manual=(ManualHold("web", reason="freeze"),)
+    )
+    result = plan_app(jobs, results, holds=holds)
+    (only,) = result.results
+    assert only.reason == ImageReason.HELD and "freeze" in only.message
+    assert json_patch_ops(app.raw, result) == []

@@ -418,13 +418,15 @@ def _age_tags(
     """For the scans of images with a ``minAge``: remember when their tags were first seen
     (now, for tags not seen before) and give the planner those times."""
     for _, _, app_jobs in planned:
-        for job in app_jobs.jobs:
+        jobs: list[ImageJob | ChartJob] = [*app_jobs.jobs, *app_jobs.chart_jobs]
+        for job in jobs:
             scan = scans.get(job.scan_key)
             if job.policy.min_age is None or job.scan_key in scans.ages:
                 continue
             if scan is None or isinstance(scan, Exception):
                 continue
-            repo = repo_key(job.endpoint.host, job.repository)
+            host = job.endpoint.host if job.endpoint is not None else job.scan_key.api_url
+            repo = repo_key(host, job.repository)
             if state is None:
                 scans.ages[job.scan_key] = TagAges(now)
                 continue

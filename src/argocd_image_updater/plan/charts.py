@@ -37,7 +37,8 @@ from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.model.update_config import AppUpdateConfig
-from argocd_image_updater.plan.jobs import ScanKey, scan_key_for, skipped_result
+from argocd_image_updater.plan.holds import HoldContext
+from argocd_image_updater.plan.jobs import ScanKey, parse_min_age, scan_key_for, skipped_result
 from argocd_image_updater.plan.model import (
     ImageChange,
     ImageReason,
@@ -122,11 +123,14 @@ def chart_policy(spec: ChartSpec, ref: ChartRef) -> tuple[Policy, tuple[str, ...
     allow = parse_allow_tags(settings.effective_allow_tags)
     if allow.error:
         warnings.append(f"{settings.where('allow_tags')}: {allow.error}")
+    min_age, from_created = parse_min_age(settings)
     policy = Policy(
         strategy=strategy,
         constraint=ref.constraint,
         allow=allow,
         ignore=settings.effective_ignore_tags,
+        min_age=min_age,
+        min_age_from_created=from_created,
     )
     try:
         policy.validate(spec.chart)
@@ -320,6 +324,7 @@ def _decide(
     scan: object,
     choose: Chooser,
     out: ChartDecisions,
+    holds: HoldContext | None = None,
 ) -> None:
     ref = job.ref
     current = ref.with_version(job.current) if job.current else None
@@ -368,6 +373,10 @@ def _decide(
         return
     new = chosen.name
     new_text = ref.with_version(new)
+    order = (listing.tags, listing.order_hint, job.policy.platforms)
+    strategy = job.policy.strategy
+    if holds is not None and job.current:
+        holds.observe(job.key, job.current, strategy, *order)
     if job.current == new and all(v == new for v in job.source_versions):
         result(
             Outcome.UP_TO_DATE,
@@ -376,8 +385,21 @@ def _decide(
             new_text,
         )
         return
+    held = (
+        holds.check(job.key, job.current or None, chosen, strategy, *order)
+        if holds is not None
+        else None
+    )
+    if held is not None:
+        result(
+            Outcome.ERROR if held.error else Outcome.SKIPPED,
+            ImageReason.INVALID_CONFIG if held.error else ImageReason.HELD,
+            held.message,
+            new_text,
+            held.detail,
+        )
+        return
     if job.current and job.current != new and not job.allow_downgrade:
-        strategy = job.policy.strategy
         lower = downgrade(
             strategy, job.current, chosen, tags=listing.tags, order_hint=listing.order_hint
         )
@@ -427,6 +449,7 @@ def decide_charts(
     items: Sequence[ChartJob | ImageResult],
     scans: Callable[[ChartJob], object],
     choose: Chooser,
+    holds: HoldContext | None = None,
 ) -> ChartDecisions:
     """Phase 2 for the charts of one application (pure). ``scans(job)`` is the job's scan
     outcome (a scan result, the exception it raised, or ``None``); ``choose`` makes the tag
@@ -437,7 +460,7 @@ def decide_charts(
             out.results.append(item)
             continue
         try:
-            _decide(item, scans(item), choose, out)
+            _decide(item, scans(item), choose, out, holds)
         except Exception as err:  # one chart never stops the others
             out.results.append(
                 ImageResult(

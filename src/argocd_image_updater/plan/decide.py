@@ -514,6 +514,7 @@ def plan_app(
         jobs.charts,
         lambda job: results.get(job.scan_key),
         lambda job, scan: _choose(results, job, scan),
+        holds,
     )
     app = jobs.config.app
     return AppPlan.build(

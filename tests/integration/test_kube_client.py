@@ -315,3 +315,23 @@ async def test_a_watch_resumes_from_its_version_and_a_compacted_one_is_410(
             with pytest.raises(KubeError) as gone:
                 await follow(version)
             assert gone.value.status == 410 and "(HTTP 410)" in str(gone.value)
+
+
+async def test_tls_server_name_is_the_name_checked(ca: trustme.CA, tmp_path: Path) -> None:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("kube.internal").configure_cert(context)
+    async with KubeApiServer(token=TOKEN, ssl_context=context) as server:
+        server.store.put(objects.application("web", NS, images=["nginx:1"]))
+        cluster = {"certificate-authority-data": b64(ca.cert_pem.bytes())}
+        named = kubeconfig(
+            tmp_path / "named",
+            server.url,
+            cluster={**cluster, "tls-server-name": "kube.internal"},
+            user={"token": TOKEN},
+        )
+        async with await KubeClient.connect(str(named)) as client:
+            assert await app_names(client) == ["web"]
+        plain = kubeconfig(tmp_path / "plain", server.url, cluster=cluster, user={"token": TOKEN})
+        async with await KubeClient.connect(str(plain)) as client:
+            with pytest.raises(KubeError, match="unreachable"):
+                await app_names(client)

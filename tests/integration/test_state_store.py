@@ -67,6 +67,18 @@ async def test_the_configmap_is_created_replaced_on_change_and_left_alone_otherw
     assert kube.request_count("update", "configmaps") == 1
 
 
+async def test_each_load_is_a_copy_of_its_own(kube: KubeApiServer, client: KubeClient) -> None:
+    store = ConfigMapStateStore(client, NS)
+    seed = await store.load()
+    seed.record_write("argocd/shop", "web", "1.2.0", NOW)
+    await store.save(seed)
+    one, two = await store.load(), await store.load()  # the same resourceVersion
+    assert one.to_data() == two.to_data() == seed.to_data() and one.token == two.token
+    one.release("argocd/shop")
+    assert two.last_write("argocd/shop", "web") is not None
+    assert (await store.load()).last_write("argocd/shop", "web") is not None
+
+
 async def test_a_writer_that_lost_the_race_applies_its_changes_to_the_newer_copy(
     kube: KubeApiServer, client: KubeClient
 ) -> None:

@@ -34,6 +34,9 @@ class ConfigMapStateStore:
         self.kube = kube
         self.namespace = namespace
         self.name = name
+        self._last: ControllerState | None = None
+        """The record as last read or written: a ConfigMap still at its resourceVersion is not
+        parsed again (a copy of it is handed out)."""
 
     @property
     def where(self) -> str:
@@ -46,13 +49,15 @@ class ConfigMapStateStore:
             if err.is_not_found:
                 return ControllerState()
             raise StoreError(f"cannot read {self.where}: {err}") from err
-        meta = cm.get("metadata") or {}
+        version = str((cm.get("metadata") or {}).get("resourceVersion") or "")
+        if self._last is not None and version and self._last.token == version:
+            return self._last.copy()
         try:
-            return ControllerState.from_data(
-                cm.get("data") or {}, str(meta.get("resourceVersion") or "")
-            )
+            state = ControllerState.from_data(cm.get("data") or {}, version)
         except StateError as err:
             raise StoreError(f"{self.where}: {err}") from None
+        self._last = state.copy()
+        return state
 
     async def save(self, state: ControllerState) -> None:
         for _ in range(MAX_SAVE_ATTEMPTS):
@@ -77,5 +82,6 @@ class ConfigMapStateStore:
                 state.adopt(state.replay_onto(await self.load()))
                 continue
             state.saved(str((stored.get("metadata") or {}).get("resourceVersion") or ""))
+            self._last = state.copy()
             return
         raise StoreError(f"cannot write {self.where}: it kept changing while it was written")

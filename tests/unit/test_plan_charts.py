@@ -341,3 +341,15 @@ def test_a_manual_hold_keeps_a_chart_from_being_written() -> None:
     (only,) = result.results
     assert only.reason == ImageReason.HELD and "freeze" in only.message
     assert json_patch_ops(app.raw, result) == []
+
+
+def test_a_registry_event_selects_the_oci_charts_of_its_repository() -> None:
+    from argocd_image_updater.controller.events import images_for_repository
+    from argocd_image_updater.model.registry_event import RegistryEvent
+
+    app = application([{"repoURL": f"{REG}/org/charts", "chart": "web", "targetRevision": "1"}])
+    cfg = config(app, ("web", OCI_WEB), ("bundle", OCI_BUNDLE), ("nginx", f"{HELM}/nginx"))
+    endpoints = RegistryConfig().endpoint_for
+    narrowed = images_for_repository(cfg, RegistryEvent(REG, "org/charts/web", "1.2.0"), endpoints)
+    assert narrowed is not None and [c.alias for c in narrowed.charts] == ["web"]
+    assert images_for_repository(cfg, RegistryEvent(REG, "org/other", "1"), endpoints) is None

@@ -21,6 +21,7 @@ from typing import Final
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.sources import collect
 from argocd_image_updater.model.application import Application, ApplicationError
+from argocd_image_updater.model.chart import ChartRef, ChartRefError
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.registry_event import RegistryEvent, repository_key
@@ -52,7 +53,8 @@ def images_for_repository(
     event: RegistryEvent,
     endpoint_for: Callable[[str, str], RegistryEndpoint],
 ) -> AppUpdateConfig | None:
-    """``config`` narrowed to its images of the event's repository (None when it has none)."""
+    """``config`` narrowed to its images and OCI charts of the event's repository (None when it
+    has none)."""
     keep = []
     for spec in config.images:
         try:
@@ -61,9 +63,20 @@ def images_for_repository(
             continue
         if matches_event(ref, endpoint_for(ref.registry, ref.name), event):
             keep.append(spec)
-    if not keep:
+    charts = []
+    for chart in config.charts:
+        try:
+            found = ChartRef.parse(chart.chart)
+        except ChartRefError:
+            continue
+        if not found.is_oci:
+            continue  # Helm repositories send no registry events
+        as_image = ImageRef(found.registry, found.repository, None)
+        if matches_event(as_image, endpoint_for(found.registry, found.repository), event):
+            charts.append(chart)
+    if not keep and not charts:
         return None
-    return dataclasses.replace(config, images=tuple(keep))
+    return dataclasses.replace(config, images=tuple(keep), charts=tuple(charts))
 
 
 async def _selection(controller: Controller) -> tuple[Collected, bool]:

@@ -19,7 +19,7 @@ import httpx
 
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.retry import RETRY_STATUSES, RetryPolicy
-from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.observe.log import TRACE, get_logger
 from argocd_image_updater.observe.metrics import (
     REGISTRY_REQUEST_DURATION,
     REGISTRY_REQUESTS,
@@ -247,6 +247,8 @@ class EndpointHTTP:
     def _trace(
         self, method: str, url: httpx.URL, status: int | str, start: float, **fields: Any
     ) -> None:
+        if not self.log.is_enabled(TRACE):
+            return  # the line would be dropped: spare building its URL (a parse per request)
         self.log.trace(
             "Registry HTTP request",
             method=method,

@@ -151,6 +151,17 @@ async def test_oci_charts_and_artifacts_move_their_target_revisions_with_one_pat
     assert [s["targetRevision"] for s in multi["spec"]["sources"]] == ["1.10.1", "0.3.0"]
     for name, obj in (("shop-single", single), ("shop-multi", multi)):
         assert without_revisions(obj) == without_revisions(before[name])
+    # The status counts charts like images and lists their updates.
+    status = kube.store.get("imageupdaters", NS, "shop")["status"]
+    assert status["applicationsMatched"] == 2 and status["imagesManaged"] == 3
+    updates = {
+        (u["alias"], u["image"], u["newVersion"], u["applicationsUpdated"])
+        for u in status["recentUpdates"]
+    }
+    assert updates == {
+        ("web", f"{host}/{charts_path}/{chart}", "1.10.1", 2),
+        ("bundle", f"{host}/{bundle}", "0.3.0", 1),
+    }
     # One scan per repository (the chart's is shared by both apps), one patch per app.
     assert first.scans == 2
     assert kube.requests[PATCH] == 2

@@ -211,6 +211,39 @@ def test_the_remote_url_reads_back_from_the_clone_config(
         config_value("https://h/a\nb")
 
 
+def _git_runs(operation: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "argocd_image_updater_git_operations_total", {"operation": operation, "result": "success"}
+    )
+    return value or 0.0
+
+
+async def test_a_work_tree_left_clean_is_not_checked_out_again(
+    srv: Path, home: Path, cache: RepoCache
+) -> None:
+    url = (srv / "app.git").as_uri()
+    async with cache.checkout(url) as work:
+        await work.commit_and_push(_set_tag("v2"), "to v2", **AUTHOR)
+    checkouts = _git_runs("checkout")
+    async with cache.checkout(url) as work:  # left at the pushed commit, unmodified
+        assert work.read("values.yaml") == "image:\n  tag: v2\n"
+        work.write("stray.yaml", "x: 1\n")  # not committed: the next use must reset
+    assert _git_runs("checkout") == checkouts
+    async with cache.checkout(url) as work:
+        assert work.read("stray.yaml") is None
+    assert _git_runs("checkout") == checkouts + 1
+    with pytest.raises(RuntimeError, match="boom"):
+        async with cache.checkout(url) as work:
+            raise RuntimeError("boom")  # a use that fails leaves no claim either
+    async with cache.checkout(url) as work:
+        assert work.read("values.yaml") == "image:\n  tag: v2\n"
+    assert _git_runs("checkout") == checkouts + 2
+    push_files(srv / "app.git", {"values.yaml": "image:\n  tag: remote\n"}, home=home)
+    async with cache.checkout(url) as work:  # the remote moved: checked out again
+        assert work.read("values.yaml") == "image:\n  tag: remote\n"
+    assert _git_runs("checkout") == checkouts + 3
+
+
 async def test_work_tree_paths_are_confined(srv: Path, cache: RepoCache) -> None:
     async with cache.checkout((srv / "app.git").as_uri()) as work:
         for bad in ("../outside", "/etc/passwd", ".git/config", "a/../../b"):

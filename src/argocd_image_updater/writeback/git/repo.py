@@ -127,6 +127,9 @@ class _Entry:
     users: int = 0
     size: int | None = None
     broken: bool = False
+    left_at: str | None = None
+    """The commit the work tree was left at, unmodified, by the last use that ended normally
+    (its checkout or commit); ``None`` when unknown."""
 
 
 _ANCESTRY_MEMO: Final = 4096
@@ -224,11 +227,13 @@ class RepoCache:
                     tmpdir=tmpdir,
                     timeouts=self.timeouts,
                 )
+                work.left_at, entry.left_at = entry.left_at, None
                 try:
                     await self._prepare(entry, clean_url, local_env)
                     if branch is not None:
                         await work.checkout(branch, base)
                     yield work
+                    entry.left_at = work.clean_commit()
                 except (GitTimeout, asyncio.CancelledError):
                     # A git process was killed mid-operation: do not trust this clone again.
                     entry.broken = True

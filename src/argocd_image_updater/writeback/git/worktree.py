@@ -13,7 +13,9 @@ shallow boundary where it was, so the history of our own pushes stays (the ship 
 it whether a synced revision contains a pushed commit). Pushing from the shallow clone works
 because every commit we push has the fetched remote head as its parent.
 
-Each checkout force-resets the clone to the fetched remote state and removes untracked files.
+Each checkout force-resets the clone to the fetched remote state and removes untracked files,
+unless the clone's last use ended normally leaving that very commit checked out and unmodified
+(files change only through :meth:`WorkTree.write`, and everything written was committed).
 Pushes are single-ref and atomic; a rejected push is retried by re-applying the (idempotent) edits
 on top of the new remote head, and a force push is only ever a ``--force-with-lease`` of a branch
 the caller declares its own. :class:`~argocd_image_updater.writeback.git.repo.RepoCache` hands
@@ -146,6 +148,10 @@ class WorkTree:
         self._closed = False
         self._written: dict[str, bool] = {}
         """Files written since the checkout or the last commit, and whether git tracks them."""
+        self.left_at: str | None = None
+        """The commit the clone's last use left the work tree at, unmodified (set by the
+        cache); a checkout of that very commit then needs no ``git checkout`` nor ``clean``."""
+        self._clean = False
 
     # --- git -----------------------------------------------------------------------------------
 
@@ -374,16 +380,34 @@ class WorkTree:
         else:
             where = name if base is None or base_name == name else f"{name} or {base_name}"
             raise BranchNotFound("checkout", f"branch {where} does not exist in {self.url}")
-        await self._git("checkout", "-q", "--force", "--no-track", "-B", name, start, "--")
-        await self._git("clean", "-q", "-ffdx")
+        commit = shas[name] if shas[name] is not None else shas[base_name]
+        left_at, self.left_at = self.left_at, None
+        if not (left_at is not None and left_at == commit and await self._on(name, commit)):
+            await self._git("checkout", "-q", "--force", "--no-track", "-B", name, start, "--")
+            await self._git("clean", "-q", "-ffdx")
         self.branch, self.base = name, base_name
         self.remote_head = shas[name]
-        self.head = shas[name] if shas[name] is not None else shas[base_name]
+        self.head = commit
+        self._clean = True
         self._requested = (branch, base)
         self._fresh = True
         self._written.clear()
         assert self.head is not None
         return self.head
+
+    async def _on(self, branch: str, commit: str | None) -> bool:
+        """Whether ``branch`` is checked out (``HEAD`` names it) at ``commit``."""
+        try:
+            head = (self.path / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return False
+        ref = f"refs/heads/{branch}"
+        return head == f"ref: {ref}" and commit is not None and await self._tip(ref) == commit
+
+    def clean_commit(self) -> str | None:
+        """The commit the work tree holds unmodified: right after a checkout or a commit of
+        everything :meth:`write` wrote (files are only changed through it); else ``None``."""
+        return self.head if self._clean and not self._written else None
 
     @asynccontextmanager
     async def viewing(self, branch: str) -> AsyncIterator[bool]:
@@ -431,6 +455,7 @@ class WorkTree:
         rel = target.relative_to(self.path).as_posix()
         existed = rel in self._written or target.is_file()
         target.parent.mkdir(parents=True, exist_ok=True)
+        self._clean = False
         atomic_write(target, text)
         self._fresh = False
         self._written[rel] = self._written.get(rel, existed)
@@ -495,6 +520,7 @@ class WorkTree:
         self._written.clear()
         self.head = await self._head_commit()
         self._fresh = False
+        self._clean = self.head is not None
         return self.head
 
     async def push(self, branch: str | None = None, *, force: bool = False) -> None:

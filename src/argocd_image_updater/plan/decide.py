@@ -236,7 +236,8 @@ class _Planner:
         holds: HoldContext | None = None,
     ) -> None:
         self.holds = holds
-        self.working: dict[str, Any] = thaw(jobs.source.raw) if jobs.source is not None else {}
+        self._source: Mapping[str, Any] = jobs.source.raw if jobs.source is not None else {}
+        self._edited: dict[str, Any] | None = None
         self.rejected = rejected
         self.checks = checks
         self.results: list[ImageResult] = []
@@ -268,9 +269,20 @@ class _Planner:
             )
         )
 
+    @property
+    def working(self) -> Mapping[str, Any]:
+        """The source with the edits applied so far (read only: edits go through
+        :meth:`apply`, which copies the source at the first one; most applications of a cycle
+        have none)."""
+        return self._edited if self._edited is not None else self._source
+
     def apply(self, edits: tuple[ParamEdit, ...]) -> None:
+        if not edits:
+            return
+        if self._edited is None:
+            self._edited = thaw(self._source)
         for edit in edits:
-            apply_edit(self.working, edit)
+            apply_edit(self._edited, edit)
         self.managed.extend(edits)
 
     def decide(

@@ -353,3 +353,28 @@ def test_a_registry_event_selects_the_oci_charts_of_its_repository() -> None:
     narrowed = images_for_repository(cfg, RegistryEvent(REG, "org/charts/web", "1.2.0"), endpoints)
     assert narrowed is not None and [c.alias for c in narrowed.charts] == ["web"]
     assert images_for_repository(cfg, RegistryEvent(REG, "org/other", "1"), endpoints) is None
+
+
+def test_helm_oci_tags_are_read_back_as_versions_with_build_metadata() -> None:
+    # helm push stores 1.2.0+build.7 as the tag 1.2.0_build.7; Helm sources name the version.
+    app = application(
+        [
+            {"repoURL": f"{REG}/org/charts", "chart": "web", "targetRevision": "1.0.0+build.1"},
+            {"repoURL": OCI_BUNDLE, "path": ".", "targetRevision": "0.1.0_x"},
+        ]
+    )
+    cfg = config(app, ("web", OCI_WEB + ":^1"), ("bundle", OCI_BUNDLE + ":*"))
+    result = plan(
+        cfg,
+        {
+            "org/charts/web": ["1.0.0_build.1", "1.2.0_build.7", "2.0.0"],
+            "org/bundle": ["0.1.0_x", "0.2.0_y"],
+        },
+    )
+    web, bundle = result.results
+    assert web.chosen == f"{OCI_WEB}:1.2.0+build.7"
+    assert json_patch_ops(app.raw, result)[1:] == [
+        {"op": "replace", "path": "/spec/sources/0/targetRevision", "value": "1.2.0+build.7"}
+    ]
+    # A native OCI source uses the tag as it is (here: not semver, so never chosen).
+    assert bundle.reason == ImageReason.NO_CANDIDATE

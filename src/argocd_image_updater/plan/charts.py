@@ -28,7 +28,7 @@ for messages) plus one :class:`~argocd_image_updater.plan.model.RevisionEdit` pe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Protocol, cast
 
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
@@ -50,6 +50,7 @@ from argocd_image_updater.plan.model import (
 from argocd_image_updater.policy.downgrade import downgrade
 from argocd_image_updater.policy.filters import parse_allow_tags
 from argocd_image_updater.policy.select import Policy, PolicyError, Selection
+from argocd_image_updater.policy.select import choose as select_choice
 from argocd_image_updater.policy.strategies import parse_strategy
 
 CHARTFILE_PREFIX: Final = "chartfile"
@@ -87,6 +88,9 @@ class ChartJob:
     pull_secret: str | None
     warnings: tuple[str, ...] = ()
     allow_downgrade: bool = False
+    helm_versions: bool = False
+    """The version is read by Helm (a classic Helm OCI source, a Chart.yaml dependency): Helm
+    stores a version's ``+`` as ``_`` in OCI tags, so tags are read back with ``+``."""
 
     @property
     def key(self) -> str:
@@ -173,13 +177,12 @@ def _plan_chart(
             )
         current = config.chart_versions.get(spec.key, "")
         found = spec.key in config.chart_versions
+        helm_versions = True
         absent = f"Chart '{ref.name}' is not a dependency in {target}, skipping"
     else:
-        sources = [
-            (("spec", *s.spec_path), s.target_revision.strip())
-            for s in app.sources
-            if ref.matches(s.repo_url, s.chart)
-        ]
+        matched = [s for s in app.sources if ref.matches(s.repo_url, s.chart)]
+        sources = [(("spec", *s.spec_path), s.target_revision.strip()) for s in matched]
+        helm_versions = any(s.chart.strip() for s in matched)
         paths = tuple(p for p, _ in sources)
         versions = tuple(v for _, v in sources)
         current = versions[0] if versions else ""
@@ -262,6 +265,7 @@ def _plan_chart(
         pull_secret or None,
         warnings,
         spec.settings.effective_allow_downgrade,
+        helm_versions,
     )
 
 
@@ -301,6 +305,24 @@ class VersionList(Protocol):
 
 
 Chooser = Callable[[ChartJob, VersionList], Selection]
+
+
+@dataclass(frozen=True, slots=True)
+class _HelmVersions:
+    """A chart's OCI tags read back as Helm versions (``1.2.3_build`` → ``1.2.3+build``)."""
+
+    tags: tuple[TagInfo, ...]
+    order_hint: Mapping[str, int] | None
+
+    @classmethod
+    def of(cls, listing: VersionList) -> _HelmVersions:
+        hint = listing.order_hint
+        return cls(
+            tuple(replace(t, name=t.name.replace("_", "+")) for t in listing.tags),
+            {k.replace("_", "+"): v for k, v in hint.items()} if hint is not None else None,
+        )
+
+
 """``(job, scan) → selection``: the cycle's shared choice (``plan.decide.ScanResults``)."""
 
 
@@ -352,8 +374,15 @@ def _decide(
         )
         return
     listing = cast(VersionList, scan)
+    helm_tags = job.helm_versions and not job.is_helm_index
+    if helm_tags and any("_" in tag.name for tag in listing.tags):
+        listing = _HelmVersions.of(listing)
     try:
-        selection = choose(job, listing)
+        selection = (
+            select_choice(job.policy, listing.tags, listing.order_hint)
+            if isinstance(listing, _HelmVersions)
+            else choose(job, listing)
+        )
     except PolicyError as err:
         result(
             Outcome.ERROR,

@@ -5,12 +5,14 @@ HTTP; the Applications live in the Kubernetes API fake."""
 from __future__ import annotations
 
 import copy
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 from fleet import registries_conf
 
 from argocd_image_updater.cli.run_cmd import build_controller
@@ -335,3 +337,28 @@ async def test_legacy_chart_list_annotation_without_an_image_updater(
     (result,) = await run_cycles(kube, tmp_path, registries_conf(tmp_path, registry), 1)
     assert result.errors == 0 and result.images_updated == 1
     assert app_obj(kube, "legacy")["spec"]["source"]["targetRevision"] == "1.1.0"
+
+
+async def test_helm_repository_custom_ca_comes_from_argocd_tls_certs_cm(
+    kube: KubeApiServer, tmp_path: Path, registry: RegistryServer
+) -> None:
+    ca = trustme.CA()
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server)
+    with HelmRepoServer(tls=server) as repo:
+        repo.set_chart("api", {"0.1.0": START, "0.2.0": START})
+        kube.store.put(
+            chart_app("api", [{"repoURL": repo.url, "chart": "api", "targetRevision": "0.1.0"}])
+        )
+        kube.store.put(updater("api", "api", [{"alias": "api", "chart": f"{repo.url}/api"}]))
+        conf = registries_conf(tmp_path, registry)
+        (untrusted,) = await run_cycles(kube, tmp_path, conf, 1)
+        (result,) = untrusted.apps[0].plan.results  # type: ignore[union-attr]
+        assert result.reason == ImageReason.REGISTRY_ERROR
+        assert "CERTIFICATE_VERIFY_FAILED" in result.message or "certificate" in result.message
+
+        pem = ca.cert_pem.bytes().decode()
+        kube.store.put(objects.config_map("argocd-tls-certs-cm", NS, {"127.0.0.1": pem}))
+        (trusted,) = await run_cycles(kube, tmp_path, conf, 1)
+        assert trusted.errors == 0 and trusted.images_updated == 1
+        assert app_obj(kube, "api")["spec"]["source"]["targetRevision"] == "0.2.0"

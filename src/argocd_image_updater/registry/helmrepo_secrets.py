@@ -5,18 +5,23 @@ Argo CD keeps a Helm repository's settings in a Secret labelled
 covering every repository below a URL prefix) with ``type: helm``, ``url``, ``username``,
 ``password``, and optionally ``insecure: "true"`` and ``tlsClientCertData``. A repository Secret
 whose URL equals the repository's (trailing ``/`` ignored) wins; otherwise the template with the
-longest covering prefix. The passwords are registered for masking before they are used.
+longest covering prefix. The passwords are registered for masking before they are used. A
+custom CA for the repository's host comes from Argo CD's ``argocd-tls-certs-cm`` (key = host
+name), as for git repositories.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final, Protocol
 
+from argocd_image_updater.model.repo_url import host_of
 from argocd_image_updater.observe.log import register_secret
 from argocd_image_updater.registry.helmindex import HelmIndexError, HelmRepoAuth
 
 SECRET_TYPE_LABEL: Final = "argocd.argoproj.io/secret-type"
+TLS_CERTS_CM: Final = "argocd-tls-certs-cm"
 
 
 class SecretLister(Protocol):
@@ -26,6 +31,8 @@ class SecretLister(Protocol):
     async def list_secrets(
         self, namespace: str, label_selector: str = ""
     ) -> list[dict[str, Any]]: ...
+
+    async def read_configmap(self, namespace: str, name: str) -> dict[str, str]: ...
 
 
 def _text(data: Mapping[str, bytes], key: str) -> str:
@@ -61,6 +68,27 @@ class HelmRepoSecrets:
         self._namespace = namespace
 
     async def for_repository(self, url: str) -> HelmRepoAuth | None:
+        auth = await self._from_secrets(url)
+        ca = await self._ca(url)
+        if ca:
+            return replace(auth or HelmRepoAuth(), ca_pem=ca)
+        return auth
+
+    async def _ca(self, url: str) -> str:
+        if self._secrets is None or not url.lower().startswith("https://"):
+            return ""
+        try:
+            certs = await self._secrets.read_configmap(self._namespace, TLS_CERTS_CM)
+        except Exception as err:  # the Kubernetes API's or the directory's KubeError
+            if getattr(err, "is_not_found", False):
+                return ""
+            raise HelmIndexError(
+                f"cannot read ConfigMap {self._namespace}/{TLS_CERTS_CM} for Helm repository "
+                f"{url}: {err}"
+            ) from None
+        return certs.get(host_of(url), "")
+
+    async def _from_secrets(self, url: str) -> HelmRepoAuth | None:
         if self._secrets is None:
             return None
         try:

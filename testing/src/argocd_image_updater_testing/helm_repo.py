@@ -2,7 +2,8 @@
 
 It answers as static hosts (and ChartMuseum) do: ``GET /index.yaml`` gives the index and its
 ``ETag`` (the SHA-256 of the body); a request whose ``If-None-Match`` names the current ETag gets
-``304 Not Modified`` without a body. With ``users`` set, requests need HTTP Basic authentication.
+``304 Not Modified`` without a body. With ``users`` set, requests need HTTP Basic authentication;
+with ``tls`` (a server context) it serves HTTPS.
 Every request is counted in :attr:`HelmRepoServer.requests` by ``(path, status)``.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import http.server
+import ssl
 import threading
 from collections import Counter
 from collections.abc import Mapping
@@ -45,8 +47,11 @@ class HelmRepoServer:
     """``with HelmRepoServer() as repo:`` — ``repo.url``; ``repo.set_chart(name, {v: created})``
     changes the index (a new ETag)."""
 
-    def __init__(self, users: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, users: Mapping[str, str] | None = None, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.users = dict(users or {})
+        self.tls = tls
         self.charts: dict[str, dict[str, datetime]] = {}
         self.requests: Counter[tuple[str, int]] = Counter()
         self.authorizations: list[str] = []
@@ -58,7 +63,8 @@ class HelmRepoServer:
     def url(self) -> str:
         assert self._server is not None, "start the server first"
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{host!s}:{port}"
 
     def set_chart(self, name: str, versions: Mapping[str, datetime]) -> None:
         with self._lock:
@@ -118,6 +124,8 @@ class HelmRepoServer:
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if self.tls is not None:
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = serve_in_thread(self._server, "helm-repo")
         return self
 

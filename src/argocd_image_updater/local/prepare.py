@@ -144,4 +144,9 @@ class LocalPreparer:
                     )
                 text = TargetText(target.kind, value if isinstance(value, str) else None)
             configs.append((fill_current(config, text), cr))
-        return Collected(configs=configs, crs=collected.crs, problems=collected.problems)
+        return Collected(
+            configs=configs,
+            crs=collected.crs,
+            problems=collected.problems,
+            listed=collected.listed,
+        )

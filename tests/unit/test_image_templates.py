@@ -158,7 +158,7 @@ def test_the_fast_path_and_the_engine_expand_alike(text: str) -> None:
 def test_images_without_templates_are_handed_back_as_they_are() -> None:
     plain = spec("nginx:~1.25")
     found, skipped = RefImages([plain]).for_app(app("a"))
-    assert found == [plain] and found[0] is plain and skipped == ()
+    assert found == (plain,) and found[0] is plain and skipped == ()
 
 
 def test_every_templatable_field_is_expanded() -> None:

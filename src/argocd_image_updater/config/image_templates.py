@@ -27,9 +27,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 from argocd_image_updater.kits.gotemplate import Template, TemplateError
 from argocd_image_updater.kits.gotemplate.parser import Action, Field, Function, Literal, Text
@@ -298,194 +298,156 @@ def _expand_field(ctx: AppContext, text: str, name: str) -> str:
         raise _FieldError(name, str(err)) from None
 
 
+def chart_has_template(spec: ChartSpec) -> bool:
+    """Whether the alias or the reference of a chart holds a template."""
+    return is_template(spec.alias) or is_template(spec.chart)
+
+
+Entry = TypeVar("Entry", ImageSpec, ChartSpec)
+
 Expanded = tuple[str, str, TargetTexts]
-"""What the templates of an image expand to for one Application: alias, image, target keys."""
+"""What the templates of an entry expand to for one Application: alias, reference (image or
+chart) and, for an image, its target keys."""
 
 
-def _expand_values(spec: ImageSpec, ctx: AppContext) -> Expanded | SkippedImage:
+@dataclass(frozen=True, slots=True)
+class _Kind(Generic[Entry]):
+    """What differs between templated images and templated charts."""
+
+    reference: str
+    """The field holding the reference: ``imageName`` or ``chart``."""
+    noun: str
+    """What the reference is, in messages."""
+    others: str
+    """Whose aliases an expanded alias must differ from, in messages."""
+    reference_of: Callable[[Entry], str]
+    has_template: Callable[[Entry], bool]
+    expand_rest: Callable[[Entry, AppContext], TargetTexts]
+    build: Callable[[Entry, Expanded], Entry]
+
+
+def _expand_image_target(spec: ImageSpec, ctx: AppContext) -> TargetTexts:
     try:
-        image = _expand_field(ctx, spec.image, "imageName")
-        if not image.strip():
-            raise _FieldError("imageName", "the template expands to an empty image name")
+        return _expand_target(spec.target, ctx)
+    except TemplateError as err:
+        raise _FieldError("manifestTargets", str(err)) from None
+
+
+_IMAGES: Final[_Kind[ImageSpec]] = _Kind(
+    reference="imageName",
+    noun="image name",
+    others="another image",
+    reference_of=lambda spec: spec.image,
+    has_template=spec_has_template,
+    expand_rest=_expand_image_target,
+    build=lambda spec, values: dataclasses.replace(
+        spec, alias=values[0], image=values[1], target=_build_target(spec.target, values[2])
+    ),
+)
+_CHARTS: Final[_Kind[ChartSpec]] = _Kind(
+    reference="chart",
+    noun="chart reference",
+    others="another image or chart",
+    reference_of=lambda spec: spec.chart,
+    has_template=chart_has_template,
+    expand_rest=lambda spec, ctx: (),
+    build=lambda spec, values: dataclasses.replace(spec, alias=values[0], chart=values[1]),
+)
+
+
+def _expand_values(kind: _Kind[Entry], spec: Entry, ctx: AppContext) -> Expanded | SkippedImage:
+    reference = kind.reference_of(spec)
+    try:
+        expanded = _expand_field(ctx, reference, kind.reference)
+        if not expanded.strip():
+            raise _FieldError(kind.reference, f"the template expands to an empty {kind.noun}")
         alias = _expand_field(ctx, spec.alias, "alias")
         if alias != spec.alias and not _ALIAS_RE.match(alias):
             raise _FieldError(
                 "alias",
                 f"the template expands to {alias!r}, which does not match {ALIAS_PATTERN}",
             )
-        try:
-            target = _expand_target(spec.target, ctx)
-        except TemplateError as err:
-            raise _FieldError("manifestTargets", str(err)) from None
+        rest = kind.expand_rest(spec, ctx)
     except MissingKey as missing:
         return SkippedImage(
             alias=spec.alias,
-            image=spec.image,
+            image=reference,
             message=f"template: {missing} ({spec.where(missing.field)})",
             detail=f"{missing.kind} {missing.key}",
         )
     except _FieldError as err:
         return SkippedImage(
             alias=spec.alias,
-            image=spec.image,
+            image=reference,
             message=f"{spec.where(err.field)}: {err}",
             error=True,
         )
-    return alias, image, target
+    return alias, expanded, rest
 
 
-def _build(spec: ImageSpec, values: Expanded) -> ImageSpec:
-    alias, image, target = values
-    return dataclasses.replace(
-        spec, alias=alias, image=image, target=_build_target(spec.target, target)
-    )
+def _expand(kind: _Kind[Entry], spec: Entry, ctx: AppContext) -> Entry | SkippedImage:
+    values = _expand_values(kind, spec, ctx)
+    return values if isinstance(values, SkippedImage) else kind.build(spec, values)
 
 
 def expand_spec(spec: ImageSpec, ctx: AppContext) -> ImageSpec | SkippedImage:
     """``spec`` with its templates expanded for the Application of ``ctx``, or why it is left
     out: a missing label or annotation (skipped), a template that fails to execute or an alias
     the alias pattern refuses (an error naming the field)."""
-    values = _expand_values(spec, ctx)
-    return values if isinstance(values, SkippedImage) else _build(spec, values)
-
-
-class RefImages:
-    """The images of one applicationRef, ready to be expanded for each Application it selects."""
-
-    __slots__ = ("_built", "_templated", "specs")
-
-    def __init__(self, specs: Sequence[ImageSpec]) -> None:
-        self.specs = tuple(specs)
-        self._templated = tuple(spec_has_template(spec) for spec in self.specs)
-        self._built: list[dict[Expanded, ImageSpec]] = [{} for _ in self.specs]
-        """Per image, the images built so far by what their templates expanded to: the
-        Applications of one component share one image value."""
-
-    def _expand(self, position: int, ctx: AppContext) -> ImageSpec | SkippedImage:
-        spec = self.specs[position]
-        values = _expand_values(spec, ctx)
-        if isinstance(values, SkippedImage):
-            return values
-        built = self._built[position]
-        found = built.get(values)
-        if found is None:
-            found = built[values] = _build(spec, values)
-        return found
-
-    def for_app(self, app: Application) -> tuple[list[ImageSpec], tuple[SkippedImage, ...]]:
-        """The images of ``app`` (templates expanded) and the images left out, with why."""
-        if not any(self._templated):
-            return list(self.specs), ()
-        ctx = AppContext(app)
-        images: list[ImageSpec] = []
-        skipped: list[SkippedImage] = []
-        seen: set[str] = set()
-        for position, (spec, templated) in enumerate(zip(self.specs, self._templated, strict=True)):
-            expanded = self._expand(position, ctx) if templated else spec
-            if isinstance(expanded, ImageSpec) and expanded.alias in seen:
-                expanded = SkippedImage(
-                    alias=spec.alias,
-                    image=spec.image,
-                    message=(
-                        f"{spec.where('alias')}: the template expands to '{expanded.alias}', "
-                        "the alias of another image of this Application"
-                    ),
-                    error=True,
-                )
-            if isinstance(expanded, SkippedImage):
-                skipped.append(expanded)
-                continue
-            seen.add(expanded.alias)
-            images.append(expanded)
-        return images, tuple(skipped)
-
-
-# --- charts ------------------------------------------------------------------------------------
-
-
-def chart_has_template(spec: ChartSpec) -> bool:
-    """Whether the alias or the reference of a chart holds a template."""
-    return is_template(spec.alias) or is_template(spec.chart)
-
-
-def _expand_chart_values(spec: ChartSpec, ctx: AppContext) -> tuple[str, str] | SkippedImage:
-    try:
-        chart = _expand_field(ctx, spec.chart, "chart")
-        if not chart.strip():
-            raise _FieldError("chart", "the template expands to an empty chart reference")
-        alias = _expand_field(ctx, spec.alias, "alias")
-        if alias != spec.alias and not _ALIAS_RE.match(alias):
-            raise _FieldError(
-                "alias",
-                f"the template expands to {alias!r}, which does not match {ALIAS_PATTERN}",
-            )
-    except MissingKey as missing:
-        return SkippedImage(
-            alias=spec.alias,
-            image=spec.chart,
-            message=f"template: {missing} ({spec.where(missing.field)})",
-            detail=f"{missing.kind} {missing.key}",
-        )
-    except _FieldError as err:
-        return SkippedImage(
-            alias=spec.alias,
-            image=spec.chart,
-            message=f"{spec.where(err.field)}: {err}",
-            error=True,
-        )
-    return alias, chart
+    return _expand(_IMAGES, spec, ctx)
 
 
 def expand_chart(spec: ChartSpec, ctx: AppContext) -> ChartSpec | SkippedImage:
     """``spec`` with its templates expanded for the Application of ``ctx``, or why it is left
     out (as :func:`expand_spec`)."""
-    values = _expand_chart_values(spec, ctx)
-    if isinstance(values, SkippedImage):
-        return values
-    return dataclasses.replace(spec, alias=values[0], chart=values[1])
+    return _expand(_CHARTS, spec, ctx)
 
 
-class RefCharts:
-    """The charts of one applicationRef, ready to be expanded for each Application."""
+class _RefEntries(Generic[Entry]):
+    """The images or charts of one applicationRef, ready to be expanded for each Application
+    it selects."""
 
-    __slots__ = ("_built", "_templated", "specs")
+    __slots__ = ("_built", "_kind", "_templated", "specs")
 
-    def __init__(self, specs: Sequence[ChartSpec]) -> None:
-        self.specs = tuple(specs)
-        self._templated = tuple(chart_has_template(spec) for spec in self.specs)
-        self._built: list[dict[tuple[str, str], ChartSpec]] = [{} for _ in self.specs]
+    def __init__(self, kind: _Kind[Entry], specs: Sequence[Entry]) -> None:
+        self._kind: _Kind[Entry] = kind
+        self.specs: tuple[Entry, ...] = tuple(specs)
+        self._templated = tuple(kind.has_template(spec) for spec in self.specs)
+        self._built: list[dict[Expanded, Entry]] = [{} for _ in self.specs]
+        """Per entry, the values built so far by what their templates expanded to: the
+        Applications of one component share one value."""
 
-    def _expand(self, position: int, ctx: AppContext) -> ChartSpec | SkippedImage:
+    def _expand(self, position: int, ctx: AppContext) -> Entry | SkippedImage:
         spec = self.specs[position]
-        values = _expand_chart_values(spec, ctx)
+        values = _expand_values(self._kind, spec, ctx)
         if isinstance(values, SkippedImage):
             return values
         built = self._built[position]
         found = built.get(values)
         if found is None:
-            found = built[values] = dataclasses.replace(spec, alias=values[0], chart=values[1])
+            found = built[values] = self._kind.build(spec, values)
         return found
 
     def for_app(
         self, app: Application, taken: Iterable[str] = ()
-    ) -> tuple[tuple[ChartSpec, ...], tuple[SkippedImage, ...]]:
-        """The charts of ``app`` (templates expanded) and the charts left out, with why;
-        ``taken`` are the aliases of the app's images (an expanded alias must differ)."""
+    ) -> tuple[tuple[Entry, ...], tuple[SkippedImage, ...]]:
+        """The entries of ``app`` (templates expanded) and those left out, with why;
+        ``taken`` are aliases the app already uses (an expanded alias must differ)."""
         if not any(self._templated):
             return self.specs, ()
         ctx = AppContext(app)
-        charts: list[ChartSpec] = []
+        entries: list[Entry] = []
         skipped: list[SkippedImage] = []
         seen = set(taken)
         for position, (spec, templated) in enumerate(zip(self.specs, self._templated, strict=True)):
             expanded = self._expand(position, ctx) if templated else spec
-            if isinstance(expanded, ChartSpec) and expanded.alias in seen:
+            if not isinstance(expanded, SkippedImage) and expanded.alias in seen:
                 expanded = SkippedImage(
                     alias=spec.alias,
-                    image=spec.chart,
+                    image=self._kind.reference_of(spec),
                     message=(
                         f"{spec.where('alias')}: the template expands to '{expanded.alias}', "
-                        "the alias of another image or chart of this Application"
+                        f"the alias of {self._kind.others} of this Application"
                     ),
                     error=True,
                 )
@@ -493,5 +455,23 @@ class RefCharts:
                 skipped.append(expanded)
                 continue
             seen.add(expanded.alias)
-            charts.append(expanded)
-        return tuple(charts), tuple(skipped)
+            entries.append(expanded)
+        return tuple(entries), tuple(skipped)
+
+
+class RefImages(_RefEntries[ImageSpec]):
+    """The images of one applicationRef, ready to be expanded for each Application it selects."""
+
+    __slots__ = ()
+
+    def __init__(self, specs: Sequence[ImageSpec]) -> None:
+        super().__init__(_IMAGES, specs)
+
+
+class RefCharts(_RefEntries[ChartSpec]):
+    """The charts of one applicationRef, ready to be expanded for each Application."""
+
+    __slots__ = ()
+
+    def __init__(self, specs: Sequence[ChartSpec]) -> None:
+        super().__init__(_CHARTS, specs)

@@ -184,7 +184,7 @@ class _RefConfigs:
 
     def images(
         self, cr: ImageUpdater, ref: ApplicationRef, app: Application
-    ) -> tuple[list[ImageSpec], tuple[SkippedImage, ...]]:
+    ) -> tuple[Sequence[ImageSpec], tuple[SkippedImage, ...]]:
         """The images of ``ref`` for ``app`` (templates expanded) and those left out."""
         found = self.specs.get(id(ref))
         if found is None:
@@ -212,7 +212,7 @@ def _try_ref(
     app: Application,
     result: SelectionResult,
     shared: _RefConfigs,
-) -> tuple[list[ImageSpec], tuple[SkippedImage, ...], WriteBack] | None:
+) -> tuple[Sequence[ImageSpec], tuple[SkippedImage, ...], WriteBack] | None:
     """Build the images (and those left out) and write-back config of ``app`` under ``ref``;
     ``None`` to go on."""
     who = app.qualified_name

@@ -31,14 +31,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Protocol, cast
 
-from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
 from argocd_image_updater.model.chart import ChartRef, ChartRefError, ChartSpec
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.holds import HoldContext
-from argocd_image_updater.plan.jobs import ScanKey, parse_min_age, scan_key_for, skipped_result
+from argocd_image_updater.plan.jobs import (
+    Refusal,
+    ScanKey,
+    parse_min_age,
+    registry_access,
+    scan_key_for,
+    skipped_result,
+)
 from argocd_image_updater.plan.model import (
     ImageChange,
     ImageReason,
@@ -58,7 +64,6 @@ HELM_INDEX: Final = "helm-index"
 """``ScanKey.kind`` of a chart listed by a Helm repository's ``index.yaml``."""
 
 EndpointFor = Callable[[str, str], RegistryEndpoint]
-_SECRET_PREFIXES: Final = ("pullsecret:", "secret:")
 
 
 def is_chartfile_target(target: str | None) -> bool:
@@ -143,13 +148,6 @@ def chart_policy(spec: ChartSpec, ref: ChartRef) -> tuple[Policy, tuple[str, ...
     return policy, tuple(warnings)
 
 
-def _pull_secret_namespace(ref: str) -> str | None:
-    if not ref.startswith(_SECRET_PREFIXES):
-        return None
-    namespace, sep, _ = ref.partition(":")[2].partition("/")
-    return namespace if sep else None
-
-
 def _plan_chart(
     config: AppUpdateConfig, spec: ChartSpec, endpoint_for: EndpointFor
 ) -> ChartJob | ImageResult:
@@ -221,36 +219,10 @@ def _plan_chart(
             warnings,
             spec.settings.effective_allow_downgrade,
         )
-    pull_secret = spec.settings.effective_pull_secret
-    if pull_secret:
-        try:
-            parse_credential_ref(pull_secret)
-        except CredentialRefError as err:
-            where = spec.settings.where("pull_secret")
-            return _result(
-                spec, Outcome.ERROR, ImageReason.INVALID_CONFIG, f"{where}: {err}", shown
-            )
-    namespace = _pull_secret_namespace(pull_secret)
-    if namespace is not None and namespace != app.namespace and not config.is_legacy:
-        return _result(
-            spec,
-            Outcome.ERROR,
-            ImageReason.PULL_SECRET_NAMESPACE,
-            f"{spec.settings.where('pull_secret')} namespace '{namespace}' differs from app "
-            f"namespace '{app.namespace}'",
-            shown,
-        )
-    try:
-        endpoint = endpoint_for(ref.registry, ref.repository)
-    except Exception as err:  # a configuration lookup; its failure is this chart's error
-        return _result(
-            spec,
-            Outcome.ERROR,
-            ImageReason.REGISTRY_CONFIG,
-            f"Could not get registry endpoint from configuration: {err}",
-            shown,
-        )
-    repository = endpoint.repository_path(ref.repository)
+    access = registry_access(config, spec.settings, endpoint_for, ref.registry, ref.repository)
+    if isinstance(access, Refusal):
+        return _result(spec, Outcome.ERROR, access.reason, access.message, shown)
+    endpoint, repository, pull_secret = access
     return ChartJob(
         spec.alias,
         spec.chart,

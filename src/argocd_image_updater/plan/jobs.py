@@ -196,6 +196,49 @@ def pull_secret_namespace(ref: str) -> str | None:
     return namespace if sep else None
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why an image or chart cannot be scanned (its result's reason and message)."""
+
+    reason: ImageReason
+    message: str
+
+
+def registry_access(
+    config: AppUpdateConfig,
+    settings: UpdateSettings,
+    endpoint_for: EndpointFor,
+    registry: str,
+    name: str,
+) -> tuple[RegistryEndpoint, str, str] | Refusal:
+    """The endpoint, repository path and pull secret (``""`` for none) a scan of ``name`` on
+    ``registry`` uses, or why it may not run: a pull secret reference that cannot be read or
+    names another namespace than the app's (outside legacy mode), or no endpoint for it."""
+    pull_secret = settings.effective_pull_secret
+    if pull_secret:
+        try:
+            parse_credential_ref(pull_secret)
+        except CredentialRefError as err:
+            where = settings.where("pull_secret")
+            return Refusal(ImageReason.INVALID_CONFIG, f"{where}: {err}")
+    app = config.app
+    namespace = pull_secret_namespace(pull_secret)
+    if namespace is not None and namespace != app.namespace and not config.is_legacy:
+        return Refusal(
+            ImageReason.PULL_SECRET_NAMESPACE,
+            f"{settings.where('pull_secret')} namespace '{namespace}' differs from app "
+            f"namespace '{app.namespace}'",
+        )
+    try:
+        endpoint = endpoint_for(registry, name)
+    except Exception as err:  # a configuration lookup; its failure is this image's error
+        return Refusal(
+            ImageReason.REGISTRY_CONFIG,
+            f"Could not get registry endpoint from configuration: {err}",
+        )
+    return endpoint, endpoint.repository_path(name), pull_secret or ""
+
+
 def parse_min_age(settings: UpdateSettings) -> tuple[timedelta | None, bool]:
     """``minAge`` and whether it counts from the creation time; PolicyError naming the field."""
     from_text = (settings.min_age_from or FROM_SEEN).strip().lower()
@@ -289,7 +332,6 @@ def _plan_image(
     source_type: SourceType,
     endpoint_for: EndpointFor,
 ) -> ImageJob | ImageResult:
-    app = config.app
     try:
         cfg = _parse_cfg(spec)
     except ImageRefError as err:
@@ -333,33 +375,10 @@ def _plan_image(
     except PolicyError as err:
         return _error(spec, ImageReason.INVALID_CONFIG, str(err), current)
 
-    pull_secret = spec.settings.effective_pull_secret
-    if pull_secret:
-        try:
-            parse_credential_ref(pull_secret)
-        except CredentialRefError as err:
-            where = spec.settings.where("pull_secret")
-            return _error(spec, ImageReason.INVALID_CONFIG, f"{where}: {err}", current)
-    namespace = pull_secret_namespace(pull_secret)
-    if namespace is not None and namespace != app.namespace and not config.is_legacy:
-        return _error(
-            spec,
-            ImageReason.PULL_SECRET_NAMESPACE,
-            f"{spec.settings.where('pull_secret')} namespace '{namespace}' differs from app "
-            f"namespace '{app.namespace}'",
-            current,
-        )
-
-    try:
-        endpoint = endpoint_for(cfg.registry, cfg.name)
-    except Exception as err:  # a configuration lookup; its failure is this image's error
-        return _error(
-            spec,
-            ImageReason.REGISTRY_CONFIG,
-            f"Could not get registry endpoint from configuration: {err}",
-            current,
-        )
-    repository = endpoint.repository_path(cfg.name)
+    access = registry_access(config, spec.settings, endpoint_for, cfg.registry, cfg.name)
+    if isinstance(access, Refusal):
+        return _error(spec, access.reason, access.message, current)
+    endpoint, repository, pull_secret = access
     kind, names, kustomize_name = edit_kind(source_type, target, config.write_back)
     return ImageJob(
         alias=spec.alias,

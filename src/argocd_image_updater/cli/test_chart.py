@@ -10,7 +10,6 @@ the repository's ``index.yaml`` (anonymously). The constraint is the reference's
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import click
 
@@ -18,17 +17,10 @@ from argocd_image_updater.cli.test_run import (
     Explained,
     TestFailed,
     TestOptions,
-    choose_credentials,
     load_registries,
-    secret_reader,
-)
-from argocd_image_updater.config.credentials import (
-    CredentialKind,
-    CredentialRefError,
-    parse_credential_ref,
+    registry_access,
 )
 from argocd_image_updater.config.registries_file import RegistriesConfError
-from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.model.chart import ChartRef, ChartRefError, ChartSpec
 from argocd_image_updater.model.update_config import UpdateSettings
 from argocd_image_updater.observe.log import Logger
@@ -90,27 +82,9 @@ async def run_chart_test(opts: TestOptions, log: Logger) -> Explained:
             registries = load_registries(opts.registries_conf_path, log)
         except (RegistriesConfError, OSError) as err:
             raise TestFailed(f"could not load registries configuration: {err}") from None
-        endpoint = registries.endpoint_for(ref.registry, ref.repository)
-        if opts.credentials:
-            endpoint = dataclasses.replace(endpoint, credentials=opts.credentials)
-        if opts.rate_limit is not None:
-            endpoint = dataclasses.replace(endpoint, limit=opts.rate_limit)
-        if opts.plain_http:
-            endpoint = dataclasses.replace(
-                endpoint, api_url="http://" + endpoint.api_url.split("://", 1)[-1]
-            )
-        secrets: SecretReader | None = None
-        kube: Any = None
-        if endpoint.credentials:
-            try:
-                kind = parse_credential_ref(endpoint.credentials).kind
-            except CredentialRefError as err:
-                raise TestFailed(f"invalid credentials reference: {err}") from None
-            if kind in (CredentialKind.SECRET, CredentialKind.PULLSECRET):
-                secrets, kube = await secret_reader(opts)
-        credentials, source = choose_credentials(opts, endpoint, secrets)
-        if opts.explain:
-            click.echo(f"credentials: {source}")
+        endpoint, credentials, kube = await registry_access(
+            opts, registries, ref.registry, ref.repository
+        )
         request = ScanRequest(
             endpoint=endpoint,
             repository=ref.repository,

@@ -132,6 +132,37 @@ def choose_credentials(
     return EndpointCredentials(auto, auto_detected=True), found.reason
 
 
+async def registry_access(
+    opts: TestOptions, registries: RegistryConfig, registry: str, repository: str
+) -> tuple[RegistryEndpoint, EndpointCredentials | None, Any]:
+    """The endpoint serving ``repository`` with the command's overrides (``--credentials``,
+    ``--rate-limit``, ``--plain-http``), its credentials (where they come from is printed with
+    ``--explain``) and the Kubernetes client opened to read a Secret, if one was (the caller
+    closes it after the scan)."""
+    endpoint = registries.endpoint_for(registry, repository)
+    if opts.credentials:
+        endpoint = dataclasses.replace(endpoint, credentials=opts.credentials)
+    if opts.rate_limit is not None:
+        endpoint = dataclasses.replace(endpoint, limit=opts.rate_limit)
+    if opts.plain_http:
+        endpoint = dataclasses.replace(
+            endpoint, api_url="http://" + endpoint.api_url.split("://", 1)[-1]
+        )
+    secrets: SecretReader | None = None
+    kube: Any = None
+    if endpoint.credentials:
+        try:
+            ref = parse_credential_ref(endpoint.credentials)
+        except CredentialRefError as err:
+            raise TestFailed(f"invalid credentials reference: {err}") from None
+        if ref.kind in (CredentialKind.SECRET, CredentialKind.PULLSECRET):
+            secrets, kube = await secret_reader(opts)
+    credentials, source = choose_credentials(opts, endpoint, secrets)
+    if opts.explain:
+        click.echo(f"credentials: {source}")
+    return endpoint, credentials, kube
+
+
 def build_policy(opts: TestOptions, image: ImageRef, log: Logger) -> Policy:
     strategy, warning = parse_strategy(opts.update_strategy)
     allow = parse_allow_tags(opts.allow_tags)
@@ -206,28 +237,9 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
         except PolicyProblem as err:
             raise TestFailed(str(err)) from None
 
-    endpoint = registries.endpoint_for(image.registry, image.name)
-    if opts.credentials:
-        endpoint = dataclasses.replace(endpoint, credentials=opts.credentials)
-    if opts.rate_limit is not None:
-        endpoint = dataclasses.replace(endpoint, limit=opts.rate_limit)
-    if opts.plain_http:
-        endpoint = dataclasses.replace(
-            endpoint, api_url="http://" + endpoint.api_url.split("://", 1)[-1]
-        )
-
-    secrets: SecretReader | None = None
-    kube: Any = None
-    if endpoint.credentials:
-        try:
-            ref = parse_credential_ref(endpoint.credentials)
-        except CredentialRefError as err:
-            raise TestFailed(f"invalid credentials reference: {err}") from None
-        if ref.kind in (CredentialKind.SECRET, CredentialKind.PULLSECRET):
-            secrets, kube = await secret_reader(opts)
-    credentials, source = choose_credentials(opts, endpoint, secrets)
-    if opts.explain:
-        click.echo(f"credentials: {source}")
+    endpoint, credentials, kube = await registry_access(
+        opts, registries, image.registry, image.name
+    )
     try:
         log.info("retrieving information about image", image_tag=image.tag or "")
         request = ScanRequest(

@@ -17,6 +17,7 @@ from typing import Final
 from argocd_image_updater.config import annotations as ann
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.chart import ChartSpec
+from argocd_image_updater.model.imagelist import split_entries
 from argocd_image_updater.model.update_config import (
     LEGACY_ORIGIN,
     AppUpdateConfig,
@@ -39,14 +40,7 @@ def _entries(app: Application) -> list[tuple[str, str]]:
     if value is None:
         return []
     out: list[tuple[str, str]] = []
-    for raw in value.split(","):
-        item = raw.strip()
-        if not item:
-            continue
-        alias, sep, chart = item.partition("=")
-        if not sep:
-            alias, chart = "", alias
-        alias, chart = alias.strip(), chart.strip()
+    for item, alias, chart in split_entries(value):
         if not chart:
             raise ann.AnnotationError(
                 f"empty chart in {CHART_LIST_KEY} entry '{item}' on app "

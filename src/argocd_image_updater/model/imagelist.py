@@ -7,6 +7,7 @@ empty items are skipped, and the image text is kept raw (it is parsed into an
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -25,6 +26,19 @@ class ImageListEntry:
     """The raw image text (trimmed), e.g. ``docker.io/library/nginx:~1.21``."""
 
 
+def split_entries(value: str) -> Iterator[tuple[str, str, str]]:
+    """``(entry, alias, reference)`` of each non-empty entry of a comma-separated
+    ``[<alias>=]<reference>`` list (``image-list``, ``chart-list``), all trimmed."""
+    for raw in value.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        alias, sep, reference = item.partition("=")
+        if not sep:
+            alias, reference = "", alias
+        yield item, alias.strip(), reference.strip()
+
+
 def parse_image_list(value: str | None) -> list[ImageListEntry]:
     """Split the annotation value into entries; raise :class:`ImageListError` when unusable."""
     if value is None:
@@ -33,14 +47,7 @@ def parse_image_list(value: str | None) -> list[ImageListEntry]:
             f"comma-separated list of {_ENTRY_FORMAT}"
         )
     entries: list[ImageListEntry] = []
-    for raw in value.split(","):
-        item = raw.strip()
-        if not item:
-            continue
-        alias, sep, image = item.partition("=")
-        if not sep:
-            alias, image = "", alias
-        alias, image = alias.strip(), image.strip()
+    for item, alias, image in split_entries(value):
         if not image:
             raise ImageListError(
                 f"empty image name in {IMAGE_LIST_ANNOTATION} entry '{item}': write {_ENTRY_FORMAT}"

@@ -194,7 +194,15 @@ def _plan_chart(
     except PolicyError as err:
         return _result(spec, Outcome.ERROR, ImageReason.INVALID_CONFIG, str(err), shown)
 
-    if not ref.is_oci:
+    endpoint: RegistryEndpoint | None = None
+    repository, pull_secret = ref.name, ""
+    if ref.is_oci:
+        access = registry_access(config, spec.settings, endpoint_for, ref.registry, ref.repository)
+        if isinstance(access, Refusal):
+            return _result(spec, Outcome.ERROR, access.reason, access.message, shown)
+        endpoint, repository, pull_secret = access
+        key = scan_key_for(policy, endpoint, repository, pull_secret)
+    else:
         key = ScanKey(
             api_url=ref.repository_url,
             repository=ref.name,
@@ -204,25 +212,6 @@ def _plan_chart(
             only_tags=(),
             kind=HELM_INDEX,
         )
-        return ChartJob(
-            spec.alias,
-            spec.chart,
-            ref,
-            current,
-            paths,
-            versions,
-            policy,
-            key,
-            None,
-            ref.name,
-            None,
-            warnings,
-            spec.settings.effective_allow_downgrade,
-        )
-    access = registry_access(config, spec.settings, endpoint_for, ref.registry, ref.repository)
-    if isinstance(access, Refusal):
-        return _result(spec, Outcome.ERROR, access.reason, access.message, shown)
-    endpoint, repository, pull_secret = access
     return ChartJob(
         spec.alias,
         spec.chart,
@@ -231,7 +220,7 @@ def _plan_chart(
         paths,
         versions,
         policy,
-        scan_key_for(policy, endpoint, repository, pull_secret),
+        key,
         endpoint,
         repository,
         pull_secret or None,

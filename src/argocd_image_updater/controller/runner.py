@@ -62,6 +62,7 @@ def _settle_heap(*, after_first_cycle: bool = False) -> None:
     if after_first_cycle in _heap_settled:
         return
     _heap_settled.add(after_first_cycle)
+    gc.collect()  # garbage frozen now could never be freed: collect it first
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
 

@@ -7,6 +7,7 @@ The filter only matters for tags whose manifests were fetched (strategies ``newe
 
 from __future__ import annotations
 
+import functools
 import platform as _host
 import sys
 from collections.abc import Iterable, Sequence
@@ -64,6 +65,7 @@ def platform_key(os: str, arch: str, variant: str = "") -> str:
     return f"{os}/{arch}/{variant}" if variant else f"{os}/{arch}"
 
 
+@functools.cache
 def runtime_platform() -> Platform:
     """The platform this process runs on, in Go's naming (``linux/amd64``, ``linux/arm/v7``)."""
     os_name = _OS_ALIASES.get(sys.platform, sys.platform)

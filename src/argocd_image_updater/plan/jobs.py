@@ -18,6 +18,7 @@ Equal :class:`ScanKey` values, across all applications of a cycle, mean one regi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -258,6 +259,13 @@ def parse_min_age(settings: UpdateSettings) -> tuple[timedelta | None, bool]:
     return (min_age or None), from_text == FROM_CREATED
 
 
+@functools.lru_cache(maxsize=256)
+def platform_filter(platforms: tuple[str, ...]) -> PlatformFilter:
+    """The filter of a ``platforms`` setting (``()``: the runtime platform); one per setting,
+    shared by every image of every cycle that uses it."""
+    return PlatformFilter(platforms or [runtime_platform()])
+
+
 def build_policy(spec: ImageSpec, cfg: ImageRef) -> tuple[Policy, tuple[str, ...]]:
     """The tag policy of one image and the warnings met reading it (each naming the field and
     the bad value); raise PolicyError naming the field."""
@@ -267,7 +275,7 @@ def build_policy(spec: ImageSpec, cfg: ImageRef) -> tuple[Policy, tuple[str, ...
     allow = parse_allow_tags(settings.effective_allow_tags)
     if allow.error:
         warnings.append(f"{settings.where('allow_tags')}: {allow.error}")
-    platforms = PlatformFilter(settings.effective_platforms or [runtime_platform()])
+    platforms = platform_filter(settings.effective_platforms)
     if platforms.invalid:
         raise PolicyError(
             f"{settings.where('platforms')}: image '{spec.image}': invalid platforms "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.kube import KubeApiServer
@@ -50,3 +51,50 @@ async def seed_web_app(
         )
     )
     return image, registries_conf(tmp_path, registry)
+
+
+def pr_fleet(
+    kube: KubeApiServer, image: str, url: str, token: str, pull_request: dict[str, Any]
+) -> None:
+    """Application ``pr-app`` (image ``image:1.0.0``, kustomization at ``app`` on ``main`` of
+    ``url``), its repository Secret (user ``bot``, password ``token``) and an ImageUpdater
+    ``pr`` writing back through git with ``gitConfig.pullRequest`` = ``pull_request``."""
+    kube.store.put(
+        objects.secret(
+            "repo-deploy",
+            NS,
+            {"url": url, "username": "bot", "password": token, "insecure": "true"},
+            labels={"argocd.argoproj.io/secret-type": "repository"},
+        )
+    )
+    kube.store.put(
+        objects.application(
+            "pr-app",
+            NS,
+            images=[f"{image}:1.0.0"],
+            repo_url=url,
+            path="app",
+            target_revision="main",
+        )
+    )
+    kube.store.put(
+        objects.image_updater(
+            "pr",
+            NS,
+            {
+                "writeBackConfig": {
+                    "method": "git",
+                    "gitConfig": {
+                        "writeBackTarget": "kustomization",
+                        "pullRequest": pull_request,
+                    },
+                },
+                "applicationRefs": [
+                    {
+                        "namePattern": "pr-app",
+                        "images": [{"alias": "web", "imageName": f"{image}:~1.0"}],
+                    }
+                ],
+            },
+        )
+    )

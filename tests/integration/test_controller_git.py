@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet import registries_conf
+from fleet import pr_fleet, registries_conf
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
@@ -445,48 +445,6 @@ async def test_second_cycle_on_an_unsynced_target_is_waiting_for_sync(
     assert push_attempts(remote) == 1
 
 
-def _pr_fleet(kube: KubeApiServer, image: str, url: str, token: str, provider: str) -> None:
-    kube.store.put(
-        objects.secret(
-            "repo-deploy",
-            NS,
-            {"url": url, "username": "bot", "password": token, "insecure": "true"},
-            labels={"argocd.argoproj.io/secret-type": "repository"},
-        )
-    )
-    kube.store.put(
-        objects.application(
-            "pr-app",
-            NS,
-            images=[f"{image}:1.0.0"],
-            repo_url=url,
-            path="app",
-            target_revision="main",
-        )
-    )
-    kube.store.put(
-        objects.image_updater(
-            "pr",
-            NS,
-            {
-                "writeBackConfig": {
-                    "method": "git",
-                    "gitConfig": {
-                        "writeBackTarget": "kustomization",
-                        "pullRequest": {provider: {}},
-                    },
-                },
-                "applicationRefs": [
-                    {
-                        "namePattern": "pr-app",
-                        "images": [{"alias": "web", "imageName": f"{image}:~1.0"}],
-                    }
-                ],
-            },
-        )
-    )
-
-
 LANDINGS = [
     pytest.param(None, id="pull-request-still-open"),
     pytest.param((False, False), id="merge-commit"),
@@ -518,7 +476,7 @@ async def test_github_merged_or_open_pull_request_is_waiting_for_sync(
         async with GitHubFake(
             tokens=[token], repos=["org/deploy"], enterprise=True, git_root=root
         ) as github:
-            _pr_fleet(kube, image, git_http.url_for("org/deploy.git"), token, "github")
+            pr_fleet(kube, image, git_http.url_for("org/deploy.git"), token, {"github": {}})
             _, controller, closers = await setup(
                 kube, registry, repo, tmp_path, pr_api_url=github.api_url
             )
@@ -571,7 +529,7 @@ async def test_gitlab_merged_or_open_merge_request_is_waiting_for_sync(
     )
     with GitHttpServer(root, users={"bot": token}) as git_http:
         async with GitLabFake(tokens=[token], projects=["org/deploy"], git_root=root) as gitlab:
-            _pr_fleet(kube, image, git_http.url_for("org/deploy.git"), token, "gitlab")
+            pr_fleet(kube, image, git_http.url_for("org/deploy.git"), token, {"gitlab": {}})
             _, controller, closers = await setup(
                 kube, registry, repo, tmp_path, pr_api_url=gitlab.url
             )

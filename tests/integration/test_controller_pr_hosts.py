@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet import registries_conf
+from fleet import pr_fleet, registries_conf
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
-from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.git_servers import GitHttpServer, bare_repo, push_attempts
 from argocd_image_updater_testing.kube import KubeApiServer
 from argocd_image_updater_testing.push import ImagePusher
@@ -73,48 +72,6 @@ async def kube() -> AsyncIterator[KubeApiServer]:
         yield server
 
 
-def _fleet(kube: KubeApiServer, image: str, url: str, provider: str, api_url: str) -> None:
-    kube.store.put(
-        objects.secret(
-            "repo-deploy",
-            NS,
-            {"url": url, "username": "bot", "password": TOKEN, "insecure": "true"},
-            labels={"argocd.argoproj.io/secret-type": "repository"},
-        )
-    )
-    kube.store.put(
-        objects.application(
-            "pr-app",
-            NS,
-            images=[f"{image}:1.0.0"],
-            repo_url=url,
-            path="app",
-            target_revision="main",
-        )
-    )
-    kube.store.put(
-        objects.image_updater(
-            "pr",
-            NS,
-            {
-                "writeBackConfig": {
-                    "method": "git",
-                    "gitConfig": {
-                        "writeBackTarget": "kustomization",
-                        "pullRequest": {provider: {"apiURL": api_url}, "labels": ["images"]},
-                    },
-                },
-                "applicationRefs": [
-                    {
-                        "namePattern": "pr-app",
-                        "images": [{"alias": "web", "imageName": f"{image}:~1.0"}],
-                    }
-                ],
-            },
-        )
-    )
-
-
 @pytest.mark.parametrize("provider", list(HOSTS))
 async def test_a_cycle_opens_the_request_on_the_selected_host(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, provider: str
@@ -141,7 +98,13 @@ async def test_a_cycle_opens_the_request_on_the_selected_host(
     )
     with GitHttpServer(root, users={"bot": TOKEN}) as git_http:
         async with fake:
-            _fleet(kube, image, git_http.url_for("org/deploy.git"), provider, api_of(fake))
+            pr_fleet(
+                kube,
+                image,
+                git_http.url_for("org/deploy.git"),
+                TOKEN,
+                {provider: {"apiURL": api_of(fake)}, "labels": ["images"]},
+            )
             controller, closers = await build_controller(settings)
             try:
                 first = await controller.cycle()

@@ -260,6 +260,36 @@ async def test_work_tree_paths_are_confined(srv: Path, cache: RepoCache) -> None
         assert work.read("deep/new/dir/file.yaml") is None
 
 
+async def test_work_tree_links_are_followed_only_inside(
+    srv: Path, cache: RepoCache, tmp_path: Path
+) -> None:
+    """A symbolic link anywhere on a path is resolved: inside the work tree it is followed,
+    out of it (or into ``.git``) the path is refused, for reading as for writing."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "values.yaml").write_text("secret: 1\n")
+    async with cache.checkout((srv / "app.git").as_uri()) as work:
+        (work.path / "apps" / "real").mkdir(parents=True)
+        (work.path / "apps" / "alias").symlink_to("real")
+        (work.path / "apps" / "away").symlink_to(outside)
+        (work.path / "apps" / "git").symlink_to("../.git")
+        work.write("apps/alias/values.yaml", "tag: v1\n")
+        assert (work.path / "apps" / "real" / "values.yaml").read_text() == "tag: v1\n"
+        assert work.read("apps/alias/values.yaml") == "tag: v1\n"
+        for bad in ("apps/away/values.yaml", "apps/away/new/values.yaml"):
+            with pytest.raises(ValueError, match="leaves the repository"):
+                work.read(bad)
+            with pytest.raises(ValueError, match="leaves the repository"):
+                work.write(bad, "x: 1\n")
+        with pytest.raises(ValueError, match=r"points into \.git"):
+            work.write("apps/git/config", "x")
+        # A missing directory below a real one is created; nothing was written outside.
+        work.write("apps/real/new/values.yaml", "tag: v2\n")
+        assert work.read("apps/real/new/values.yaml") == "tag: v2\n"
+    assert (outside / "values.yaml").read_text() == "secret: 1\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["values.yaml"]
+
+
 # --- HTTP with Basic auth ---------------------------------------------------------------------
 
 

@@ -772,7 +772,7 @@ def test_property_in_place_verification_agrees_with_a_full_parse(
     path = list(data.draw(st.sampled_from(paths)))
     new, index, leaf, splice = yamledit._plan(text, path, value, True, None)
     if splice is not None and yamledit._verified_in_place(text, splice, value):
-        yamledit._verify(text, new, path, value, index, leaf)  # raises when it disagrees
+        yamledit._verify(text, new, path, value, index, leaf())  # raises when it disagrees
         assign(expected, tuple(path), value)
         assert load(new) == expected
 

@@ -34,7 +34,7 @@ Rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from argocd_image_updater.kits.yamltext.errors import OutOfRange, YamlEditError
@@ -161,10 +161,10 @@ _Splice = tuple[int, int, str, Node]
 
 def _plan(
     text: str, path: Sequence[PathElem], value: str, create: bool, document: int | None
-) -> tuple[str, int, tuple[PathElem, ...], _Splice | None]:
+) -> tuple[str, int, Callable[[], tuple[PathElem, ...]], _Splice | None]:
     """Apply one edit; return the new text, the document index, the canonical path (aliases
-    resolved to their anchors) of the edited leaf and, when an existing scalar was replaced,
-    the splice."""
+    resolved to their anchors) of the edited leaf (computed when asked: only a full
+    verification needs it) and, when an existing scalar was replaced, the splice."""
     path = list(path)
     path_text = format_path(path)
     if not path:
@@ -178,23 +178,30 @@ def _plan(
         if not create:
             raise YamlEditError(f"{path_text}: not found (the document is empty)")
         start, end, rep = _create_splice(text, docs, doc, None, value, path)
-        return text[:start] + rep + text[end:], index, tuple(path), None
+        return text[:start] + rep + text[end:], index, lambda: tuple(path), None
     res = resolve(text, doc.root, path)
-    canon: dict[int, tuple[PathElem, ...]] = {}
-    canonical_paths(doc.root, (), canon)
+    root = doc.root
+
+    def canonical(node: Node) -> tuple[PathElem, ...]:
+        canon: dict[int, tuple[PathElem, ...]] = {}
+        canonical_paths(root, (), canon)
+        return canon[id(node)]
+
     if res.node is None:
         if not create:
             found = format_path(path[: len(path) - len(res.rest)])
             raise YamlEditError(f"{path_text}: not found; {found} has no key {res.rest[0]!r}")
         start, end, rep = _create_splice(text, docs, doc, res, value, path)
-        return text[:start] + rep + text[end:], index, (*canon[id(res.parent)], *res.rest), None
+        parent, rest = res.parent, tuple(res.rest)
+        return text[:start] + rep + text[end:], index, lambda: (*canonical(parent), *rest), None
     if res.node.kind != "scalar":
         raise YamlEditError(
             f"{path_text}: the target at {where(text, res.node)} is "
             f"{kind_name(res.node)}, not a scalar value"
         )
-    start, end, rep = _scalar_splice(text, res.node, res.parent_key, value, path_text)
-    return text[:start] + rep + text[end:], index, canon[id(res.node)], (start, end, rep, res.node)
+    node = res.node
+    start, end, rep = _scalar_splice(text, node, res.parent_key, value, path_text)
+    return text[:start] + rep + text[end:], index, lambda: canonical(node), (start, end, rep, node)
 
 
 _PLAIN_ENDS: Final = frozenset(" \t\r\n")
@@ -255,7 +262,12 @@ def _snapshot(docs: list[Doc]) -> list[dict[tuple[object, ...], str]]:
 
 
 def _verify(
-    old: str, new: str, path: Sequence[PathElem], value: str, index: int, leaf: tuple[PathElem, ...]
+    old: str,
+    new: str,
+    path: Sequence[PathElem],
+    value: str,
+    index: int,
+    leaf: tuple[PathElem, ...],
 ) -> None:
     """Re-parse ``new``: only the leaf at ``leaf`` (canonical path) may differ from ``old``."""
     path_text = format_path(path)
@@ -289,7 +301,7 @@ def set_value(
     """Return ``text`` with the scalar at ``path`` set to the string ``value``."""
     new, index, leaf, splice = _plan(text, path, value, create, document)
     if splice is None or not _verified_in_place(text, splice, value):
-        _verify(text, new, path, value, index, leaf)
+        _verify(text, new, path, value, index, leaf())
     return new
 
 

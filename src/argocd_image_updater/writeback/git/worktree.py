@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import stat
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -108,6 +109,21 @@ def _restore_shallow(path: Path, saved: bytes | None) -> None:
 
 def _is_object_name(text: str) -> bool:
     return len(text) in (40, 64) and set(text) <= _HEX
+
+
+def _has_link(root: Path, parts: tuple[str, ...]) -> bool:
+    """Whether a path component of ``root/parts`` below ``root`` is a symbolic link (one
+    ``lstat`` per existing component; a missing one ends the walk: nothing below it exists)."""
+    current = str(root)
+    for part in parts:
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        if stat.S_ISLNK(mode):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,18 +445,27 @@ class WorkTree:
             await self._git("checkout", "-q", "--force", "--no-track", "-B", branch_name, head)
             await self._git("clean", "-q", "-ffdx")
 
-    def _file(self, path: str) -> Path:
+    def _locate(self, path: str) -> tuple[Path, str]:
+        """The file ``path`` names in the work tree and its normalised relative spelling; a
+        :class:`ValueError` when it is not a file of the repository (absolute, ``..``, in
+        ``.git``, or leaving the work tree through a symbolic link)."""
         rel = PurePosixPath(path)
-        if rel.is_absolute() or not rel.parts or ".." in rel.parts or rel.parts[0] == ".git":
+        parts = rel.parts
+        if rel.is_absolute() or not parts or ".." in parts or parts[0] == ".git":
             raise ValueError(f"invalid path in repository: {path!r}")
-        target = self.path.joinpath(*rel.parts)
-        root = self.path.resolve()
-        resolved = target.resolve()
-        if resolved == root or root not in resolved.parents:
-            raise ValueError(f"path {path!r} leaves the repository")
-        if resolved.relative_to(root).parts[0] == ".git":
-            raise ValueError(f"path {path!r} points into .git")
-        return target
+        target = self.path.joinpath(*parts)
+        if _has_link(self.path, parts):
+            # A symbolic link on the way: where it really leads must stay in the work tree.
+            root = self.path.resolve()
+            resolved = target.resolve()
+            if resolved == root or root not in resolved.parents:
+                raise ValueError(f"path {path!r} leaves the repository")
+            if resolved.relative_to(root).parts[0] == ".git":
+                raise ValueError(f"path {path!r} points into .git")
+        return target, "/".join(parts)
+
+    def _file(self, path: str) -> Path:
+        return self._locate(path)[0]
 
     def read(self, path: str) -> str | None:
         """The text of ``path`` (relative to the repository root), or ``None`` if missing."""
@@ -451,10 +476,12 @@ class WorkTree:
 
     def write(self, path: str, text: str) -> None:
         """Write ``path`` atomically (temp file + rename), creating parent directories."""
-        target = self._file(path)
-        rel = target.relative_to(self.path).as_posix()
-        existed = rel in self._written or target.is_file()
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target, rel = self._locate(path)
+        existed = self._written.get(rel)
+        if existed is None:
+            existed = target.is_file()
+        if not existed and not target.parent.is_dir():
+            target.parent.mkdir(parents=True, exist_ok=True)
         self._clean = False
         atomic_write(target, text)
         self._fresh = False

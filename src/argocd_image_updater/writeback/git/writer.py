@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -102,7 +103,10 @@ def render_member(work: WorkTree, member: _Member) -> tuple[str, str] | None:
     listing: list[str] | None = None
     if fmt.lists_directory:
         directory = work.path / target.file_path if target.file_path != "." else work.path
-        listing = [p.name for p in directory.iterdir()] if directory.is_dir() else None
+        try:
+            listing = os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            listing = None
     path = fmt.file_path(target.file_path, listing)
     new = fmt.render(work.read(path), path, member.config, member.plan)
     return None if new is None else (path, new)

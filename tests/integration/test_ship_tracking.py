@@ -19,6 +19,7 @@ from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.writeback.git import RepoCache
+from argocd_image_updater.writeback.git.objects import absent_objects
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.git_servers import bare_repo, branch_commit, git
 from argocd_image_updater_testing.kube import KubeApiServer
@@ -400,3 +401,66 @@ async def test_a_shallow_clone_cannot_say_not_an_ancestor(tmp_path: Path) -> Non
     async with cache.checkout(url, branch="main") as clone:
         assert (clone.path / ".git" / "shallow").is_file()
     assert await cache.contains_commit(url, first, second) is None
+
+
+def git_runs(operation: str) -> float:
+    return sum(
+        REGISTRY.get_sample_value(
+            "argocd_image_updater_git_operations_total", {"operation": operation, "result": result}
+        )
+        or 0.0
+        for result in ("success", "error")
+    )
+
+
+def test_absent_objects_agree_with_git(tmp_path: Path) -> None:
+    """The object store read from its files says absent exactly what ``git cat-file`` says
+    missing: loose objects, objects in pack indexes of version 2 and 1, unknown names."""
+    repo = tmp_path / "repo"
+    git("init", "-q", "-b", "main", str(repo), home=tmp_path)
+    for n in range(6):
+        (repo / f"f{n}.yaml").write_text(f"n: {n}\n")
+        git("add", ".", cwd=repo, home=tmp_path)
+        git("commit", "-qm", f"c{n}", cwd=repo, home=tmp_path)
+        if n == 2:
+            git("repack", "-q", "-d", cwd=repo, home=tmp_path)  # the first three packed
+        if n == 4:
+            git("-c", "pack.indexVersion=1", "repack", "-q", cwd=repo, home=tmp_path)
+    listed = git("cat-file", "--batch-all-objects", "--batch-check=%(objectname)", cwd=repo,
+                 home=tmp_path).split()  # fmt: skip
+    assert len(listed) >= 18
+    assert list((repo / ".git" / "objects" / "pack").glob("*.idx"))
+    unknown = ["0" * 40, "f" * 40, listed[0][:-1] + ("0" if listed[0][-1] != "0" else "1")]
+    unknown = [u for u in unknown if u not in listed]
+    assert absent_objects(repo / ".git", [*listed, *unknown]) == set(unknown)
+    # Not readable this way: other hashes, alternates.
+    assert absent_objects(repo / ".git", ["a" * 64]) is None
+    (repo / ".git" / "objects" / "info" / "alternates").write_text("/elsewhere/objects\n")
+    assert absent_objects(repo / ".git", unknown) is None
+
+
+async def test_unknown_revisions_cost_no_git_process(tmp_path: Path) -> None:
+    """Revisions the clone does not have are told from its files: no ``cat-file`` nor
+    ``merge-base``; known pairs still go to ``merge-base``, once each."""
+    remote = bare_repo(tmp_path / "deploy.git", files={"a.yaml": "a: 1\n"})
+    first = branch_commit(remote, "main")
+    work = tmp_path / "work"
+    git("clone", "-q", str(remote), str(work), home=tmp_path)
+    (work / "a.yaml").write_text("a: 2\n")
+    git("commit", "-qam", "second", cwd=work, home=tmp_path)
+    git("push", "-q", "origin", "HEAD:main", cwd=work, home=tmp_path)
+    second = branch_commit(remote, "main")
+    assert first is not None and second is not None
+    cache = RepoCache(tmp_path / "clones")
+    url = f"file://{remote}"
+    async with cache.checkout(url, branch="main") as clone:
+        git("fetch", "-q", "--unshallow", "origin", cwd=clone.path, home=tmp_path)
+    strangers = [f"{n:040x}" for n in range(1, 101)]
+    before = git_runs("cat-file"), git_runs("merge-base")
+    answers = await cache.contains_commits(url, [(second, s) for s in strangers])
+    assert set(answers.values()) == {None}
+    assert await cache.contains_commit(url, first, strangers[0]) is None
+    assert (git_runs("cat-file"), git_runs("merge-base")) == before
+    both = await cache.contains_commits(url, [(first, second), (second, first), *answers])
+    assert both[(first, second)] is True and both[(second, first)] is False
+    assert (git_runs("cat-file"), git_runs("merge-base")) == (before[0], before[1] + 2)

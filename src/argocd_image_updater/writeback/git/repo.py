@@ -35,6 +35,7 @@ from argocd_image_updater.writeback.git.auth import (
     NoCredentials,
     prepare_auth,
 )
+from argocd_image_updater.writeback.git.objects import absent_objects
 from argocd_image_updater.writeback.git.process import GitTimeout, minimal_env, run_git
 from argocd_image_updater.writeback.git.worktree import Timeouts, WorkTree
 
@@ -258,9 +259,10 @@ class RepoCache:
     async def contains_commits(
         self, url: str, pairs: Iterable[tuple[str, str]]
     ) -> dict[tuple[str, str], bool | None]:
-        """:meth:`contains_commit` for many ``(commit, revision)`` pairs of one repository. One
-        ``git cat-file`` tells which commits the clone has; ``git merge-base`` runs only for
-        pairs it has both of and has not answered before."""
+        """:meth:`contains_commit` for many ``(commit, revision)`` pairs of one repository. The
+        clone's object store tells which commits it has (read from its files; one ``git
+        cat-file`` when it cannot be read that way); ``git merge-base`` runs only for pairs it
+        has both of and has not answered before."""
         answers: dict[tuple[str, str], bool | None] = {}
         todo: list[tuple[str, str]] = []
         for pair in dict.fromkeys(pairs):
@@ -281,7 +283,7 @@ class RepoCache:
                     answers[pair] = self._ancestry[key]
                 else:
                     asked.append(pair)
-            present = await self._present(entry, asked) if len(asked) > 1 else None
+            present = await self._present(entry, asked) if asked else None
             for commit, revision in asked:
                 if present is not None and not {commit, revision} <= present:
                     continue  # unknown commits may arrive with a later fetch: ask again then
@@ -299,8 +301,13 @@ class RepoCache:
         return answers
 
     async def _present(self, entry: _Entry, pairs: Sequence[tuple[str, str]]) -> set[str]:
-        """The commits named in ``pairs`` that the clone has (one ``git cat-file``)."""
+        """The commits named in ``pairs`` that the clone may have: those its object store's
+        files hold (read without a git process; ``merge-base`` then tells a commit from other
+        objects), or else those one ``git cat-file`` calls commits."""
         names = list(dict.fromkeys(sha for pair in pairs for sha in pair))
+        absent = absent_objects(entry.path / ".git", names)
+        if absent is not None:
+            return set(names) - absent
         result = await run_git(
             ["cat-file", "--batch-check=%(objecttype)"],
             cwd=entry.path,

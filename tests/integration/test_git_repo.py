@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import trustme
 
+from argocd_image_updater.kits.yamltext import set_value
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.writeback.git import (
     BranchNotFound,
@@ -35,6 +36,7 @@ from argocd_image_updater.writeback.git import (
     Timeouts,
     TlsOptions,
     WorkTree,
+    atomic_write,
 )
 from argocd_image_updater.writeback.git.process import error_for, minimal_env, run_git
 from argocd_image_updater.writeback.git.repo import split_credentials
@@ -43,6 +45,7 @@ from argocd_image_updater_testing.git_servers import (
     GitSshServer,
     bare_repo,
     git,
+    git_env,
     log_subjects,
     push_attempts,
     push_files,
@@ -756,3 +759,51 @@ async def test_ssh_signed_commit_and_metrics(srv: Path, tmp_path: Path, home: Pa
 async def test_git_error_names_the_subcommand(tmp_path: Path) -> None:
     with pytest.raises(GitError, match=r"git rev-parse failed \(exit 128\)"):
         await run_git(["rev-parse", "HEAD"], cwd=tmp_path, env=minimal_env(tmp_path), timeout=30)
+
+
+def _blob(repo: Path, spec: str, home: Path) -> bytes:
+    """The bytes of ``spec`` (``ref:path``) in ``repo``, without any newline translation."""
+    return subprocess.run(
+        ["git", "--git-dir", str(repo), "show", spec],
+        env=git_env(home),
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
+async def test_crlf_files_keep_their_line_ends(srv: Path, home: Path, cache: RepoCache) -> None:
+    """A CRLF file is read and written back byte for byte: only the edited value changes."""
+    crlf = b"# deployed by CI\r\nimage:\r\n  tag: v1\r\n"
+    (srv / "crlf").mkdir()
+    work_dir = srv / "crlf" / "work"
+    git("clone", "-q", (srv / "app.git").as_uri(), str(work_dir), home=home)
+    (work_dir / "values.yaml").write_bytes(crlf)
+    git("-c", "core.autocrlf=false", "commit", "-qam", "crlf", cwd=work_dir, home=home)
+    git("push", "-q", "origin", "HEAD:main", cwd=work_dir, home=home)
+
+    async def edit(work: WorkTree) -> None:
+        text = work.read("values.yaml")
+        assert text is not None and text.encode() == crlf
+        work.write("values.yaml", set_value(text, ["image", "tag"], "v2"))
+
+    async with cache.checkout((srv / "app.git").as_uri()) as work:
+        await work.commit_and_push(edit, "crlf edit", **AUTHOR)
+    assert _blob(srv / "app.git", "main:values.yaml", home) == crlf.replace(b"v1", b"v2")
+
+
+def test_atomic_write_keeps_the_mode_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("old\n")
+    script.chmod(0o750)
+    atomic_write(script, "#!/bin/sh\r\necho ü\n")
+    assert script.read_bytes() == "#!/bin/sh\r\necho ü\n".encode()
+    assert script.stat().st_mode & 0o777 == 0o750
+    atomic_write(tmp_path / "new.yaml", "a: 1\n")
+    assert (tmp_path / "new.yaml").stat().st_mode & 0o777 == 0o644
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(OSError):
+        atomic_write(tmp_path / "dir", "x")  # the rename fails: the temp file is removed
+    with pytest.raises(UnicodeEncodeError):
+        atomic_write(script, "\udc80")
+    assert script.read_bytes() == "#!/bin/sh\r\necho ü\n".encode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "new.yaml", "run.sh"]

@@ -3,9 +3,9 @@ line (hooks off, optionally signed and signed off), the author identity, and ato
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
-import tempfile
 from pathlib import Path
 from typing import Final
 
@@ -16,17 +16,31 @@ def atomic_write(target: Path, text: str) -> None:
     """Replace ``target`` with ``text`` (temp file + rename, mode kept): readers see the old or
     the new content, never a half-written file."""
     try:
-        mode = target.stat().st_mode & 0o777
+        mode = os.stat(target).st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    data = text.encode("utf-8")
+    directory = os.path.dirname(target)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    while True:
+        tmp = os.path.join(directory, f".tmp-{secrets.token_hex(6)}")
+        try:
+            fd = os.open(tmp, flags, 0o600)
+            break
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
 
 

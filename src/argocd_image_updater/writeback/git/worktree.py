@@ -468,9 +468,10 @@ class WorkTree:
         return self._locate(path)[0]
 
     def read(self, path: str) -> str | None:
-        """The text of ``path`` (relative to the repository root), or ``None`` if missing."""
+        """The text of ``path`` (relative to the repository root), or ``None`` if missing.
+        Line ends are kept as they are (no newline translation): a CRLF file stays CRLF."""
         try:
-            return self._file(path).read_text(encoding="utf-8")
+            return self._file(path).read_bytes().decode("utf-8")
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 

@@ -41,7 +41,7 @@ HEAVY = (
     "pydantic",
     "ruamel",
     "cryptography",
-    "h2",
+    "httpcore",
     "prometheus_client",
 )
 

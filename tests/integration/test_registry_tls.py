@@ -25,14 +25,15 @@ async def tls_repo(tls_registry, repo):
     return repo
 
 
-async def test_verified_with_ca_file_over_http2(tls_registry, tls_repo, endpoint_for):
+async def test_verified_with_ca_file(tls_registry, tls_repo, endpoint_for):
     endpoint = endpoint_for(tls_registry, ca_file=str(tls_registry.tls.ca))
     async with RegistryClient(endpoint) as client:
         await client.ping()
         assert await client.list_tags(tls_repo) == ["1.0"]
     async with http_client(endpoint) as http:
         response = await http.get(f"{tls_registry.url}/v2/")
-    assert response.http_version == "HTTP/2"
+    assert response.http_version == "HTTP/1.1"
+    assert response.headers.get("docker-distribution-api-version") == "registry/2.0"
 
 
 async def test_verified_with_ca_data(tls_registry, tls_repo, endpoint_for):

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from argocd_image_updater.http1 import async_client
 from argocd_image_updater.kits.tlstrust import client_context
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger, register_secret
@@ -54,10 +55,10 @@ class ArgoCDClient:
         scheme = "http" if plaintext else "https"
         base = server if "://" in server else f"{scheme}://{server}"
         self.server = server
-        self._http = httpx.AsyncClient(
+        self._http = async_client(
+            ssl_context=client_context(insecure=insecure),
             base_url=base.rstrip("/"),
             headers={"Authorization": f"Bearer {token}"},
-            verify=client_context(insecure=insecure),
             timeout=timeout,
         )
 

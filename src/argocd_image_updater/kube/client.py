@@ -23,7 +23,7 @@ from urllib.parse import quote
 import httpx
 
 from argocd_image_updater import __version__
-from argocd_image_updater.kits.absent_modules import mark_absent
+from argocd_image_updater.http1 import async_client
 from argocd_image_updater.kube.auth import KubeAuthError
 from argocd_image_updater.kube.config import (
     ClusterAccess,
@@ -98,12 +98,11 @@ class KubeClient:
         self._extensions = (
             {"sni_hostname": access.tls_server_name} if access.tls_server_name else {}
         )
-        mark_absent("sniffio")  # httpcore looks for it on every request: see kits.absent_modules
-        self._http = httpx.AsyncClient(
-            base_url=access.server,
-            verify=access.verify,
-            auth=access.auth,
+        self._http = async_client(
+            ssl_context=access.verify,
             proxy=access.proxy or None,
+            base_url=access.server,
+            auth=access.auth,
             timeout=httpx.Timeout(timeout),
             headers={
                 "Accept": "application/json",

@@ -37,6 +37,7 @@ from typing import Any, Final, Protocol
 
 import httpx
 
+from argocd_image_updater.http1 import async_client
 from argocd_image_updater.kits.tlstrust import client_context
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
@@ -243,8 +244,8 @@ class HelmIndex:
         key = (insecure, ca)
         client = self._clients.get(key)
         if client is None:
-            client = self._clients[key] = httpx.AsyncClient(
-                verify=client_context(insecure=insecure, ca_data=ca),
+            client = self._clients[key] = async_client(
+                ssl_context=client_context(insecure=insecure, ca_data=ca),
                 timeout=TIMEOUT,
                 headers={"User-Agent": USER_AGENT},
                 follow_redirects=True,

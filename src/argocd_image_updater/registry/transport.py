@@ -1,4 +1,4 @@
-"""HTTP clients for registry endpoints: TLS settings, HTTP/2, timeouts.
+"""HTTP clients for registry endpoints: TLS settings, timeouts.
 
 TLS is verified by default against the system CAs plus the endpoint's ``ca_file``/``ca_data``;
 only ``insecure: true`` turns verification off (and then no CA is loaded at all, like the original).
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from argocd_image_updater.kits.absent_modules import mark_absent
+from argocd_image_updater.http1 import async_client
 from argocd_image_updater.kits.tlstrust import CABundleError, client_context
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.errors import RegistryConfigError
@@ -29,7 +29,6 @@ class TlsKey:
     insecure: bool
     ca_file: str
     ca_data_sha256: str
-    https: bool
 
     @classmethod
     def of(cls, endpoint: RegistryEndpoint) -> TlsKey:
@@ -38,7 +37,6 @@ class TlsKey:
             insecure,
             "" if insecure else endpoint.ca_file,
             "" if insecure else hashlib.sha256(endpoint.ca_data.encode()).hexdigest(),
-            endpoint.api_url.lower().startswith("https://"),
         )
 
 
@@ -69,18 +67,12 @@ def ssl_context(endpoint: RegistryEndpoint) -> ssl.SSLContext:
 
 
 def http_client(endpoint: RegistryEndpoint) -> httpx.AsyncClient:
-    """A new client for endpoints with the TLS settings of ``endpoint`` (HTTP/2 over TLS)."""
-    mark_absent("sniffio")  # httpcore looks for it on every request: see kits.absent_modules
-    key = TlsKey.of(endpoint)
-    client = httpx.AsyncClient(
-        verify=ssl_context(endpoint),
-        http2=key.https,
+    """A new client for endpoints with the TLS settings of ``endpoint`` (HTTP/1.1 with
+    keep-alive; a proxy from the environment applies as httpx applies it)."""
+    return async_client(
+        ssl_context=ssl_context(endpoint),
         timeout=TIMEOUT,
         limits=LIMITS,
         headers={"User-Agent": USER_AGENT},
         follow_redirects=False,
     )
-    from argocd_image_updater.registry import streams
-
-    streams.install(client._transport)
-    return client

@@ -1,0 +1,50 @@
+"""HTTP clients of the product: httpx on :class:`AsyncHTTP1Transport` (HTTP/1.1 over asyncio
+streams), or on httpx's own transport where a proxy is in play."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from typing import Any
+
+import httpx
+
+from argocd_image_updater.http1.transport import DEFAULT_LIMITS, AsyncHTTP1Transport
+
+__all__ = ["DEFAULT_LIMITS", "AsyncHTTP1Transport", "async_client", "environment_proxies"]
+
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def environment_proxies() -> bool:
+    """Whether the environment names a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, in
+    either case), which httpx would then apply to the hosts ``NO_PROXY`` does not exclude."""
+    return any(name.lower() in _PROXY_VARIABLES and value for name, value in os.environ.items())
+
+
+def async_client(
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    proxy: str | None = None,
+    limits: httpx.Limits = DEFAULT_LIMITS,
+    **options: Any,
+) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` with ``options`` (base URL, auth, headers, timeouts …).
+
+    Without a proxy it runs on :class:`AsyncHTTP1Transport`. With ``proxy``, or a proxy in the
+    environment, it is httpx's own client, which speaks to proxies (CONNECT tunnels, ``NO_PROXY``
+    exclusions) exactly as before; TLS is then verified with ``ssl_context`` as well.
+    """
+    if proxy or environment_proxies():
+        from argocd_image_updater.kits.absent_modules import mark_absent
+
+        mark_absent("sniffio")  # httpcore looks for it on every request: see kits.absent_modules
+        return httpx.AsyncClient(
+            verify=ssl_context if ssl_context is not None else True,
+            proxy=proxy,
+            limits=limits,
+            **options,
+        )
+    return httpx.AsyncClient(
+        transport=AsyncHTTP1Transport(ssl_context=ssl_context, limits=limits), **options
+    )

@@ -324,11 +324,44 @@ class AppIndex:
         return [self.apps[i] for i in sorted(positions)]
 
 
+class SelectionMemory:
+    """What one ImageUpdater's selection made of each Application, kept from one cycle to the
+    next by the caller, which keeps one memory per parsed ImageUpdater (a changed ImageUpdater
+    gets a new one). What the selection makes of an Application depends on the ImageUpdater and
+    the Application alone, so an Application whose view is the same object as last cycle (same
+    resourceVersion: ``controller.views``) gets last cycle's configuration object again, and
+    planning can recognise it by identity. Only the Applications of the last selection are kept.
+    """
+
+    __slots__ = ("_kept", "_seen")
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[Application, SelectionResult]] = {}
+        self._seen: dict[str, tuple[Application, SelectionResult]] = {}
+
+    def _begin(self) -> None:
+        self._seen = {}
+
+    def _end(self) -> None:
+        self._kept, self._seen = self._seen, {}
+
+    def _recall(self, app: Application) -> SelectionResult | None:
+        kept = self._kept.get(app.qualified_name)
+        return kept[1] if kept is not None and kept[0] is app else None
+
+    def _keep(self, app: Application, piece: SelectionResult) -> None:
+        self._seen[app.qualified_name] = (app, piece)
+
+
 def select_applications(
-    cr: ImageUpdater, apps: Sequence[Application] | AppIndex
+    cr: ImageUpdater,
+    apps: Sequence[Application] | AppIndex,
+    memory: SelectionMemory | None = None,
 ) -> SelectionResult:
     """The apps ``cr`` manages among ``apps`` (the Applications of its namespace, or their
-    :class:`AppIndex`, which spares matching the patterns against every Application)."""
+    :class:`AppIndex`, which spares matching the patterns against every Application).
+    ``memory`` (kept by the caller for this very ``cr``) reuses what the last selection made of
+    the Applications that did not change."""
     result = SelectionResult()
     error = _check_patterns(cr)
     if error is not None:
@@ -338,16 +371,29 @@ def select_applications(
     if isinstance(apps, AppIndex):
         apps = apps.candidates(ref.name_pattern for ref in refs)
     shared = _RefConfigs()
+    if memory is not None:
+        memory._begin()
     for app in apps:
-        try:
-            _select(cr, refs, app, result, shared)
-        except Exception as exc:  # one application never stops the others
-            reason = (
-                f"Could not read the configuration of app {app.qualified_name} from "
-                f"ImageUpdater {cr.namespace}/{cr.name}, skipping: {type(exc).__name__}: {exc}"
-            )
-            result.warnings.append(reason)
-            result.skipped.append((app.qualified_name, reason))
+        piece = memory._recall(app) if memory is not None else None
+        if piece is None:
+            piece = SelectionResult() if memory is not None else result
+            try:
+                _select(cr, refs, app, piece, shared)
+            except Exception as exc:  # one application never stops the others
+                reason = (
+                    f"Could not read the configuration of app {app.qualified_name} from "
+                    f"ImageUpdater {cr.namespace}/{cr.name}, skipping: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+                piece.warnings.append(reason)
+                piece.skipped.append((app.qualified_name, reason))
+        if memory is not None:
+            memory._keep(app, piece)
+            result.configs.extend(piece.configs)
+            result.skipped.extend(piece.skipped)
+            result.warnings.extend(piece.warnings)
+    if memory is not None:
+        memory._end()
     return result
 
 

@@ -18,9 +18,11 @@ from typing import Any
 
 from argocd_image_updater.config.holds import manual_holds
 from argocd_image_updater.config.registries import RegistryConfig
+from argocd_image_updater.config.reloading import ReloadingRegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.controller.moved_tags import note_moved_tags
 from argocd_image_updater.controller.pins import pin_digests
+from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.controller_state import ControllerState, app_key, repo_key
 from argocd_image_updater.model.image import ImageRef, ImageRefError
@@ -264,11 +266,16 @@ def _failed(config: AppUpdateConfig, step: str, err: Exception) -> AppOutcome:
 
 
 def _plan_scans(
-    config: AppUpdateConfig, endpoint_for: Callable[[str, str], Any]
+    config: AppUpdateConfig,
+    registries: RegistryConfig,
+    reuse: PlanReuse | None = None,
 ) -> AppJobs | Exception:
-    """Phase 1 of one application; an unexpected failure is returned, not raised."""
+    """Phase 1 of one application (last cycle's jobs from ``reuse`` when its configuration
+    held); an unexpected failure is returned, not raised."""
     try:
-        return plan_scans(config, endpoint_for)
+        if reuse is not None:
+            return reuse.jobs(config, registries, registries.endpoint_for)
+        return plan_scans(config, registries.endpoint_for)
     except Exception as err:  # one application never stops the cycle
         return err
 
@@ -283,10 +290,17 @@ async def process_app(
     may_write: Callable[[], bool] | None = None,
     gate: Gate | None = None,
     holds: HoldContext | None = None,
+    reuse: PlanReuse | None = None,
 ) -> AppOutcome:
+    """Plan one application and write its changes; ``reuse`` gives last cycle's plan when its
+    inputs held (and keeps this one)."""
     app = config.app
     app_key = f"{app.namespace}/{app.name}"
-    plan = await verified_plan(config, jobs, scans, gate, holds)
+    plan = reuse.plan(jobs, scans, holds) if reuse is not None else None
+    if plan is None:
+        plan = await verified_plan(config, jobs, scans, gate, holds)
+        if reuse is not None:
+            reuse.keep(jobs, scans, holds, plan)
     if writer is not None:
         plan = _settled(app, plan)
     _log_plan(plan, app_key, _origin_fields(config), updates=writer is not None or dry_run)
@@ -420,9 +434,9 @@ def _age_tags(
     for _, _, app_jobs in planned:
         jobs: list[ImageJob | ChartJob] = [*app_jobs.jobs, *app_jobs.chart_jobs]
         for job in jobs:
-            scan = scans.get(job.scan_key)
             if job.policy.min_age is None or job.scan_key in scans.ages:
                 continue
+            scan = scans.get(job.scan_key)
             if scan is None or isinstance(scan, Exception):
                 continue
             host = job.endpoint.host if job.endpoint is not None else job.scan_key.api_url
@@ -461,12 +475,14 @@ async def run_cycle(
     verifier: Verifier | None = None,
     config_maps: ConfigMapReader | None = None,
     choices: ChoiceMemory | None = None,
+    plans: PlanReuse | None = None,
     state: ControllerState | None = None,
     now: datetime | None = None,
 ) -> CycleResult:
     """One cycle; ``verifier`` (kept across cycles for its cache) checks signatures of images
     whose verification is enabled; without one such images are refused, never written.
-    ``choices`` (kept across cycles) spares choosing again from tag lists that did not change.
+    ``choices`` (kept across cycles) spares choosing again from tag lists that did not change;
+    ``plans`` (kept across full cycles) planning again Applications whose inputs held.
     ``state`` is what the controller remembers (the writes of this cycle are added to it;
     tags no longer in their registry are forgotten); ``now`` the time this cycle began."""
     now = now or datetime.now(UTC)
@@ -475,8 +491,12 @@ async def run_cycle(
     result = CycleResult(config_errors=collected.errors)
     planned: list[tuple[AppUpdateConfig, CRState | None, AppJobs]] = []
     unplanned: list[AppOutcome] = []
+    # One look at a reloading registries.conf per cycle: its endpoints hold for the cycle.
+    snapshot = registries.current() if isinstance(registries, ReloadingRegistryConfig) else None
+    if plans is not None:
+        plans.begin()
     for config, cr in collected.configs:
-        jobs = _plan_scans(config, registries.endpoint_for)
+        jobs = _plan_scans(config, registries if snapshot is None else snapshot, plans)
         if isinstance(jobs, Exception):
             unplanned.append(_failed(config, "plan", jobs))
             unplanned[-1].cr = cr
@@ -517,7 +537,16 @@ async def run_cycle(
             holds = hold_context(state, config, cr, now)
             try:
                 outcome = await process_app(
-                    config, jobs, scans, writer_for(config), dry_run, again, may_write, gate, holds
+                    config,
+                    jobs,
+                    scans,
+                    writer_for(config),
+                    dry_run,
+                    again,
+                    may_write,
+                    gate,
+                    holds,
+                    plans,
                 )
             except Exception as err:  # one application never stops the cycle
                 outcome = _failed(config, "update", err)
@@ -543,6 +572,8 @@ async def run_cycle(
             await _write_batch(deferred, batch_writer)
     if choices is not None:
         choices.keep(scans)
+    if plans is not None:
+        plans.end()
     if state is not None:
         remember_writes(state, result.apps, now)
     result.duration = time.monotonic() - started

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.cycle import CredentialsCache, run_cycle
+from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.controller.sources import LegacyFilter, collect
-from argocd_image_updater.controller.views import ApplicationViews
+from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.model.resources import IMAGE_UPDATERS
@@ -106,6 +107,10 @@ class Controller:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     views: ApplicationViews = field(default_factory=ApplicationViews)
     """The listed Applications' parsed views, reused while their resourceVersion holds."""
+    cr_views: ImageUpdaterViews = field(default_factory=ImageUpdaterViews)
+    """The listed ImageUpdaters' parsed views and what they selected, reused likewise."""
+    plans: PlanReuse = field(default_factory=PlanReuse)
+    """The last full cycle's scan jobs and plans, reused for Applications whose inputs held."""
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -115,7 +120,7 @@ class Controller:
         if self.cycles == 0:
             _settle_heap()
         collected = await collect(
-            self.store, self.namespaces, self.legacy, self.read_crs, self.views
+            self.store, self.namespaces, self.legacy, self.read_crs, self.views, self.cr_views
         )
         present = {(cr.namespace, cr.name) for cr in collected.crs}
         for namespace, name in self.known_crs - present:
@@ -154,6 +159,7 @@ class Controller:
             verifier=self.verifier,
             config_maps=self.config_maps or self.kube,
             choices=self.choices,
+            plans=self.plans if full else None,
             state=state,
             now=self.clock(),
         )

@@ -22,11 +22,12 @@ from argocd_image_updater.config.imageupdater import (
 )
 from argocd_image_updater.config.selection import (
     AppIndex,
+    SelectionMemory,
     SelectionResult,
     select_applications,
     select_applications_v0,
 )
-from argocd_image_updater.controller.views import ApplicationViews
+from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
 from argocd_image_updater.model.application import Application, ApplicationError
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import ApplicationStore, ManifestFiles
@@ -109,16 +110,21 @@ async def collect(
     legacy: LegacyFilter,
     read_crs: bool = True,
     views: ApplicationViews | None = None,
+    cr_views: ImageUpdaterViews | None = None,
 ) -> Collected:
     """Gather the AppUpdateConfigs of a cycle. ``namespaces`` None means every namespace.
-    ``views`` (kept across cycles) reuses the views of Applications that did not change."""
+    ``views`` (kept across cycles) reuses the views of Applications that did not change;
+    ``cr_views`` those of ImageUpdaters, and what they selected of unchanged Applications."""
     out = Collected()
     scopes: list[str | None] = list(namespaces) if namespaces is not None else [None]
     apps: list[Application] = []
     crs: list[ImageUpdater] = []
     files = store if isinstance(store, ManifestFiles) else None
+    memories: dict[tuple[str, str], SelectionMemory | None] = {}
     if views is not None:
         views.begin()
+    if cr_views is not None:
+        cr_views.begin()
     for scope in scopes:
         listed = await store.list_applications(scope)
         out.listed.update(_key(obj) for obj in listed)
@@ -129,7 +135,12 @@ async def collect(
             state = _cr_state(obj)
             out.crs.append(state)
             try:
-                crs.append(parse_image_updater(obj))
+                if cr_views is not None:
+                    parsed, memory = cr_views.parse(obj)
+                    memories[(state.namespace, state.name)] = memory
+                else:
+                    parsed = parse_image_updater(obj)
+                crs.append(parsed)
             except ImageUpdaterError as err:
                 state.error = str(err)
                 log.error(
@@ -149,6 +160,8 @@ async def collect(
                 )
     if views is not None:
         views.end()
+    if cr_views is not None:
+        cr_views.end()
     by_namespace: dict[str, list[Application]] = {}
     for app in apps:
         by_namespace.setdefault(app.namespace, []).append(app)
@@ -159,7 +172,11 @@ async def collect(
     for cr in crs:
         state = states[(cr.namespace, cr.name)]
         try:
-            result = select_applications(cr, indexes.get(cr.namespace, AppIndex([])))
+            result = select_applications(
+                cr,
+                indexes.get(cr.namespace, AppIndex([])),
+                memories.get((cr.namespace, cr.name)),
+            )
         except Exception as err:  # one resource never stops the others
             result = SelectionResult(
                 error=f"could not select the applications of ImageUpdater {cr.namespace}/"

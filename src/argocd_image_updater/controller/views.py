@@ -9,9 +9,12 @@ reading the object again. Objects without a resourceVersion are always read.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
+from argocd_image_updater.config.imageupdater import ImageUpdater, parse_image_updater
+from argocd_image_updater.config.selection import SelectionMemory
 from argocd_image_updater.model.application import Application
 
 _Key = tuple[str, str]
@@ -54,3 +57,48 @@ class ApplicationViews:
             app = Application.from_object(obj)
         self._seen[key] = (stamp, app)
         return app
+
+
+class ImageUpdaterViews:
+    """Parsed ImageUpdaters by ``namespace/name``, each with the memory of its selection
+    (:class:`~argocd_image_updater.config.selection.SelectionMemory`), reused while what
+    parsing reads holds: uid, generation, ``apiVersion``, ``kind`` and ``spec`` (compared as
+    listed; a status write changes the resourceVersion, not these). A changed ImageUpdater is
+    parsed again and selects every Application afresh. Only the ImageUpdaters of the last cycle
+    are kept."""
+
+    def __init__(self) -> None:
+        self._kept: dict[_Key, tuple[tuple[Any, ...], ImageUpdater, SelectionMemory]] = {}
+        self._seen: dict[_Key, tuple[tuple[Any, ...], ImageUpdater, SelectionMemory]] = {}
+        self.reused = 0
+
+    def begin(self) -> None:
+        self._seen = {}
+        self.reused = 0
+
+    def end(self) -> None:
+        self._kept, self._seen = self._seen, {}
+
+    def parse(self, obj: Mapping[str, Any]) -> tuple[ImageUpdater, SelectionMemory]:
+        """The parsed ``obj`` and its selection memory; raises as
+        :func:`~argocd_image_updater.config.imageupdater.parse_image_updater` does."""
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+        if not isinstance(meta, Mapping):
+            return parse_image_updater(obj), SelectionMemory()
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        stamp = (
+            meta.get("uid"),
+            meta.get("generation"),
+            obj.get("apiVersion"),
+            obj.get("kind"),
+            obj.get("spec"),
+        )
+        kept = self._kept.get(key)
+        if kept is not None and kept[0] == stamp:
+            self.reused += 1
+            self._seen[key] = kept
+            return kept[1], kept[2]
+        parsed = parse_image_updater(obj)
+        memory = SelectionMemory()
+        self._seen[key] = (copy.deepcopy(stamp), parsed, memory)
+        return parsed, memory

@@ -148,6 +148,14 @@ class ScanResults(dict[ScanKey, ScanOutcome]):
 
     def choose(self, key: ScanKey, policy: Policy, scan: ScanResultLike) -> Selection:
         """The choice of ``policy`` from ``scan`` (the outcome stored under ``key``)."""
+        found = self.choice(key, policy, scan)
+        if isinstance(found[2], PolicyError):
+            raise found[2]
+        return found[2]
+
+    def choice(self, key: ScanKey, policy: Policy, scan: ScanResultLike) -> _Choice:
+        """:meth:`choose`'s record: the tags, the order hint and the choice (or its error).
+        The record of a choice reused from the last cycle is last cycle's very object."""
         memo = (key, policy)
         found = self.choices.get(memo)
         if found is None:
@@ -164,9 +172,7 @@ class ScanResults(dict[ScanKey, ScanOutcome]):
                     chosen = err
                 found = (tags, hint, chosen)
             self.choices[memo] = found
-        if isinstance(found[2], PolicyError):
-            raise found[2]
-        return found[2]
+        return found
 
 
 def _choose(

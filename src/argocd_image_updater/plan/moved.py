@@ -62,6 +62,8 @@ def observed_digests(apps: Iterable[AppJobs], results: ScanResults) -> dict[TagK
     read: set[tuple[str, ScanKey]] = set()  # a scan shared by many Applications is read once
     for jobs in apps:
         for job in jobs.jobs:
+            if not job.scan_key.metadata and not job.pin_digest:
+                continue  # a scan of tag names gives no digest, and nothing was pinned for it
             scan = results.get(job.scan_key)
             if scan is None or isinstance(scan, Exception):
                 continue

@@ -20,12 +20,23 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.tags import PlatformImage
 from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES
 from argocd_image_updater.registry.singleflight import SingleFlight
+
+_COUNTS: dict[tuple[bool, str], Any] = {}
+
+
+def _count(hit: bool, cache: str) -> None:
+    """Count a hit or a miss of ``cache`` (its series looked up once)."""
+    series = _COUNTS.get((hit, cache))
+    if series is None:
+        series = _COUNTS[(hit, cache)] = (CACHE_HITS if hit else CACHE_MISSES).labels(cache)
+    series.inc()
+
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -86,7 +97,7 @@ class MetadataCache:
 
     def get(self, digest: str) -> CachedMetadata | None:
         value = self._entries.get(digest)
-        (CACHE_HITS if value is not None else CACHE_MISSES).labels("metadata").inc()
+        _count(value is not None, "metadata")
         return value
 
     def peek(self, digest: str) -> CachedMetadata | None:
@@ -157,9 +168,9 @@ class TagListCache:
             started, task = entry
             usable = (since is None and not task.done()) or (since is not None and started > since)
             if usable and not (task.done() and (task.cancelled() or task.exception())):
-                CACHE_HITS.labels("tags").inc()
+                _count(True, "tags")
                 return await asyncio.shield(task)
-        CACHE_MISSES.labels("tags").inc()
+        _count(False, "tags")
 
         async def load() -> tuple[str, ...]:
             return tuple(await fetch())

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import httpx
+from prometheus_client import Counter, Histogram
 
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.retry import RETRY_STATUSES, RetryPolicy
@@ -108,6 +109,8 @@ class EndpointHTTP:
         self.retry = retry or RetryPolicy()
         self.stats = stats or RequestStats()
         self.log = get_logger("registry").bind(registry=self.registry)
+        self._requests = REGISTRY_REQUESTS.labels(self.registry)
+        self._series: dict[tuple[object, ...], Any] = {}
 
     async def aclose(self) -> None:
         if self._owns_http:
@@ -204,7 +207,7 @@ class EndpointHTTP:
         limit: int,
         redirects: bool,
     ) -> Reply:
-        REGISTRY_REQUESTS.labels(self.registry).inc()
+        self._requests.inc()
         self.stats.record(kind, method)
         start = time.perf_counter()
         try:
@@ -218,16 +221,23 @@ class EndpointHTTP:
             self._trace(method, url, "error", start, error=type(exc).__name__)
             raise
         finally:
-            REGISTRY_REQUEST_DURATION.labels(self.registry, kind).observe(
-                time.perf_counter() - start
-            )
+            self._series_of(REGISTRY_REQUEST_DURATION, kind).observe(time.perf_counter() - start)
         status = response.status_code
-        REGISTRY_RESPONSES.labels(self.registry, kind, str(status)).inc()
+        self._series_of(REGISTRY_RESPONSES, kind, str(status)).inc()
         challenge = status == 401 and "Authorization" not in headers
         if status >= 400 and not challenge:
             REGISTRY_REQUESTS_FAILED.labels(self.registry).inc()
         self._trace(method, url, status, start)
         return Reply(response, body)
+
+    def _series_of(self, metric: Histogram | Counter, *values: str) -> Any:
+        """The series of ``metric`` for this registry and ``values``, looked up once (the
+        series of a registry are never removed)."""
+        key = (metric, *values)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = metric.labels(self.registry, *values)
+        return series
 
     async def _read(self, response: httpx.Response, limit: int) -> bytes:
         chunks: list[bytes] = []

@@ -55,6 +55,7 @@ from argocd_image_updater.registry.errors import (
     RegistryProtocolError,
 )
 from argocd_image_updater.registry.helmindex import HelmIndex
+from argocd_image_updater.registry.listed_tags import ListedTags
 from argocd_image_updater.registry.manifest import Descriptor, Manifest
 from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, EndpointLimits
 from argocd_image_updater.registry.revalidate import RepositoryTags, Revalidation
@@ -144,6 +145,7 @@ class Scanner:
         self._metadata_concurrency = metadata_concurrency
         self._registry_concurrency = registry_concurrency
         self._tag_lists = TagListCache()
+        self._listed = ListedTags()
         self._metadata = MetadataCache(metadata_entries)
         self._revalidation = revalidation or Revalidation()
         self._repositories: LruDict[tuple[str, str], RepositoryTags] = LruDict(
@@ -210,6 +212,7 @@ class Scanner:
     def new_round(self) -> int:
         """Start a round (an update cycle): scans passing its number share one tag listing per
         repository, started after this call; no later round sees it."""
+        self._listed.new_round()
         return self._tag_lists.new_round()
 
     async def scan(self, req: ScanRequest, scan_round: int | None = None) -> ScanResult:
@@ -232,7 +235,7 @@ class Scanner:
         # Time-sorted registries need no metadata; the digest strategy (only_tags) still needs
         # the digest of its tag.
         if not req.metadata or (hint is not None and req.only_tags is None):
-            return ScanResult(req, tuple(TagInfo(n) for n in names), hint, listed)
+            return ScanResult(req, self._listed.tags((key, req.only_tags), names), hint, listed)
         state = self._repository(req.endpoint.api_url, repository)
         if req.only_tags is None:
             state.keep_only(names)

@@ -66,7 +66,8 @@ CRKey = tuple[str, str]
 
 _lock = threading.Lock()
 _apps: dict[CRKey, set[str]] = {}
-_gauged: set[CRKey] = set()
+_gauged: dict[CRKey, tuple[int, int]] = {}
+"""The gauges' values as last set, per CR (a value that did not change is not set again)."""
 
 
 def _cr_key(outcome: AppOutcome) -> CRKey:
@@ -103,25 +104,32 @@ def record_cycle(
         if not gauges:
             return
         for key, number in apps.items():
+            values = (number, images[key])
+            if _gauged.get(key) == values:
+                continue
             labels = (key[1], key[0])
             APPLICATIONS_WATCHED.labels(*labels).set(number)
-            IMAGES_WATCHED.labels(*labels).set(images[key])
-        for key in _gauged - apps.keys():
+            IMAGES_WATCHED.labels(*labels).set(values[1])
+            _gauged[key] = values
+        for key in _gauged.keys() - apps.keys():
             _remove_gauges(key)
-        _gauged.clear()
-        _gauged.update(apps)
 
 
 def _count(key: CRKey, app: str, *, errors: int, updated: int) -> None:
-    """Increment (and create at 0, so ``increase()`` sees the first step) an app's counters."""
+    """Increment (and create at 0, so ``increase()`` sees the first step) an app's counters;
+    nothing to do for counters that exist and do not move (most apps of most cycles)."""
+    known = _apps.setdefault(key, set())
+    if not errors and not updated and app in known:
+        return
+    known.add(app)
     labels = (app, key[1], key[0])
-    _apps.setdefault(key, set()).add(app)
     IMAGES_UPDATED.labels(*labels).inc(updated)
     IMAGES_ERRORS.labels(*labels).inc(errors)
     IMAGES_UPDATED_ERRORS.labels(*labels).inc(errors)
 
 
 def _remove_gauges(key: CRKey) -> None:
+    _gauged.pop(key, None)
     for gauge in (APPLICATIONS_WATCHED, IMAGES_WATCHED):
         with contextlib.suppress(KeyError):
             gauge.remove(key[1], key[0])
@@ -132,7 +140,6 @@ def forget_cr(namespace: str, name: str) -> None:
     key = (namespace, name)
     with _lock:
         _remove_gauges(key)
-        _gauged.discard(key)
         for app in _apps.pop(key, set()):
             for counter in (IMAGES_UPDATED, IMAGES_ERRORS, IMAGES_UPDATED_ERRORS):
                 with contextlib.suppress(KeyError):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.observe.log import get_logger
@@ -21,6 +22,7 @@ from argocd_image_updater.report.status import (
     outcomes_by_cr,
     reconciling_status,
 )
+from argocd_image_updater.report.status_reuse import StatusReuse
 
 log = get_logger("report")
 
@@ -35,6 +37,8 @@ class Reporter:
     """Queues the cycle's notifications (sent in the background, never waited for)."""
     shipping: ShipTracker | None = None
     """Follows written changes until they are live (``status.shipments``, ``ImageShipped``)."""
+    statuses: StatusReuse = field(default_factory=StatusReuse)
+    """The statuses last computed, reused for ImageUpdaters whose inputs did not change."""
 
     async def reconciling(self, collected: Collected) -> None:
         """Mark ``Reconciling=True`` on the ImageUpdaters whose spec changed since their last
@@ -81,6 +85,20 @@ class Reporter:
         limit = asyncio.Semaphore(MAX_PARALLEL_WRITES)
         now = datetime.now(UTC)
         by_cr = outcomes_by_cr(result.apps)
+        if not partial:
+            self.statuses.retain([(cr.namespace, cr.name) for cr in collected.crs])
+
+        def computed(cr: CRState, stored: Mapping[str, Any] | None) -> dict[str, Any]:
+            return self.statuses.status(
+                cr,
+                by_cr.get((cr.namespace, cr.name), ()),
+                stored,
+                now=now,
+                dry_run=dry_run,
+                compute=lambda: compute_status(
+                    cr, by_cr, now=now, dry_run=dry_run, previous=stored
+                ),
+            )
 
         async def status_of(cr_index: int) -> None:
             assert self.status is not None
@@ -90,7 +108,7 @@ class Reporter:
                     await self.status.write(
                         cr,
                         lambda stored: (
-                            compute_status(cr, by_cr, now=now, dry_run=dry_run, previous=stored)
+                            computed(cr, stored)
                             | (
                                 {"shipments": shipping.status_entries(cr, stored)}
                                 if shipping is not None

@@ -1,0 +1,50 @@
+"""The tags of name-only scans, reused while a repository lists exactly the same names.
+
+A scan that needs tag names only (``semver``, ``alphabetical``, time-sorted registries) turns
+each listed name into a :class:`~argocd_image_updater.model.tags.TagInfo`. From one cycle to the
+next most repositories list the same names: the last cycle's tuple of ``TagInfo`` is handed out
+again, so the planner's choice memory (:class:`~argocd_image_updater.plan.decide.ChoiceMemory`)
+recognises the tags by identity instead of comparing them one by one. The names are compared
+exactly (a new, removed or reordered tag is a new list). A repository that no scan listed in
+the last :data:`ROUNDS_KEPT` rounds is forgotten, so the entries follow the repositories in use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Final
+
+from argocd_image_updater.model.tags import TagInfo
+
+ROUNDS_KEPT: Final = 64
+"""A repository's entry is dropped when no scan listed it for this many rounds."""
+
+
+class ListedTags:
+    """Last listing's names and tags per scan (repository, credentials and tag filter)."""
+
+    __slots__ = ("_entries", "_round")
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, tuple[int, tuple[str, ...], tuple[TagInfo, ...]]] = {}
+        self._round = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def new_round(self) -> None:
+        """A new scan round began; forget the repositories no recent round listed."""
+        self._round += 1
+        if self._round % ROUNDS_KEPT == 0:
+            oldest = self._round - ROUNDS_KEPT
+            self._entries = {k: v for k, v in self._entries.items() if v[0] > oldest}
+
+    def tags(self, key: Hashable, names: tuple[str, ...]) -> tuple[TagInfo, ...]:
+        """The ``TagInfo`` of ``names``: the last ones of ``key`` when it listed the same."""
+        kept = self._entries.get(key)
+        if kept is not None and kept[1] == names:
+            tags = kept[2]
+        else:
+            tags = tuple(TagInfo(name) for name in names)
+        self._entries[key] = (self._round, names, tags)
+        return tags

@@ -1,0 +1,31 @@
+"""Name-only scans hand out the same tags while a repository lists the same names."""
+
+from __future__ import annotations
+
+from argocd_image_updater.model.tags import TagInfo
+from argocd_image_updater.registry.listed_tags import ROUNDS_KEPT, ListedTags
+
+
+def test_the_same_names_give_the_same_tags_and_any_change_new_ones() -> None:
+    listed = ListedTags()
+    listed.new_round()
+    first = listed.tags("repo", ("1.0", "1.1"))
+    assert first == (TagInfo("1.0"), TagInfo("1.1"))
+    listed.new_round()
+    assert listed.tags("repo", ("1.0", "1.1")) is first
+    assert listed.tags("other", ("1.0", "1.1")) is not first
+    for names in [("1.0", "1.1", "1.2"), ("1.1", "1.0"), ("1.0",), ()]:
+        listed.new_round()
+        tags = listed.tags("repo", names)
+        assert [t.name for t in tags] == list(names)
+        assert tags is not first
+
+
+def test_repositories_no_recent_round_listed_are_forgotten() -> None:
+    listed = ListedTags()
+    listed.new_round()
+    listed.tags("gone", ("1.0",))
+    for _ in range(ROUNDS_KEPT * 2):
+        listed.new_round()
+        listed.tags("used", ("1.0",))
+    assert len(listed) == 1

@@ -292,15 +292,13 @@ async def process_app(
     holds: HoldContext | None = None,
     reuse: PlanReuse | None = None,
 ) -> AppOutcome:
-    """Plan one application and write its changes; ``reuse`` gives last cycle's plan when its
-    inputs held (and keeps this one)."""
+    """Plan one application and write its changes; ``reuse`` keeps the plan for the next
+    cycle."""
     app = config.app
     app_key = f"{app.namespace}/{app.name}"
-    plan = reuse.plan(jobs, scans, holds) if reuse is not None else None
-    if plan is None:
-        plan = await verified_plan(config, jobs, scans, gate, holds)
-        if reuse is not None:
-            reuse.keep(jobs, scans, holds, plan)
+    plan = await verified_plan(config, jobs, scans, gate, holds)
+    if reuse is not None:
+        reuse.keep(jobs, scans, holds, plan)
     if writer is not None:
         plan = _settled(app, plan)
     _log_plan(plan, app_key, _origin_fields(config), updates=writer is not None or dry_run)
@@ -527,14 +525,42 @@ async def run_cycle(
 
     limit = asyncio.Semaphore(max_concurrent_apps)
 
-    async def one(config: AppUpdateConfig, cr: CRState | None, jobs: AppJobs) -> AppOutcome:
+    def finish(
+        config: AppUpdateConfig,
+        cr: CRState | None,
+        jobs: AppJobs,
+        holds: HoldContext,
+        outcome: AppOutcome,
+    ) -> AppOutcome:
+        if state is not None:
+            remember_holds(state, outcome, holds)
+        outcome.cr = cr
+        outcome.uid = config.app.uid
+        outcome.moved_tags = moves_of(jobs, scans, moves)
+        return outcome
+
+    def reused(
+        config: AppUpdateConfig, cr: CRState | None, jobs: AppJobs
+    ) -> AppOutcome | Awaitable[AppOutcome]:
+        """Last cycle's outcome when its plan may be reused (it changes nothing: no write, no
+        wait), else the work of planning and writing."""
+        holds = hold_context(state, config, cr, now)
+        plan = plans.plan(jobs, scans, holds) if plans is not None else None
+        if plan is None:
+            return one(config, cr, jobs, holds)
+        app_key = f"{config.app.namespace}/{config.app.name}"
+        _log_plan(plan, app_key, _origin_fields(config))
+        return finish(config, cr, jobs, holds, AppOutcome(app=app_key, plan=plan))
+
+    async def one(
+        config: AppUpdateConfig, cr: CRState | None, jobs: AppJobs, holds: HoldContext
+    ) -> AppOutcome:
         async with limit:
 
             async def again(app: Application) -> tuple[AppUpdateConfig, AppJobs]:
                 fresh = dataclasses.replace(config, app=app)
                 return fresh, plan_scans(fresh, registries.endpoint_for)
 
-            holds = hold_context(state, config, cr, now)
             try:
                 outcome = await process_app(
                     config,
@@ -550,14 +576,14 @@ async def run_cycle(
                 )
             except Exception as err:  # one application never stops the cycle
                 outcome = _failed(config, "update", err)
-            if state is not None:
-                remember_holds(state, outcome, holds)
-            outcome.cr = cr
-            outcome.uid = config.app.uid
-            outcome.moved_tags = moves_of(jobs, scans, moves)
-            return outcome
+            return finish(config, cr, jobs, holds, outcome)
 
-    result.apps = list(await asyncio.gather(*(one(c, cr, j) for c, cr, j in planned)))
+    items = [reused(c, cr, j) for c, cr, j in planned]
+    waiting = [(i, item) for i, item in enumerate(items) if not isinstance(item, AppOutcome)]
+    done = await asyncio.gather(*(item for _, item in waiting))
+    for (i, _), outcome in zip(waiting, done, strict=True):
+        items[i] = outcome
+    result.apps = [item for item in items if isinstance(item, AppOutcome)]
     deferred = [
         (config, outcome)
         for (config, _, _), outcome in zip(planned, result.apps, strict=True)

@@ -50,7 +50,15 @@ class _Kept:
 
 
 def _choices(jobs: AppJobs, scans: object) -> tuple[object, ...] | None:
-    """The choice records the plan of ``jobs`` is made from; None when it may not be reused."""
+    """The choice records the plan of ``jobs`` is made from; None when it may not be reused
+    (or a choice failed unexpectedly: planning reports that failure as the image's error)."""
+    try:
+        return _records(jobs, scans)
+    except Exception:
+        return None
+
+
+def _records(jobs: AppJobs, scans: object) -> tuple[object, ...] | None:
     if not isinstance(scans, ScanResults):
         return None
     found: list[object] = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Final
 
@@ -139,13 +139,23 @@ class AppJobs:
     charts: tuple[ChartJob | ImageResult, ...] = ()
     """The charts' jobs and immediate results (``plan.charts``), in configuration order."""
 
+    _jobs: tuple[ImageJob, ...] = field(default=(), init=False, repr=False, compare=False)
+    _chart_jobs: tuple[ChartJob, ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Read many times per cycle (scans, pins, moved tags, planning): sorted out once.
+        jobs = tuple(i for i in self.items if isinstance(i, ImageJob))
+        charts = tuple(i for i in self.charts if not isinstance(i, ImageResult))
+        object.__setattr__(self, "_jobs", jobs)
+        object.__setattr__(self, "_chart_jobs", charts)
+
     @property
     def jobs(self) -> tuple[ImageJob, ...]:
-        return tuple(i for i in self.items if isinstance(i, ImageJob))
+        return self._jobs
 
     @property
     def chart_jobs(self) -> tuple[ChartJob, ...]:
-        return tuple(i for i in self.charts if not isinstance(i, ImageResult))
+        return self._chart_jobs
 
     @property
     def scan_keys(self) -> tuple[ScanKey, ...]:

@@ -11,7 +11,8 @@ from typing import Any
 
 from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.pipeline.records import Collected, CRState, CycleResult
+from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
+from argocd_image_updater.plan.holds import HOLD_ANNOUNCE
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import REASON_TAG_MOVED, EventRecorder
@@ -163,8 +164,24 @@ class Reporter:
         if self.events is not None and not partial:
             tasks += [cr_failed(cr, cr.error) for cr in collected.crs if cr.error is not None]
         if self.events is not None:
-            tasks += [events_of(i) for i in range(len(result.apps))]
+            apps = result.apps
+            tasks += [events_of(i) for i in range(len(apps)) if _has_events(apps[i], dry_run)]
         await asyncio.gather(*tasks)
+
+
+def _has_events(outcome: AppOutcome, dry_run: bool) -> bool:
+    """Whether :meth:`Reporter.report` has events to create for ``outcome`` (most outcomes of
+    most cycles have none: they are not looked at again)."""
+    plan = outcome.plan
+    if not dry_run and (outcome.written or outcome.moved_tags):
+        return True
+    if outcome.cr is not None and outcome.error:
+        return True
+    if plan is None:
+        return False
+    if not dry_run and any(r.detail == HOLD_ANNOUNCE for r in plan.results):
+        return True
+    return outcome.cr is not None and plan.errors > 0
 
 
 def _observed(cr: CRState) -> object:

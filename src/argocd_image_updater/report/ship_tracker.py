@@ -92,10 +92,14 @@ class ShipTracker:
         changes this cycle wrote. ``partial`` (a webhook event's cycle): only the Applications
         it listed are looked at."""
         now = self._clock()
-        listed = {
-            f"{config.app.namespace}/{config.app.name}": config.app.raw
-            for config, _ in collected.configs
-        }
+        listed = (
+            {
+                f"{config.app.namespace}/{config.app.name}": config.app.raw
+                for config, _ in collected.configs
+            }
+            if self._pending or self._done
+            else {}
+        )
         finished: list[Shipment] = []
         views = {
             key: AppView.from_object(raw)
@@ -120,13 +124,14 @@ class ShipTracker:
         if not partial:  # an Application gone from the listing keeps no final entry
             for key in [k for k, s in self._done.items() if s.app not in listed]:
                 del self._done[key]
-        if not dry_run:
+        written = [o for o in result.apps if o.written] if not dry_run else []
+        if written:
             git = {
                 f"{config.app.namespace}/{config.app.name}"
                 for config, _ in collected.configs
                 if config.write_back.is_git
             }
-            for outcome in result.apps:
+            for outcome in written:
                 self._follow(outcome, now, git=outcome.app in git)
         return finished
 

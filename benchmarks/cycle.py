@@ -158,6 +158,9 @@ def peak_rss_mb() -> float:
 async def child_main(
     kubeconfig: str, conf: str, log_stream: TextIO, host: str, repos: list[str], profile: str
 ) -> None:
+    # The entry point's module first, as ``argocd-image-updater run`` loads it (it keeps httpx's
+    # own command line, and rich and pygments with it, from being imported).
+    import argocd_image_updater.cli.main  # noqa: F401
     from argocd_image_updater.cli.run_cmd import build_controller
     from argocd_image_updater.config.settings import resolve
     from argocd_image_updater.observe import log as logging_setup

@@ -9,6 +9,7 @@ from typing import Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
 from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient, KubeError
+from argocd_image_updater.model.application import compact_object
 from argocd_image_updater.pipeline.ports import ConflictError, StoreError
 
 
@@ -17,7 +18,12 @@ class KubeStore:
         self.kube = kube
 
     async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]:
-        items, _ = await self.kube.list_objects(APPLICATIONS, namespace)
+        """The Applications, read a page at a time and each reduced to what the updater reads
+        (:func:`~argocd_image_updater.model.application.compact_object`): a cycle holds the
+        whole listing only in that form."""
+        items: list[dict[str, Any]] = []
+        async for page in self.kube.list_pages(APPLICATIONS, namespace):
+            items.extend(compact_object(obj) for obj in page)
         return items
 
     async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]:
@@ -44,7 +50,8 @@ class ArgoCDStore:
         self._selector = label_selector
 
     async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]:
-        return await self.client.list_applications(self._selector, namespace or "")
+        items = await self.client.list_applications(self._selector, namespace or "")
+        return [compact_object(obj) for obj in items]
 
     async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:

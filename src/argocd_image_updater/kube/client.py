@@ -50,6 +50,8 @@ LEASES: Final[Kind] = ("coordination.k8s.io", "v1", "leases")
 REQUEST_TIMEOUT: Final = 30.0
 JSON_PATCH: Final = "application/json-patch+json"
 MERGE_PATCH: Final = "application/merge-patch+json"
+LIST_PAGE_SIZE: Final = 500
+"""Objects per page of :meth:`KubeClient.list_pages` (client-go's pager's default)."""
 
 
 def resource_path(kind: Kind, namespace: str | None, name: str = "", subresource: str = "") -> str:
@@ -186,6 +188,28 @@ class KubeClient:
         result = await self.request("GET", resource_path(kind, namespace), params=params)
         items = [dict(item) for item in result.get("items") or []]
         return items, str((result.get("metadata") or {}).get("resourceVersion", ""))
+
+    async def list_pages(
+        self, kind: Kind, namespace: str | None, *, limit: int = LIST_PAGE_SIZE
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """List objects ``limit`` at a time (the API's ``limit`` and ``continue``), so that a
+        caller can reduce each page before the next one is read. The pages are read back to
+        back, well within the time the API keeps a continue token (a failure, 410 included,
+        is a :class:`KubeError` like any other)."""
+        path = resource_path(kind, namespace)
+        token = ""
+        while True:
+            params = {"limit": str(limit)}
+            if token:
+                params["continue"] = token
+            result = await self.request("GET", path, params=params)
+            token = str((result.get("metadata") or {}).get("continue") or "")
+            page: list[dict[str, Any]] = result.get("items") or []
+            del result
+            yield page
+            del page  # the caller has read it: not kept while the next page is read
+            if not token:
+                return
 
     async def get_object(self, kind: Kind, namespace: str, name: str) -> dict[str, Any]:
         return dict(await self.request("GET", resource_path(kind, namespace, name)))

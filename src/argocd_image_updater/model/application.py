@@ -300,6 +300,65 @@ def _read_source(r: _Reader, obj: Mapping[str, Any], path: str, spec_path: SpecP
     )
 
 
+_KEPT_METADATA: Final = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "labels",
+    "annotations",
+)
+_KEPT_SPEC: Final = ("source", "sources", "sourceHydrator")
+_KEPT_STATUS: Final[Mapping[str, tuple[str, ...] | None]] = MappingProxyType(
+    {
+        "sync": ("status", "revision", "revisions"),
+        "health": ("status", "message"),
+        "operationState": ("phase", "message"),
+        "summary": ("images",),
+        "conditions": None,
+        "sourceType": None,
+        "sourceTypes": None,
+    }
+)
+"""The ``status`` fields read: the view's own and those the ship tracker reports (``None``:
+the whole value)."""
+
+
+def _pick(value: Any, keys: Sequence[str]) -> Any:
+    if not isinstance(value, dict):
+        return value  # malformed: the view names the field
+    return {key: value[key] for key in keys if key in value}
+
+
+def compact_object(obj: Any) -> Any:
+    """``obj`` (an Application as the API returns it) reduced to the fields the updater reads:
+    the metadata that identifies it and its labels and annotations, the sources in ``spec``
+    (what a patch edits), and the parts of ``status`` the view and the ship tracker read.
+    Everything else (``status.resources``, ``status.history``, ``status.operationState``'s
+    results, ``managedFields``, …) is left out, so that the Applications kept from one cycle to
+    the next hold a fraction of the listed objects. The values kept are the same objects, not
+    copies; malformed parts are kept as they are, so that :meth:`Application.from_object`
+    reports them as it would have."""
+    if not isinstance(obj, dict):
+        return obj
+    out = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+    if "metadata" in obj:
+        out["metadata"] = _pick(obj["metadata"], _KEPT_METADATA)
+    if "spec" in obj:
+        out["spec"] = _pick(obj["spec"], _KEPT_SPEC)
+    status = obj.get("status")
+    if isinstance(status, dict):
+        kept: dict[str, Any] = {}
+        for key, fields in _KEPT_STATUS.items():
+            if key in status:
+                kept[key] = status[key] if fields is None else _pick(status[key], fields)
+        out["status"] = kept
+    elif "status" in obj:
+        out["status"] = status
+    return out
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Application:
     """Read-only view of one Application; build it with :meth:`from_object`.

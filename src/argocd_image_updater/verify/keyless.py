@@ -20,7 +20,8 @@ timestamp in every certificate, and it brings about thirty packages (requests, t
 its import alone takes about 1.8 s against 0.25 s for ``cryptography``). The path validation
 here is ``cryptography``'s own X.509 verifier (RFC 5280 and Web PKI profile checks), with
 Fulcio's code-signing usage allowed; only the log checks are written here, following the
-Rekor and RFC 9162 definitions.
+Rekor and RFC 9162 definitions. ``cryptography`` is imported by the functions that use it: a
+controller that verifies no signature never loads it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-
-from cryptography import x509
-from cryptography.x509.oid import ExtendedKeyUsageOID, ObjectIdentifier
+from typing import TYPE_CHECKING
 
 from argocd_image_updater.verify.keys import UnusableKey, check_key, verify_with
 from argocd_image_updater.verify.payloads import Signed
@@ -43,9 +42,13 @@ from argocd_image_updater.verify.tlog import (
 )
 from argocd_image_updater.verify.trustroot import TrustedRoot
 
-ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
-ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
-USERNAME = ObjectIdentifier("1.3.6.1.4.1.57264.1.7")
+if TYPE_CHECKING:
+    from cryptography import x509
+
+ISSUER_V2 = "1.3.6.1.4.1.57264.1.8"
+ISSUER_V1 = "1.3.6.1.4.1.57264.1.1"
+USERNAME = "1.3.6.1.4.1.57264.1.7"
+"""Fulcio's certificate extensions (dotted object identifiers)."""
 REGEXP = "regexp:"
 
 
@@ -99,6 +102,8 @@ class KeylessResult:
 
 
 def _certificates(data: bytes) -> list[x509.Certificate]:
+    from cryptography import x509
+
     if data.lstrip().startswith(b"-----BEGIN"):
         return x509.load_pem_x509_certificates(data.strip())
     return [x509.load_der_x509_certificate(data)]  # DER: its last bytes may look like spaces
@@ -106,6 +111,8 @@ def _certificates(data: bytes) -> list[x509.Certificate]:
 
 def identities(cert: x509.Certificate) -> list[str]:
     """Emails, URIs and Fulcio usernames of the subject alternative name."""
+    from cryptography import x509
+
     try:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
@@ -113,7 +120,7 @@ def identities(cert: x509.Certificate) -> list[str]:
     found: list[str] = [*san.get_values_for_type(x509.RFC822Name)]
     found += san.get_values_for_type(x509.UniformResourceIdentifier)
     for other in san.get_values_for_type(x509.OtherName):
-        if other.type_id == USERNAME:
+        if other.type_id.dotted_string == USERNAME:
             found.append(_utf8_string(other.value) or "")
     return [value for value in found if value]
 
@@ -132,9 +139,12 @@ def _utf8_string(der: bytes) -> str | None:
 
 def issuer(cert: x509.Certificate) -> str:
     """The OIDC issuer Fulcio recorded (``…57264.1.8``, else the deprecated ``…1.1``)."""
+    from cryptography import x509
+    from cryptography.x509.oid import ObjectIdentifier
+
     for oid, decode in ((ISSUER_V2, _utf8_string), (ISSUER_V1, None)):
         try:
-            ext = cert.extensions.get_extension_for_oid(oid).value
+            ext = cert.extensions.get_extension_for_oid(ObjectIdentifier(oid)).value
         except x509.ExtensionNotFound:
             continue
         raw = ext.value if isinstance(ext, x509.UnrecognizedExtension) else b""
@@ -147,6 +157,8 @@ def issuer(cert: x509.Certificate) -> str:
 def _verify_chain(
     leaf: x509.Certificate, untrusted: list[x509.Certificate], when: datetime, root: TrustedRoot
 ) -> None:
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
     from cryptography.x509.verification import (
         Criticality,
         ExtensionPolicy,

@@ -4,25 +4,35 @@ Key types cosign signs with: ECDSA P-256 and P-384 (the original accepts only EC
 and RSA (2048 bits or more). ECDSA signatures are ASN.1 DER over SHA-256 (P-384 also over
 SHA-384, as newer signers hash by curve); RSA signatures are PKCS#1 v1.5 or PSS over SHA-256;
 Ed25519 signs the message itself.
+
+``cryptography`` is imported by the functions that use it: a controller that verifies no
+signature never loads it (about 11 MB).
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-PublicKey: TypeAlias = ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey | rsa.RSAPublicKey
+PublicKey: TypeAlias = "ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey | rsa.RSAPublicKey"
 
 MIN_RSA_BITS = 2048
-_CURVE_HASHES: dict[str, tuple[hashes.HashAlgorithm, ...]] = {
-    "secp256r1": (hashes.SHA256(),),
-    "secp384r1": (hashes.SHA256(), hashes.SHA384()),
-}
+_CURVES = ("secp256r1", "secp384r1")
+
+
+def _curve_hashes(curve: str) -> tuple[hashes.HashAlgorithm, ...]:
+    from cryptography.hazmat.primitives import hashes
+
+    if curve == "secp256r1":
+        return (hashes.SHA256(),)
+    if curve == "secp384r1":
+        return (hashes.SHA256(), hashes.SHA384())
+    return ()
 
 
 class UnusableKey(ValueError):
@@ -41,6 +51,8 @@ class VerifyingKey:
 
 
 def fingerprint(key: PublicKey) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     der = key.public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -48,6 +60,8 @@ def fingerprint(key: PublicKey) -> str:
 
 
 def describe(key: PublicKey) -> str:
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
     if isinstance(key, ec.EllipticCurvePublicKey):
         kind = {"secp256r1": "ECDSA P-256", "secp384r1": "ECDSA P-384"}.get(
             key.curve.name, key.curve.name
@@ -61,8 +75,10 @@ def describe(key: PublicKey) -> str:
 
 def check_key(key: object) -> PublicKey:
     """``key`` if it is a supported public key; otherwise :class:`UnusableKey` saying why."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
     if isinstance(key, ec.EllipticCurvePublicKey):
-        if key.curve.name not in _CURVE_HASHES:
+        if key.curve.name not in _CURVES:
             raise UnusableKey(f"ECDSA curve {key.curve.name} is not supported (use P-256 or P-384)")
         return key
     if isinstance(key, ed25519.Ed25519PublicKey):
@@ -83,6 +99,9 @@ def load_public_key(pem: bytes) -> VerifyingKey:
         raise UnusableKey("this is a private key: configure the public key (cosign.pub)")
     if not text.startswith(b"-----BEGIN"):
         raise UnusableKey("not a PEM public key (expected -----BEGIN PUBLIC KEY-----)")
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
     try:
         key = check_key(serialization.load_pem_public_key(text))
     except (ValueError, UnsupportedAlgorithm) as err:
@@ -91,6 +110,10 @@ def load_public_key(pem: bytes) -> VerifyingKey:
 
 
 def verify_with(key: PublicKey, signature: bytes, message: bytes) -> bool:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+
     try:
         if isinstance(key, ed25519.Ed25519PublicKey):
             key.verify(signature, message)
@@ -106,7 +129,7 @@ def verify_with(key: PublicKey, signature: bytes, message: bytes) -> bool:
                 except InvalidSignature:
                     continue
             return False
-        for algorithm in _CURVE_HASHES.get(key.curve.name, ()):
+        for algorithm in _curve_hashes(key.curve.name):
             try:
                 key.verify(signature, message, ec.ECDSA(algorithm))
                 return True

@@ -30,13 +30,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
+from typing import TYPE_CHECKING, Any
 
 from argocd_image_updater.verify.keys import verify_with
 from argocd_image_updater.verify.trustroot import TrustedRoot
+
+if TYPE_CHECKING:  # imported where used: a controller that verifies nothing never loads it
+    from cryptography import x509
 
 _NOTE_SEPARATOR = "\n\n"
 _SIGNATURE_PREFIX = "\u2014 "
@@ -254,6 +254,9 @@ def verify_inclusion(entry: LogEntry, root: TrustedRoot) -> str:
 
 
 def _same_certificate(encoded: Any, leaf: x509.Certificate) -> bool:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
     try:
         pem = _b64(encoded, "entry public key")
         cert = x509.load_pem_x509_certificate(pem)

@@ -32,13 +32,12 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any, Final
-
-from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
+from typing import TYPE_CHECKING, Any, Final
 
 from argocd_image_updater.verify.keys import PublicKey, UnusableKey, check_key
+
+if TYPE_CHECKING:  # imported where used: a controller that verifies nothing never loads it
+    from cryptography import x509
 
 MEDIA_TYPE_PREFIX: Final = "application/vnd.dev.sigstore.trustedroot"
 PUBLIC_ROOT: Final = "data/sigstore_trusted_root.json"
@@ -136,6 +135,9 @@ def _log(value: Any, where: str) -> LogKey:
     data = _object(value, where)
     public = _object(data.get("publicKey"), f"{where}.publicKey")
     der = _bytes(public.get("rawBytes"), f"{where}.publicKey.rawBytes")
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
     try:
         key = check_key(serialization.load_der_public_key(der))
     except (ValueError, UnsupportedAlgorithm, UnusableKey) as err:
@@ -163,6 +165,8 @@ def _authority(value: Any, where: str) -> Authority:
     raw = _list(chain.get("certificates"), f"{where}.certChain.certificates")
     if not raw:
         raise TrustRootError(f"{where}.certChain.certificates is empty")
+    from cryptography import x509
+
     certificates = []
     for i, item in enumerate(raw):
         at = f"{where}.certChain.certificates[{i}].rawBytes"

@@ -18,9 +18,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import httpx
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from argocd_image_updater.model.pr_hosts import GITHUB
 from argocd_image_updater.model.repo_url import RepoLocation
@@ -167,6 +164,11 @@ def _b64url(data: bytes) -> str:
 
 def app_jwt(app_id: int | str, private_key_pem: str, now: float) -> str:
     """An RS256 JWT identifying the GitHub App (valid 9 minutes, backdated 1 minute)."""
+    # imported here: a controller that signs no GitHub App token never loads cryptography
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
     try:
         key = serialization.load_pem_private_key(private_key_pem.encode(), password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm):

@@ -113,11 +113,14 @@ def app_dir(i: int, apps: int) -> str:
     return f"apps/{app_name(i, apps)}"
 
 
-def kustomization(image: str, tag: str) -> str:
+def kustomization(image: str, tag: str, prefix: str = "") -> str:
+    """The kustomization of one Application; ``prefix`` (``--distinct-files``) makes each file
+    its own text (``namePrefix:``), as in a real repository."""
     return (
         "apiVersion: kustomize.config.k8s.io/v1beta1\n"
         "kind: Kustomization\n"
-        "# Managed by the image updater: only newTag changes.\n"
+        + (f"namePrefix: {prefix}-\n" if prefix else "")
+        + "# Managed by the image updater: only newTag changes.\n"
         "resources:\n"
         "- deployment.yaml\n"
         "images:\n"
@@ -143,10 +146,15 @@ def deployment(name: str, image: str) -> str:
     )
 
 
-def repo_files(apps: int, image: str) -> dict[str, str]:
+def prefix_of(i: int, apps: int, distinct: bool) -> str:
+    return app_name(i, apps) if distinct else ""
+
+
+def repo_files(apps: int, image: str, distinct: bool = False) -> dict[str, str]:
     files = {"README.md": "# Deployments\n"}
     for i in range(apps):
-        files[f"{app_dir(i, apps)}/kustomization.yaml"] = kustomization(image, TAGS[0])
+        text = kustomization(image, TAGS[0], prefix_of(i, apps, distinct))
+        files[f"{app_dir(i, apps)}/kustomization.yaml"] = text
         files[f"{app_dir(i, apps)}/deployment.yaml"] = deployment(app_name(i, apps), image)
     return files
 
@@ -185,7 +193,9 @@ def server_counts(server: Any, bare: Path, home: Path) -> ServerCounts:
     )
 
 
-def check_tags(bare: Path, apps: int, image: str, tag: str, home: Path) -> list[str]:
+def check_tags(
+    bare: Path, apps: int, image: str, tag: str, home: Path, distinct: bool = False
+) -> list[str]:
     """Problems with the files of ``bare``'s main branch: every kustomization must hold ``tag``
     and be otherwise unchanged; the deployments must be untouched."""
     from argocd_image_updater_testing.git_servers import show
@@ -194,7 +204,7 @@ def check_tags(bare: Path, apps: int, image: str, tag: str, home: Path) -> list[
     for i in range(apps):
         path = f"{app_dir(i, apps)}/kustomization.yaml"
         text = show(bare, "main", path, home=home)
-        if text != kustomization(image, tag):
+        if text != kustomization(image, tag, prefix_of(i, apps, distinct)):
             problems.append(f"{path} at main of {bare.name} is {text!r}, expected newTag {tag}")
         dep = f"{app_dir(i, apps)}/deployment.yaml"
         if show(bare, "main", dep, home=home) != deployment(app_name(i, apps), image):
@@ -225,6 +235,7 @@ class Env:
     askpass: Path
     apps: int
     image: str
+    distinct: bool = False
     problems: list[str] = field(default_factory=list)
     profiles: dict[str, str] = field(default_factory=dict)
 
@@ -238,7 +249,7 @@ class Env:
     def new_repo(self, name: str, image: str) -> tuple[Path, str]:
         from argocd_image_updater_testing.git_servers import bare_repo
 
-        files = repo_files(self.apps, image)
+        files = repo_files(self.apps, image, self.distinct)
         bare = bare_repo(self.root / "srv" / "org" / f"{name}.git", files=files)
         return bare, self.server.url_for(f"org/{name}.git")
 
@@ -273,7 +284,7 @@ def floor(env: Env, name: str) -> Measure:
     wall = time.perf_counter() - began
     shutil.rmtree(work, ignore_errors=True)
     counts = server_counts(env.server, bare, env.home) - before
-    env.problems += check_tags(bare, env.apps, env.image, TAGS[1], env.home)
+    env.problems += check_tags(bare, env.apps, env.image, TAGS[1], env.home, env.distinct)
     return Measure(wall, counts, git_procs=3)
 
 
@@ -297,7 +308,7 @@ def serial(env: Env) -> Measure:
         shutil.rmtree(work, ignore_errors=True)
     wall = time.perf_counter() - began
     counts = server_counts(env.server, bare, env.home) - before
-    env.problems += check_tags(bare, env.apps, env.image, TAGS[1], env.home)
+    env.problems += check_tags(bare, env.apps, env.image, TAGS[1], env.home, env.distinct)
     return Measure(wall, counts, git_procs=3 * env.apps)
 
 
@@ -463,7 +474,7 @@ async def controller_round(
                     env.problems.append(
                         f"round {number} {label}: {counts.commits} commits, {counts.pushes} pushes"
                     )
-                env.problems += check_tags(bare, env.apps, image, tag, env.home)
+                env.problems += check_tags(bare, env.apps, image, tag, env.home, env.distinct)
                 ops = ops_after - ops_before
                 op_seconds = {op: seconds_after[op] - seconds_before.get(op, 0.0) for op in ops}
                 results[label] = Measure(
@@ -506,7 +517,13 @@ async def run_all(env: Env, registry_url: str, args: argparse.Namespace) -> dict
         base = await asyncio.to_thread(serial, env) if args.serial else None
     finally:
         kube.stop()
-    return {"floors": floors, "rounds": rounds, "serial": base, "events": args.events}
+    return {
+        "floors": floors,
+        "rounds": rounds,
+        "serial": base,
+        "events": args.events,
+        "distinct": args.distinct,
+    }
 
 
 # --- report -------------------------------------------------------------------------------------
@@ -561,7 +578,8 @@ def render(data: Mapping[str, Any], apps: int, rounds: int) -> str:
         f"{apps} Applications in one repository over smart HTTP (Basic auth), all updated per "
         f"cycle; floor and controller rows: median (and minimum) of {rounds} round(s); "
         "Kubernetes Events "
-        f"{'on' if data['events'] else 'off (--disable-kube-events)'}.",
+        f"{'on' if data['events'] else 'off (--disable-kube-events)'}; "
+        f"{'each file its own text (--distinct-files)' if data['distinct'] else 'identical files'}.",
         "",
         "| scenario | wall s | min wall s | commits | pushes | ratio to floor | ratio of mins | "
         "cycle s | dry-run cycle s | git s | git procs | receive-pack | upload-pack | 401 |",
@@ -634,6 +652,13 @@ def main() -> None:
         "default: --disable-kube-events, to measure the git write-back alone)",
     )
     parser.add_argument(
+        "--distinct-files",
+        dest="distinct",
+        action="store_true",
+        help="give every kustomization its own text (a namePrefix line), as in a real "
+        "repository; by default the 100 files are identical",
+    )
+    parser.add_argument(
         "--log", metavar="FILE", default="", help="the controller's info log (default: discarded)"
     )
     args = parser.parse_args()
@@ -662,7 +687,7 @@ def run(args: argparse.Namespace) -> int:
             GitHttpServer(root / "srv", users={USER: TOKEN}) as server,
         ):
             host = registry.url.split("://", 1)[1]
-            env = Env(server, root, home, askpass, args.apps, f"{host}/{IMAGE_REPO}")
+            env = Env(server, root, home, askpass, args.apps, f"{host}/{IMAGE_REPO}", args.distinct)
             data = asyncio.run(run_all(env, registry.url, args))
     finally:
         log_stream.close()

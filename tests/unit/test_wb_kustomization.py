@@ -322,7 +322,7 @@ def test_value_only_updates_take_the_one_parse_way(
         quick: str | Exception | None = update_kustomization(text, images)
     except module.KustomizationError as err:
         quick = err
-    monkeypatch.setattr(module, "_in_place_edits", lambda text, entries: None)
+    monkeypatch.setattr(module, "_in_place_edits", lambda text, entries, docs=None: None)
     try:
         general: str | Exception | None = update_kustomization(text, images)
     except module.KustomizationError as err:

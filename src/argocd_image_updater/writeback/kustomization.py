@@ -14,8 +14,9 @@ list keyed by ``name``, like ``kustomize edit set image``:
 
 Changed values go through :mod:`~argocd_image_updater.kits.yamltext.edit`; added or removed
 elements and fields are spliced into the text at line boundaries. When only values change (every
-cycle after the first), the file is parsed once and each new value is verified on its own. Comments, blank lines, key
-order, a leading comment, ``%YAML`` directive or ``---`` marker and everything outside
+cycle after the first), the file is parsed once (by :mod:`~argocd_image_updater.kits.yamltext.quick`
+when it is plain block YAML: no full parser) and each new value is verified on its own token.
+Comments, blank lines, key order, a leading comment, ``%YAML`` directive or ``---`` marker and everything outside
 ``images:`` keep their bytes. After structural changes the result is parsed again and must hold
 exactly the expected data, otherwise :class:`KustomizationError` is raised: a wrong file is
 never returned.
@@ -35,8 +36,10 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from argocd_image_updater.kits.yamltext import PathElem, YamlEditError, is_safe_plain, set_value
+from argocd_image_updater.kits.yamltext.edit import replace_scalars
+from argocd_image_updater.kits.yamltext.quick import quick_parse
+from argocd_image_updater.kits.yamltext.tree import Doc, is_empty_scalar
 from argocd_image_updater.kits.yamltext.tree import Node as TreeNode
-from argocd_image_updater.kits.yamltext.tree import is_empty_scalar
 from argocd_image_updater.kits.yamltext.tree import parse as parse_tree
 from argocd_image_updater.model.application import AppSource
 from argocd_image_updater.plan.model import ParamEdit
@@ -421,8 +424,8 @@ def update_kustomization(
 
 
 def _in_place_edits(
-    text: str, entries: Sequence[KustomizeImage]
-) -> list[tuple[list[PathElem], str]] | None:
+    text: str, entries: Sequence[KustomizeImage], docs: Sequence[Doc] | None = None
+) -> list[tuple[list[PathElem], TreeNode, str]] | None:
     """The value edits that set ``entries`` when each names an element of a plain block
     ``images:`` list that already has exactly the fields it needs (the case of every cycle
     after the first): (path, value) pairs, ``[]`` when the file holds them already. ``None``
@@ -433,10 +436,11 @@ def _in_place_edits(
     so a file is parsed once; each edit is verified by ``set_value``, and every other byte is
     kept, so the result holds exactly the expected images.
     """
-    try:
-        docs = parse_tree(text)
-    except YamlEditError:
-        return None
+    if docs is None:
+        try:
+            docs = parse_tree(text)
+        except YamlEditError:
+            return None
     if len(docs) != 1 or docs[0].root is None:
         return None
     root = docs[0].root
@@ -459,7 +463,7 @@ def _in_place_edits(
     names = [
         f["name"].value if f.get("name") and f["name"].kind == "scalar" else None for f in fields
     ]
-    edits: list[tuple[list[PathElem], str]] = []
+    edits: list[tuple[list[PathElem], TreeNode, str]] = []
     for entry in entries:
         if entry.name not in names:
             return None
@@ -472,15 +476,26 @@ def _in_place_edits(
             if node.kind != "scalar" or node.anchor is not None or node.style in ("|", ">"):
                 return None
             if node.value != value or is_empty_scalar(node, text):
-                edits.append((["images", index, key], value))
+                edits.append((["images", index, key], node, value))
     return edits
 
 
 def _update_body(text: str, entries: Sequence[KustomizeImage], path: str) -> str | None:
+    quick = quick_parse(text)
+    if quick is not None:
+        # Plain block YAML, read without the full parser: each value token is replaced and
+        # verified on its own.
+        found = _in_place_edits(text, entries, quick)
+        if found == []:
+            return None
+        if found:
+            new = replace_scalars(text, [(node, wanted) for _, node, wanted in found])
+            if new is not None:
+                return None if new == text else new
     edits = _in_place_edits(text, entries)
     if edits is not None:
         new = text
-        for where, wanted in edits:
+        for where, _, wanted in edits:
             try:
                 new = set_value(new, where, wanted, create=False)
             except YamlEditError as err:

@@ -4,6 +4,7 @@ ruamel.yaml's parser only locates nodes (its events carry exact offsets); new te
 into the original, and every edit is verified by parsing the result again.
 
 Modules: :mod:`.paths` (paths and their dotted text), :mod:`.tree` (the node tree with offsets),
+:mod:`.quick` (the same tree for simple block YAML, read without the full parser),
 :mod:`.lookup` (finding a path), :mod:`.scalars` (writing a string as a scalar), :mod:`.layout`
 (the file's line and indentation conventions), :mod:`.render` (JSON values as YAML lines),
 :mod:`.edit` (set and get scalar values), :mod:`.jsonpatch` (JSON pointers and patches on plain

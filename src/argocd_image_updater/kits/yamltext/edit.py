@@ -257,6 +257,32 @@ def _verified_in_place(text: str, splice: _Splice, value: str) -> bool:
     )
 
 
+def replace_scalars(text: str, edits: Sequence[tuple[Node, str]]) -> str | None:
+    """``text`` with each scalar ``node`` (of a tree of ``text``) replaced by one of the same
+    style holding its new value, verified on each new token alone like :func:`set_value`'s
+    in-place edits; ``None`` when a replacement cannot be verified that way (a style change,
+    a block scalar, an empty value, an anchor, overlapping nodes): the caller then edits with
+    :func:`set_value`, which verifies on a full parse."""
+    splices: list[_Splice] = []
+    for node, value in edits:
+        if node.kind != "scalar" or node.anchor is not None or is_empty_scalar(node, text):
+            return None
+        start, end, rep = _scalar_splice(text, node, None, value, "")
+        splice = (start, end, rep, node)
+        if not _verified_in_place(text, splice, value):
+            return None
+        splices.append(splice)
+    splices.sort(key=lambda splice: splice[0])
+    out: list[str] = []
+    pos = 0
+    for start, end, rep, _ in splices:
+        if start < pos:
+            return None
+        out += (text[pos:start], rep)
+        pos = end
+    return "".join(out) + text[pos:]
+
+
 def _snapshot(docs: list[Doc]) -> list[dict[tuple[object, ...], str]]:
     return [dict(walk_tree(d.root, ())) if d.root is not None else {} for d in docs]
 

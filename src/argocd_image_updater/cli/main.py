@@ -157,4 +157,9 @@ def version(short: bool) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["test"]:
+        # A process of its own for one `test`: nothing reads its metrics (see metrics_off).
+        from argocd_image_updater.observe import metrics_off
+
+        metrics_off.switch_off()
     cli(prog_name="argocd-image-updater")

@@ -6,9 +6,20 @@ exactly these plus process metrics. Names with the original's meaning fit its Gr
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from argocd_image_updater.observe import metrics_off
+
+if TYPE_CHECKING or not metrics_off.off:
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+else:  # the one-shot ``test`` command: see metrics_off
+    from argocd_image_updater.observe.metrics_off import (
+        CollectorRegistry,
+        Counter,
+        Gauge,
+        Histogram,
+        ProcessCollector,
+    )
 
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)

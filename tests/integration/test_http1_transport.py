@@ -12,6 +12,7 @@ import pytest
 import trustme
 
 from argocd_image_updater.http1 import AsyncHTTP1Transport, async_client
+from argocd_image_updater.http1 import stream as http1_stream
 
 Reply = Callable[["Exchange"], Awaitable[bytes | None]]
 
@@ -358,3 +359,24 @@ def test_a_proxy_leaves_the_client_to_httpx(monkeypatch):
     assert not isinstance(async_client(proxy="http://proxy:3128")._transport, AsyncHTTP1Transport)
     monkeypatch.setenv("https_proxy", "http://proxy:3128")
     assert not isinstance(async_client()._transport, AsyncHTTP1Transport)
+
+
+async def test_stream_of_a_direct_client_and_with_redirects():
+    async def reply(ex: Exchange) -> bytes | None:
+        if ex.target == "/moved":
+            return (
+                b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /here\r\nContent-Length: 0\r\n\r\n"
+            )
+        return ok(f"{ex.target} {ex.headers.get('user-agent')} {ex.headers.get('accept')}".encode())
+
+    async with Peer(reply) as peer, async_client(headers={"User-Agent": "ua"}) as client:
+        url = httpx.URL(f"{peer.url}/moved")
+        async with http1_stream(client, "GET", url, headers={"Accept": "a/b"}) as response:
+            assert response.status_code == 307
+            assert response.request.url == url
+        async with http1_stream(
+            client, "GET", url, headers={"Accept": "a/b"}, follow_redirects=True
+        ) as response:
+            await response.aread()
+    assert response.content == b"/here ua a/b"
+    assert peer.connections == 1

@@ -5,15 +5,28 @@ from __future__ import annotations
 
 import os
 import ssl
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 
 from argocd_image_updater.http1.transport import DEFAULT_LIMITS, AsyncHTTP1Transport
 
-__all__ = ["DEFAULT_LIMITS", "AsyncHTTP1Transport", "async_client", "environment_proxies"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "AsyncHTTP1Transport",
+    "async_client",
+    "environment_proxies",
+    "stream",
+]
 
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+_direct: weakref.WeakKeyDictionary[httpx.AsyncClient, AsyncHTTP1Transport] = (
+    weakref.WeakKeyDictionary()
+)
+"""The clients :func:`async_client` built on :class:`AsyncHTTP1Transport`, with it."""
 
 
 def environment_proxies() -> bool:
@@ -45,6 +58,45 @@ def async_client(
             limits=limits,
             **options,
         )
-    return httpx.AsyncClient(
-        transport=AsyncHTTP1Transport(ssl_context=ssl_context, limits=limits), **options
-    )
+    transport = AsyncHTTP1Transport(ssl_context=ssl_context, limits=limits)
+    client = httpx.AsyncClient(transport=transport, **options)
+    _direct[client] = transport
+    return client
+
+
+@asynccontextmanager
+async def stream(
+    client: httpx.AsyncClient,
+    method: str,
+    url: httpx.URL,
+    *,
+    headers: Mapping[str, str],
+    follow_redirects: bool = False,
+) -> AsyncIterator[httpx.Response]:
+    """``client.stream(method, url, headers=headers, follow_redirects=follow_redirects)``.
+
+    For a client of :func:`async_client` with nothing for httpx's request pipeline to do (no
+    redirects to follow, no auth flow, cookies or event hooks), the request built by the client
+    goes straight to the transport: about a fifth of a small request's CPU less, on the path
+    every registry request takes.
+    """
+    transport = _direct.get(client)
+    if (
+        transport is None
+        or follow_redirects
+        or client.auth is not None
+        or client.cookies
+        or any(client.event_hooks.values())
+    ):
+        async with client.stream(
+            method, url, headers=headers, follow_redirects=follow_redirects
+        ) as response:
+            yield response
+        return
+    request = client.build_request(method, url, headers=headers)
+    response = await transport.handle_async_request(request)
+    response.request = request
+    try:
+        yield response
+    finally:
+        await response.aclose()

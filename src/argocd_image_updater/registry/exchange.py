@@ -13,11 +13,11 @@ import asyncio
 import ssl
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
-from prometheus_client import Counter, Histogram
 
+from argocd_image_updater import http1
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.retry import RETRY_STATUSES, RetryPolicy
 from argocd_image_updater.observe.log import TRACE, get_logger
@@ -37,6 +37,9 @@ from argocd_image_updater.registry.errors import (
 from argocd_image_updater.registry.ratelimit import EndpointLimits
 from argocd_image_updater.registry.replies import Reply
 from argocd_image_updater.registry.stats import RequestKind, RequestStats
+
+if TYPE_CHECKING:
+    from prometheus_client import Counter, Histogram
 from argocd_image_updater.registry.transport import http_client
 
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
@@ -211,8 +214,8 @@ class EndpointHTTP:
         self.stats.record(kind, method)
         start = time.perf_counter()
         try:
-            async with self._http.stream(
-                method, url, headers=headers, follow_redirects=redirects
+            async with http1.stream(
+                self._http, method, url, headers=headers, follow_redirects=redirects
             ) as response:
                 body = await self._read(response, limit)
         except httpx.TransportError as exc:

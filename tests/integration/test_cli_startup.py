@@ -53,10 +53,8 @@ async def test_test_command_loads_no_cluster_client(registry: RegistryServer, re
     # nor httpx's own command line (rich), which the development tools happen to install, nor
     # what only a registries.conf file, a CA or a Helm chart repository needs, nor httpx's
     # transport (httpcore, AnyIO) or the metrics library, whose numbers nobody reads here
-    watched = (
-        *(HEAVY + ("rich", "pygments", "pydantic", "cryptography", "ruamel.yaml")),
-        *("httpcore", "anyio", "h11", "prometheus_client"),
-    )
+    watched = (*HEAVY, "rich", "pygments", "pydantic", "cryptography", "ruamel.yaml")
+    watched += ("httpcore", "anyio", "h11", "prometheus_client")
     result = run_cli("test", f"{registry.host}/{repo}", "--explain", watched=watched)
     assert result.returncode == 0, result.output
     assert "latest image according to constraint is" in result.output

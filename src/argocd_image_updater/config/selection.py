@@ -336,8 +336,8 @@ class SelectionMemory:
     __slots__ = ("_kept", "_seen")
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[Application, SelectionResult]] = {}
-        self._seen: dict[str, tuple[Application, SelectionResult]] = {}
+        self._kept: dict[str, tuple[Application, _Piece]] = {}
+        self._seen: dict[str, tuple[Application, _Piece]] = {}
 
     def _begin(self) -> None:
         self._seen = {}
@@ -345,12 +345,16 @@ class SelectionMemory:
     def _end(self) -> None:
         self._kept, self._seen = self._seen, {}
 
-    def _recall(self, app: Application) -> SelectionResult | None:
+    def _recall(self, app: Application) -> _Piece | None:
         kept = self._kept.get(app.qualified_name)
         return kept[1] if kept is not None and kept[0] is app else None
 
-    def _keep(self, app: Application, piece: SelectionResult) -> None:
+    def _keep(self, app: Application, piece: _Piece) -> None:
         self._seen[app.qualified_name] = (app, piece)
+
+
+_Piece = tuple[tuple[AppUpdateConfig, ...], tuple[tuple[str, str], ...], tuple[str, ...]]
+"""What the selection made of one Application: its configurations, skips and warnings."""
 
 
 def select_applications(
@@ -374,24 +378,27 @@ def select_applications(
     if memory is not None:
         memory._begin()
     for app in apps:
-        piece = memory._recall(app) if memory is not None else None
-        if piece is None:
-            piece = SelectionResult() if memory is not None else result
+        kept = memory._recall(app) if memory is not None else None
+        if kept is None:
+            one = SelectionResult() if memory is not None else result
             try:
-                _select(cr, refs, app, piece, shared)
+                _select(cr, refs, app, one, shared)
             except Exception as exc:  # one application never stops the others
                 reason = (
                     f"Could not read the configuration of app {app.qualified_name} from "
                     f"ImageUpdater {cr.namespace}/{cr.name}, skipping: "
                     f"{type(exc).__name__}: {exc}"
                 )
-                piece.warnings.append(reason)
-                piece.skipped.append((app.qualified_name, reason))
-        if memory is not None:
-            memory._keep(app, piece)
-            result.configs.extend(piece.configs)
-            result.skipped.extend(piece.skipped)
-            result.warnings.extend(piece.warnings)
+                one.warnings.append(reason)
+                one.skipped.append((app.qualified_name, reason))
+            if memory is None:
+                continue
+            kept = (tuple(one.configs), tuple(one.skipped), tuple(one.warnings))
+        assert memory is not None
+        memory._keep(app, kept)
+        result.configs.extend(kept[0])
+        result.skipped.extend(kept[1])
+        result.warnings.extend(kept[2])
     if memory is not None:
         memory._end()
     return result

@@ -286,6 +286,11 @@ class _Planner:
         if not edits:
             return
         if self._edited is None:
+            if not any(edit.changed for edit in edits):
+                # The source holds these values already (an up-to-date image, most of them):
+                # later edits compare values, so it need not be copied for them.
+                self.managed.extend(edits)
+                return
             self._edited = thaw(self._source)
         for edit in edits:
             apply_edit(self._edited, edit)

@@ -64,11 +64,19 @@ _RANK: Final = {
 updated, up to date."""
 
 
+_formatted: list[tuple[datetime, str]] = []
+
+
 def format_time(moment: datetime) -> str:
-    """RFC 3339 in UTC with whole seconds, like ``metav1.Time``."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 in UTC with whole seconds, like ``metav1.Time``. (A report formats its one
+    ``now`` for every ImageUpdater and condition: the last result is kept.)"""
+    last = _formatted[0] if _formatted else None
+    if last is not None and last[0] is moment:
+        return last[1]
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    text = aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _formatted[:] = [(moment, text)]
+    return text
 
 
 CRKey = tuple[str, str]

@@ -19,6 +19,7 @@ __all__ = [
     "AsyncHTTP1Transport",
     "async_client",
     "environment_proxies",
+    "send",
     "stream",
 ]
 
@@ -64,6 +65,36 @@ def async_client(
     return client
 
 
+def _plain_transport(client: httpx.AsyncClient) -> AsyncHTTP1Transport | None:
+    """The transport of a client of :func:`async_client` that has nothing for httpx's request
+    pipeline to do (no auth flow, cookies or event hooks); None for any other client."""
+    transport = _direct.get(client)
+    if (
+        transport is None
+        or client.auth is not None
+        or client.cookies
+        or any(client.event_hooks.values())
+    ):
+        return None
+    return transport
+
+
+async def send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """``client.send(request)`` (redirects not followed, the body read), straight to the
+    transport for a client that has nothing to add: about a fifth of a small request's CPU
+    less."""
+    transport = _plain_transport(client)
+    if transport is None:
+        return await client.send(request, follow_redirects=False)
+    response = await transport.handle_async_request(request)
+    response.request = request
+    try:
+        await response.aread()
+    finally:
+        await response.aclose()
+    return response
+
+
 @asynccontextmanager
 async def stream(
     client: httpx.AsyncClient,
@@ -73,21 +104,11 @@ async def stream(
     headers: Mapping[str, str],
     follow_redirects: bool = False,
 ) -> AsyncIterator[httpx.Response]:
-    """``client.stream(method, url, headers=headers, follow_redirects=follow_redirects)``.
-
-    For a client of :func:`async_client` with nothing for httpx's request pipeline to do (no
-    redirects to follow, no auth flow, cookies or event hooks), the request built by the client
-    goes straight to the transport: about a fifth of a small request's CPU less, on the path
-    every registry request takes.
-    """
-    transport = _direct.get(client)
-    if (
-        transport is None
-        or follow_redirects
-        or client.auth is not None
-        or client.cookies
-        or any(client.event_hooks.values())
-    ):
+    """``client.stream(method, url, headers=headers, follow_redirects=follow_redirects)``,
+    straight to the transport when no redirect is to be followed and the client has nothing to
+    add (see :func:`send`): the path every registry request takes."""
+    transport = None if follow_redirects else _plain_transport(client)
+    if transport is None:
         async with client.stream(
             method, url, headers=headers, follow_redirects=follow_redirects
         ) as response:

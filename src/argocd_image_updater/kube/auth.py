@@ -1,8 +1,8 @@
 """How requests to the Kubernetes API authenticate: a bearer token (fixed, read from a file that
 is rotated, or from an exec credential plugin) or basic auth.
 
-Each is an ``httpx.Auth``: a token that can change is fetched again, and the request sent once
-more, when the API server answers 401 (a rotated service-account token, an expired plugin
+The client sets the Authorization header from one of these; a token that can change is fetched
+again, and the request sent once more, when the API server answers 401 (a rotated service-account token, an expired plugin
 credential); a second 401 is the caller's error.
 """
 
@@ -13,13 +13,11 @@ import base64
 import json
 import os
 import time
-from collections.abc import AsyncGenerator, Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
-
-import httpx
 
 from argocd_image_updater.observe.log import register_secret
 
@@ -37,29 +35,14 @@ class KubeAuthError(Exception):
     """A credential cannot be obtained (the message says which and why)."""
 
 
-class KubeAuth(httpx.Auth):
-    """A credential that may be fetched again after a 401."""
+class KubeAuth:
+    """A credential for the Authorization header, which may be fetched again after a 401
+    (``refreshable``)."""
 
     refreshable = False
 
     async def authorization(self, refresh: bool) -> str:
         raise NotImplementedError
-
-    async def async_auth_flow(
-        self, request: httpx.Request
-    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        value = await self.authorization(refresh=False)
-        if value:
-            request.headers["Authorization"] = value
-        response = yield request
-        if response.status_code == 401 and self.refreshable:
-            value = await self.authorization(refresh=True)
-            if value:
-                request.headers["Authorization"] = value
-            yield request
-
-    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
-        raise RuntimeError("the Kubernetes client is asynchronous only")
 
 
 class StaticToken(KubeAuth):

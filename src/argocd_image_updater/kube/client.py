@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import httpx
 
-from argocd_image_updater import __version__
+from argocd_image_updater import __version__, http1
 from argocd_image_updater.http1 import async_client
 from argocd_image_updater.kube.auth import KubeAuthError
 from argocd_image_updater.kube.config import (
@@ -100,11 +100,11 @@ class KubeClient:
         self._extensions = (
             {"sni_hostname": access.tls_server_name} if access.tls_server_name else {}
         )
+        self._auth = access.auth
         self._http = async_client(
             ssl_context=access.verify,
             proxy=access.proxy or None,
             base_url=access.server,
-            auth=access.auth,
             timeout=httpx.Timeout(timeout),
             headers={
                 "Accept": "application/json",
@@ -153,15 +153,16 @@ class KubeClient:
         metrics.K8S_API_REQUESTS.inc()
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type} if content is not None else None
+        request = self._http.build_request(
+            method, path, params=params, content=content, headers=headers
+        )
+        request.extensions.update(self._extensions)
         try:
-            response = await self._http.request(
-                method,
-                path,
-                params=params,
-                content=content,
-                headers=headers,
-                extensions=self._extensions,
-            )
+            await self._authorize(request)
+            response = await http1.send(self._http, request)
+            if self._refresh_after(response):
+                await self._authorize(request, refresh=True)
+                response = await http1.send(self._http, request)
         except (httpx.HTTPError, OSError) as exc:
             metrics.K8S_API_ERRORS.inc()
             raise _unreachable(exc) from None
@@ -178,6 +179,18 @@ class KubeClient:
             raise KubeError(
                 response.status_code, f"Kubernetes API: {method} {path} answered no JSON"
             ) from None
+
+    async def _authorize(self, request: httpx.Request, refresh: bool = False) -> None:
+        """Set the credential's Authorization header (fetched again when ``refresh``)."""
+        if self._auth is not None:
+            value = await self._auth.authorization(refresh=refresh)
+            if value:
+                request.headers["Authorization"] = value
+
+    def _refresh_after(self, response: httpx.Response) -> bool:
+        """Whether to fetch the credential again and repeat the request once: a 401 with a
+        credential that can change (a token file, an exec plugin)."""
+        return response.status_code == 401 and self._auth is not None and self._auth.refreshable
 
     # --- objects -------------------------------------------------------------------------------
     async def list_objects(
@@ -261,14 +274,18 @@ class KubeClient:
         # The server ends the watch; a read that waits much longer than that is a dead connection.
         timeout = httpx.Timeout(REQUEST_TIMEOUT, read=timeout_seconds + 60.0)
         metrics.K8S_API_REQUESTS.inc()
+        request = self._http.build_request(
+            "GET", resource_path(kind, namespace), params=params, timeout=timeout
+        )
+        request.extensions.update(self._extensions)
         try:
-            async with self._http.stream(
-                "GET",
-                resource_path(kind, namespace),
-                params=params,
-                timeout=timeout,
-                extensions=self._extensions,
-            ) as response:
+            await self._authorize(request)
+            response = await self._http.send(request, stream=True)
+            if self._refresh_after(response):
+                await response.aclose()
+                await self._authorize(request, refresh=True)
+                response = await self._http.send(request, stream=True)
+            try:
                 if response.status_code >= 400:
                     await response.aread()
                     raise _status_error(
@@ -287,6 +304,8 @@ class KubeClient:
                             int(obj.get("code") or 0), json.dumps(obj).encode(), "watch error"
                         ) from None
                     yield kind_name, obj
+            finally:
+                await response.aclose()
         except KubeError:
             metrics.K8S_API_ERRORS.inc()
             raise

@@ -80,6 +80,8 @@ class ShipTracker:
         self._pending: dict[tuple[str, str], Shipment] = {}
         self._plans: dict[tuple[str, str], AppPlan] = {}
         self._done: dict[tuple[str, str], Shipment] = {}
+        self._index: tuple[dict[str, list[Shipment]], set[tuple[str, str]]] | None = None
+        """The shipments by scope and every key, for :meth:`status_entries` (None: stale)."""
 
     @property
     def pending(self) -> Mapping[tuple[str, str], Shipment]:
@@ -92,6 +94,7 @@ class ShipTracker:
         changes this cycle wrote. ``partial`` (a webhook event's cycle): only the Applications
         it listed are looked at."""
         now = self._clock()
+        self._index = None
         listed = (
             {
                 f"{config.app.namespace}/{config.app.name}": config.app.raw
@@ -133,6 +136,7 @@ class ShipTracker:
             }
             for outcome in written:
                 self._follow(outcome, now, git=outcome.app in git)
+        self._index = None
         return finished
 
     async def _ancestry(
@@ -222,6 +226,7 @@ class ShipTracker:
                 commit=commit,
                 repository=repository,
             )
+            self._index = None
             self._pending[shipment.key] = shipment  # a newer write replaces the older one
             self._plans[shipment.key] = _one_change(plan, change)
             self._done.pop(shipment.key, None)
@@ -229,11 +234,19 @@ class ShipTracker:
     def status_entries(self, cr: CRState, previous: Mapping[str, Any] | None) -> list[Any]:
         """``status.shipments`` of ``cr``: the changes followed and the last final one per image
         of its Applications, and the stored entries of other changes."""
-        scope = _scope(cr)
-        mine = [s for s in (*self._done.values(), *self._pending.values()) if s.scope == scope]
+        by_scope, known = self._indexed()
+        mine = by_scope.get(_scope(cr), [])
         stored = (previous or {}).get("shipments")
-        known = set(self._pending) | set(self._done)
         return merge_entries(stored if isinstance(stored, list) else (), mine, known, STATUS_LIMIT)
+
+    def _indexed(self) -> tuple[dict[str, list[Shipment]], set[tuple[str, str]]]:
+        """The shipments by scope and every key, made once per report (not per ImageUpdater)."""
+        if self._index is None:
+            by_scope: dict[str, list[Shipment]] = {}
+            for shipment in (*self._done.values(), *self._pending.values()):
+                by_scope.setdefault(shipment.scope, []).append(shipment)
+            self._index = (by_scope, set(self._pending) | set(self._done))
+        return self._index
 
 
 def _stamp(moment: datetime | None) -> str:

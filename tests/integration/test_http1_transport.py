@@ -13,6 +13,7 @@ import trustme
 
 from argocd_image_updater.http1 import AsyncHTTP1Transport, async_client
 from argocd_image_updater.http1 import stream as http1_stream
+from argocd_image_updater.kits.tlstrust import LazyTrustContext, client_context
 
 Reply = Callable[["Exchange"], Awaitable[bytes | None]]
 
@@ -380,3 +381,41 @@ async def test_stream_of_a_direct_client_and_with_redirects():
             await response.aread()
     assert response.content == b"/here ua a/b"
     assert peer.connections == 1
+
+
+async def test_loopback_plain_http_is_found_without_loading_the_trust_store(client_for):
+    received: list[bytes] = []
+
+    async def plain_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # What an HTTP server does with a TLS ClientHello: a 400 in plain HTTP.
+        received.append(await reader.read(4096))
+        writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    context = LazyTrustContext()
+    async with Peer(raw=plain_server) as peer, client_for(ssl_context=context) as client:
+        with pytest.raises(httpx.ConnectError) as caught:
+            await client.get(peer.url.replace("http://", "https://"))
+    assert isinstance(caught.value.__cause__, ssl.SSLError)
+    assert "WRONG_VERSION_NUMBER" in str(caught.value.__cause__)
+    assert len(received) == 1 and received[0][:1] == b"\x16"  # one TLS handshake record only
+    assert not context.trust_loaded
+
+
+async def test_loopback_tls_server_is_verified_with_the_full_context(client_for):
+    authority = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    ca_pem = authority.cert_pem.bytes().decode()
+    trusting = client_context(ca_data=ca_pem)
+    async with Peer(lambda ex: always(ok(b"tls")), server_context) as peer:
+        async with client_for(ssl_context=trusting) as client:
+            assert (await client.get(peer.url)).content == b"tls"
+        assert trusting.trust_loaded
+        untrusting = LazyTrustContext()
+        async with client_for(ssl_context=untrusting) as client:
+            with pytest.raises(httpx.ConnectError) as caught:
+                await client.get(peer.url)
+    assert isinstance(caught.value.__cause__, ssl.SSLCertVerificationError)
+    assert len(peer.exchanges) == 1

@@ -234,6 +234,8 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
                 context = self._ssl = ssl.create_default_context()
         try:
             async with asyncio.timeout(connect_within):
+                if context is not None and _worth_a_probe(context, host):
+                    await _probe_without_trust(host, port, sni or host)
                 reader, writer = await asyncio.open_connection(
                     host,
                     port,
@@ -281,6 +283,33 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
                 conn.close()
         self._idle.clear()
         self._idle_count = 0
+
+
+_LOOPBACK_NAMES: Final = frozenset({"localhost", "::1"})
+
+
+def _worth_a_probe(context: ssl.SSLContext, host: str) -> bool:
+    """A loopback host, and a verifying context whose system trust store is not loaded yet
+    (:class:`~argocd_image_updater.kits.tlstrust.LazyTrustContext`)."""
+    if getattr(context, "trust_loaded", True) or context.verify_mode == ssl.CERT_NONE:
+        return False
+    return host in _LOOPBACK_NAMES or host.startswith("127.")
+
+
+async def _probe_without_trust(host: str, port: int, server_name: str) -> None:
+    """Try the TLS handshake with a context that trusts nothing before loading the system trust
+    store (tens of milliseconds) for a loopback server. A local registry usually speaks plain
+    HTTP: the handshake then fails with the same error as with the full context, and the store
+    is never needed. A TLS server fails the probe's certificate check and the caller connects
+    again with its own context. No request is ever sent on the probe's connection."""
+    probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        _, writer = await asyncio.open_connection(
+            host, port, ssl=probe, server_hostname=server_name
+        )
+    except ssl.SSLCertVerificationError:
+        return  # a TLS server: verify it with the full context
+    writer.close()  # cannot happen without trusted certificates; the full context decides
 
 
 async def _send(writer: asyncio.StreamWriter, head: bytes, request: httpx.Request) -> None:

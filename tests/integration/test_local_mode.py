@@ -323,6 +323,25 @@ async def test_argocd_method_outside_git_edits_files_only(
     assert 'value: "1.1.0"   # managed' in (apps / "web.yaml").read_text()
 
 
+async def test_a_crlf_manifest_keeps_its_line_ends(
+    tmp_path: Path, registry: RegistryServer, image: str
+) -> None:
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    manifest = HELM_APP.format(image=image).replace("\n", "\r\n").encode()
+    (apps / "web.yaml").write_bytes(manifest)
+    (apps / "updater.yaml").write_text(ARGOCD_UPDATER.format(image=image))
+    controller, closers = await build(tmp_path, registry, apps)
+    (result,) = await run_cycles(controller, closers, 1)
+    assert [a.error for a in result.apps if a.error] == []
+    assert result.errors == 0 and result.images_updated == 1
+    # Only the tag's bytes change (plus forceString), every line still ends in CRLF.
+    assert (apps / "web.yaml").read_bytes() == manifest.replace(
+        b'"1.0.0"   # managed by argocd-image-updater\r\n',
+        b'"1.1.0"   # managed by argocd-image-updater\r\n        forceString: true\r\n',
+    )
+
+
 async def test_manifest_changed_during_the_cycle_is_not_overwritten(
     tmp_path: Path, registry: RegistryServer, image: str, home: Path
 ) -> None:

@@ -156,7 +156,7 @@ def load_manifests(
             if file.stat().st_size > MAX_FILE_BYTES:
                 out.problems.append(f"{rel}: larger than {MAX_FILE_BYTES} bytes, skipped")
                 continue
-            text = file.read_text(encoding="utf-8")
+            text = file.read_bytes().decode("utf-8")  # CRLF kept: the writer compares
         except (OSError, UnicodeDecodeError) as err:
             out.problems.append(f"{rel}: cannot read the file: {err}")
             continue

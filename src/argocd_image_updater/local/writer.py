@@ -126,13 +126,14 @@ class LocalManifestWriter:
     ) -> dict[str, str]:
         def read(rel: str) -> str | None:
             path = root / rel
-            return path.read_text(encoding="utf-8") if path.is_file() else None
+            # No newline translation: a CRLF manifest keeps its line ends.
+            return path.read_bytes().decode("utf-8") if path.is_file() else None
 
         edits = edit_manifests(read, by_file)
         originals: dict[Path, str] = {}
         for rel, text in edits.texts.items():
             path = root / rel
-            originals[path] = path.read_text(encoding="utf-8")
+            originals[path] = path.read_bytes().decode("utf-8")
             atomic_write(path, text)
         if originals:
             try:

@@ -58,12 +58,16 @@ The benchmark checks its results and exits with status 1 when they are wrong: ev
 update every Application without errors in exactly one commit and one push, and afterwards every
 file must hold the new tag (and nothing else may change).
 
+``--distinct-files`` gives every kustomization its own text (a ``namePrefix:`` line naming the
+Application), as in a real repository; by default the files are identical, so a parse of one
+file serves them all.
+
 ``--profile N`` prints the N most expensive functions (cProfile) of each controller cycle of the
 first round (the profiled cycles' times then include the profiler's overhead); ``--log FILE``
 keeps the controller's info log.
 
 Run: ``.venv/bin/python benchmarks/git_writeback.py [--apps N] [--rounds N] [--no-serial]
-[--kube-events] [--profile N] [--log FILE]``
+[--distinct-files] [--kube-events] [--profile N] [--log FILE]``
 """
 
 from __future__ import annotations

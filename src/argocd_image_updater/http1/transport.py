@@ -140,8 +140,16 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
         except ProtocolError as exc:
             raise httpx.LocalProtocolError(str(exc), request=request) from None
         try:
-            async with asyncio.timeout(timeouts.get("write")):
-                await _send(conn.writer, out, request)
+            try:
+                body = request.content
+            except httpx.RequestNotRead:  # a streamed body
+                async with asyncio.timeout(timeouts.get("write")):
+                    await _send(conn.writer, out, request)
+            else:  # in memory, as most are: one write, and a wait only if the socket is full
+                conn.writer.write(out + body if body else out)
+                if conn.writer.transport.get_write_buffer_size():
+                    async with asyncio.timeout(timeouts.get("write")):
+                        await conn.writer.drain()
         except TimeoutError:
             raise httpx.WriteTimeout("timed out sending the request", request=request) from None
         except OSError as exc:
@@ -313,7 +321,8 @@ async def _probe_without_trust(host: str, port: int, server_name: str) -> None:
 
 
 async def _send(writer: asyncio.StreamWriter, head: bytes, request: httpx.Request) -> None:
-    """Write the head and the body (chunk-coded when the request says so) in few writes."""
+    """Write the head and a streamed body (chunk-coded when the request says so) in few
+    writes."""
     chunked = any(
         name.lower() == b"transfer-encoding" and b"chunked" in value.lower()
         for name, value in request.headers.raw

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.credentials import (
     CredentialKind,
@@ -20,9 +21,11 @@ from argocd_image_updater.config.secrets import SecretError, SecretReader, read_
 from argocd_image_updater.model.registry import Credentials, RegistryEndpoint
 from argocd_image_updater.observe.log import register_secret
 from argocd_image_updater.registry.cloud.errors import CloudLoginError
-from argocd_image_updater.registry.cloud.logins import LOGINS, CloudLogins
 from argocd_image_updater.registry.credentials.errors import CredentialsError
 from argocd_image_updater.registry.credentials.scripts import DEFAULT_EXT_TIMEOUT, run_script
+
+if TYPE_CHECKING:
+    from argocd_image_updater.registry.cloud.logins import CloudLogins
 
 
 async def fetch_credentials(
@@ -60,7 +63,7 @@ async def fetch_credentials(
             creds = await _from_secret(ref, api_url=api_url, prefix=prefix, secrets=secrets)
         case CredentialKind.ECR | CredentialKind.GCP | CredentialKind.AZURE:
             endpoint = RegistryEndpoint(prefix=prefix, name=prefix, api_url=api_url)
-            refresher = (cloud_logins or LOGINS).refresher(ref.cloud, endpoint)
+            refresher = (cloud_logins or process_logins()).refresher(ref.cloud, endpoint)
             try:
                 creds = (await refresher.get()).credentials
             except CloudLoginError as exc:
@@ -98,3 +101,11 @@ async def _from_secret(
             "expected <username>:<password> (both parts non-empty)"
         )
     return creds
+
+
+def process_logins() -> CloudLogins:
+    """The process-wide cloud logins, imported when a reference first needs one (the SDK glue of
+    three clouds is not loaded by commands that never log in to one)."""
+    from argocd_image_updater.registry.cloud.logins import LOGINS
+
+    return LOGINS

@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.credentials import (
     CLOUD_KINDS,
@@ -28,11 +29,13 @@ from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.registry.cloud.detect import detect
 from argocd_image_updater.registry.cloud.errors import CloudLoginError
 from argocd_image_updater.registry.cloud.hosts import registry_host
-from argocd_image_updater.registry.cloud.logins import LOGINS, CloudLogins
 from argocd_image_updater.registry.cloud.refresh import CloudToken, TokenRefresher
 from argocd_image_updater.registry.credentials.errors import CredentialsError
-from argocd_image_updater.registry.credentials.fetch import fetch_credentials
+from argocd_image_updater.registry.credentials.fetch import fetch_credentials, process_logins
 from argocd_image_updater.registry.credentials.scripts import DEFAULT_EXT_TIMEOUT
+
+if TYPE_CHECKING:
+    from argocd_image_updater.registry.cloud.logins import CloudLogins
 
 _log = get_logger(__name__)
 
@@ -89,7 +92,7 @@ class _CachingProvider:
         self.last_error = ""
         """Why the last cloud login failed (empty after a successful one)."""
         if ref is not None and ref.kind in CLOUD_KINDS:
-            self._login = (cloud_logins or LOGINS).refresher(ref.cloud, endpoint)
+            self._login = (cloud_logins or process_logins()).refresher(ref.cloud, endpoint)
 
     @property
     def login(self) -> TokenRefresher | None:

@@ -88,6 +88,8 @@ def _parse_cached(text: str) -> tuple[Doc, ...]:
         raise YamlEditError(f"invalid YAML at {where}: {exc.problem or exc.context}") from None
     except YAMLError as exc:
         raise YamlEditError(f"invalid YAML: {exc}") from None
+    except NotImplementedError as exc:  # ruamel.yaml's answer to some odd comments
+        raise YamlEditError(f"unsupported YAML: {exc}") from None
     return tuple(_build(events))
 
 

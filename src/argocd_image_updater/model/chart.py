@@ -26,9 +26,10 @@ trailing ``/`` is ignored; paths compare exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-from argocd_image_updater.model.update_config import UpdateSettings
+if TYPE_CHECKING:
+    from argocd_image_updater.model.update_config import UpdateSettings
 
 ChartKind = Literal["oci", "helm"]
 
@@ -176,7 +177,7 @@ class ChartSpec:
 
     alias: str
     chart: str
-    settings: UpdateSettings = field(default_factory=UpdateSettings)
+    settings: UpdateSettings = field(default_factory=lambda: _no_settings())
     origin: str = field(default="", compare=False)
 
     @property
@@ -191,3 +192,10 @@ class ChartSpec:
         if " annotation " in self.origin:
             return self.origin
         return f"{self.origin}.{subfield}"
+
+
+def _no_settings() -> UpdateSettings:
+    # Imported here: reading a chart reference (the `test` command) needs no update settings.
+    from argocd_image_updater.model.update_config import UpdateSettings
+
+    return UpdateSettings()

@@ -32,6 +32,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -54,13 +55,15 @@ from argocd_image_updater.registry.errors import (
     ManifestNotFound,
     RegistryProtocolError,
 )
-from argocd_image_updater.registry.helmindex import HelmIndex
 from argocd_image_updater.registry.listed_tags import ListedTags
 from argocd_image_updater.registry.manifest import Descriptor, Manifest
 from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, EndpointLimits
 from argocd_image_updater.registry.revalidate import RepositoryTags, Revalidation
 from argocd_image_updater.registry.stats import RequestStats
 from argocd_image_updater.registry.transport import TlsKey, http_client
+
+if TYPE_CHECKING:
+    from argocd_image_updater.registry.helmindex import HelmIndex
 
 REPOSITORIES_REMEMBERED = 10_000
 """Repositories whose tag digests the scanner keeps (least recently scanned out)."""
@@ -160,9 +163,17 @@ class Scanner:
         self._limits: dict[str, EndpointLimits] = {}
         self._clients: dict[RegistryEndpoint, RegistryClient] = {}
         self._log = get_logger("registry.scanner")
-        self.helm_index = HelmIndex()
+        self._helm_index: HelmIndex | None = None
+
+    @property
+    def helm_index(self) -> HelmIndex:
         """Charts of Helm repositories (``index.yaml``); set its ``credentials`` to read Argo
         CD's repository Secrets."""
+        if self._helm_index is None:
+            from argocd_image_updater.registry.helmindex import HelmIndex
+
+            self._helm_index = HelmIndex()
+        return self._helm_index
 
     async def __aenter__(self) -> Scanner:
         return self
@@ -175,7 +186,8 @@ class Scanner:
         self._clients.clear()
         for http in clients:
             await http.aclose()
-        await self.helm_index.aclose()
+        if self._helm_index is not None:
+            await self._helm_index.aclose()
 
     @property
     def stats(self) -> Mapping[str, int]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from argocd_image_updater.config.registries import RegistryConfig, is_loopback
+from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.errors import RegistryPlainHTTPError
 from argocd_image_updater_testing.push import ImagePusher
@@ -80,9 +81,16 @@ async def test_inferred_loopback_registry_falls_back_to_plain_http(
     registry: RegistryServer, plain_repo: str
 ) -> None:
     endpoint = RegistryConfig().endpoint_for(registry.host, plain_repo)
+    assert endpoint.limit > 0  # an inferred registry is rate limited
     async with RegistryClient(endpoint) as client:
         assert sorted(await client.list_tags(plain_repo)) == ["1.0.0", "1.1.0"]
         assert client.stats.snapshot() == {"tags": 2}  # one TLS attempt, then plain HTTP
+    # The TLS attempt never reached the registry's HTTP server: the request sent again over
+    # plain HTTP does not wait for a second rate-limit slot.
+    waits = REGISTRY.get_sample_value(
+        "argocd_image_updater_registry_rate_limit_waits_total", {"registry": registry.host}
+    )
+    assert not waits
     async with RegistryClient(endpoint) as again:  # remembered: no second TLS attempt
         assert sorted(await again.list_tags(plain_repo)) == ["1.0.0", "1.1.0"]
         assert again.stats.snapshot() == {"tags": 1}

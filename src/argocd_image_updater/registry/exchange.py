@@ -132,11 +132,12 @@ class EndpointHTTP:
         repository: str,
         limit: int = MAX_MANIFEST_BYTES,
         redirects: bool = False,
+        paced: bool = True,
     ) -> Reply:
         attempts = self.retry.attempts
         for attempt in range(attempts):
             last = attempt == attempts - 1
-            async with self._limits.slot():
+            async with self._limits.slot(paced=paced or attempt > 0):
                 try:
                     reply = await self._exchange(kind, method, url, headers, limit, redirects)
                 except httpx.TransportError as exc:
@@ -183,7 +184,10 @@ class EndpointHTTP:
             await asyncio.sleep(delay)
         else:
             raise AssertionError("unreachable")  # pragma: no cover
-        return await self.send(kind, method, fallback, headers, repository, limit, redirects)
+        # The TLS attempt never reached the registry's HTTP server: no second rate-limit wait.
+        return await self.send(
+            kind, method, fallback, headers, repository, limit, redirects, paced=False
+        )
 
     def _fall_back_to_plain_http(self, url: httpx.URL, detail: str) -> bool:
         """Switch to ``http://`` when the endpoint allows it and ``url`` is the registry's own."""

@@ -54,9 +54,11 @@ class EndpointLimits:
         self._slots = asyncio.Semaphore(max_concurrency)
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def slot(self, *, paced: bool = True) -> AsyncIterator[None]:
+        """A place among the requests in flight, after the rate limit's wait unless not
+        ``paced`` (a request sent again because its first try never reached the registry)."""
         async with self._slots:
-            if self._limiter is not None:
+            if paced and self._limiter is not None:
                 delay = self._limiter.reserve()
                 if delay > 0:
                     REGISTRY_RATE_LIMIT_WAITS.labels(self.registry).inc()

@@ -4,8 +4,8 @@ the response body is framed. Pure functions over bytes; the connection handling 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
+import re
+from typing import Final, NamedTuple
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -13,22 +13,21 @@ NO_BODY_STATUS: Final = frozenset({204, 304})
 _TOKEN_BYTES: Final = frozenset(
     b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 )
+_LINE_BREAK: Final = re.compile(rb"[\r\n]")
 
 
 class ProtocolError(ValueError):
     """The peer sent something that is not valid HTTP/1.1."""
 
 
-@dataclass(frozen=True, slots=True)
-class ResponseHead:
+class ResponseHead(NamedTuple):
     http_version: bytes
     status: int
     reason: bytes
     headers: Headers
 
 
-@dataclass(frozen=True, slots=True)
-class Framing:
+class Framing(NamedTuple):
     """How a response body ends: ``length`` bytes (``chunked`` False, ``length`` ≥ 0), chunked
     transfer coding, or the close of the connection (``length`` None, ``chunked`` False); and
     whether the connection can carry another request afterwards."""
@@ -41,13 +40,12 @@ class Framing:
 def encode_request_head(method: bytes, target: bytes, headers: Headers) -> bytes:
     """The request line and header fields, ending with the empty line. Raises
     :class:`ProtocolError` for a CR or LF inside a field (request smuggling)."""
-    if b" " in target or b"\r" in target or b"\n" in target:
+    if b" " in target or _LINE_BREAK.search(target):
         raise ProtocolError("the request target holds a space or line break")
-    lines = [method + b" " + target + b" HTTP/1.1"]
-    for name, value in headers:
-        if b"\r" in value or b"\n" in value or b"\r" in name or b"\n" in name:
-            raise ProtocolError("a header field holds a line break")
-        lines.append(name + b": " + value)
+    lines = [name + b": " + value for name, value in headers]
+    if _LINE_BREAK.search(b"\0".join(lines)):
+        raise ProtocolError("a header field holds a line break")
+    lines.insert(0, method + b" " + target + b" HTTP/1.1")
     lines.append(b"\r\n")
     return b"\r\n".join(lines)
 

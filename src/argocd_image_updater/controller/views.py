@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from argocd_image_updater.config.imageupdater import ImageUpdater, parse_image_updater
 from argocd_image_updater.config.selection import SelectionMemory
@@ -19,17 +19,18 @@ from argocd_image_updater.model.application import Application
 
 _Key = tuple[str, str]
 _Stamp = tuple[str, str]  # (uid, resourceVersion)
+_Entry = TypeVar("_Entry")
 
 
-class ApplicationViews:
-    """Views by ``namespace/name``; a cycle keeps the ones it listed (:meth:`begin` /
-    :meth:`end`), so a deleted Application's view is dropped after the next cycle."""
+class _KeptPerCycle(Generic[_Entry]):
+    """Entries by ``namespace/name``, of which a cycle keeps the ones it met (:meth:`begin` /
+    :meth:`end`), so an object deleted from the cluster is dropped after the next cycle."""
 
     def __init__(self) -> None:
-        self._kept: dict[_Key, tuple[_Stamp, Application]] = {}
-        self._seen: dict[_Key, tuple[_Stamp, Application]] = {}
+        self._kept: dict[_Key, _Entry] = {}
+        self._seen: dict[_Key, _Entry] = {}
         self.reused = 0
-        """How many views the last cycle reused (for tests and benchmarks)."""
+        """How many entries the last cycle reused (for tests and benchmarks)."""
 
     def begin(self) -> None:
         self._seen = {}
@@ -37,6 +38,10 @@ class ApplicationViews:
 
     def end(self) -> None:
         self._kept, self._seen = self._seen, {}
+
+
+class ApplicationViews(_KeptPerCycle[tuple[_Stamp, Application]]):
+    """Views by ``namespace/name``, kept for the Applications the last cycle listed."""
 
     def view(self, obj: Mapping[str, Any]) -> Application:
         """The view of ``obj``: the kept one when its stamp matches, else a new one (raises
@@ -59,25 +64,16 @@ class ApplicationViews:
         return app
 
 
-class ImageUpdaterViews:
+_ParsedImageUpdater = tuple[tuple[Any, ...], ImageUpdater, SelectionMemory]
+
+
+class ImageUpdaterViews(_KeptPerCycle[_ParsedImageUpdater]):
     """Parsed ImageUpdaters by ``namespace/name``, each with the memory of its selection
     (:class:`~argocd_image_updater.config.selection.SelectionMemory`), reused while what
     parsing reads holds: uid, generation, ``apiVersion``, ``kind`` and ``spec`` (compared as
     listed; a status write changes the resourceVersion, not these). A changed ImageUpdater is
     parsed again and selects every Application afresh. Only the ImageUpdaters of the last cycle
     are kept."""
-
-    def __init__(self) -> None:
-        self._kept: dict[_Key, tuple[tuple[Any, ...], ImageUpdater, SelectionMemory]] = {}
-        self._seen: dict[_Key, tuple[tuple[Any, ...], ImageUpdater, SelectionMemory]] = {}
-        self.reused = 0
-
-    def begin(self) -> None:
-        self._seen = {}
-        self.reused = 0
-
-    def end(self) -> None:
-        self._kept, self._seen = self._seen, {}
 
     def parse(self, obj: Mapping[str, Any]) -> tuple[ImageUpdater, SelectionMemory]:
         """The parsed ``obj`` and its selection memory; raises as

@@ -328,3 +328,14 @@ def test_value_only_updates_take_the_one_parse_way(
     except module.KustomizationError as err:
         general = err
     assert str(quick) == str(general)
+
+
+def test_a_file_ruamel_cannot_read_is_a_kustomization_error() -> None:
+    """ruamel.yaml raises NotImplementedError for a line separator inside a comment followed by
+    a blank line: the file is reported (its group goes on), never an unexpected exception."""
+    text = (
+        "kind: Kustomization\nimages:\n- name: web\n  newTag: 1.0.0\n"
+        "x:\n  '1':  # tra\u2028iling\n   \n  A: '0'\n"
+    )
+    with pytest.raises(KustomizationError, match="unsupported YAML"):
+        update_kustomization(text, ["web:1.0.1"])

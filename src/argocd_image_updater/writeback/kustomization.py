@@ -237,6 +237,8 @@ class _Doc:
             docs = list(_compose(text))
         except YAMLError as err:
             raise KustomizationError(f"{path}: invalid YAML: {err}") from None
+        except NotImplementedError as err:  # ruamel.yaml's answer to some odd comments
+            raise KustomizationError(f"{path}: unsupported YAML: {err}") from None
         filled = [d for d in docs if not _is_empty(d)]
         if len(filled) > 1:
             raise KustomizationError(

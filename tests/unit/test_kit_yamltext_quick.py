@@ -19,7 +19,7 @@ from argocd_image_updater.kits.yamltext.tree import Node, parse
 from argocd_image_updater.writeback import kustomization as kustomization_module
 from argocd_image_updater.writeback.kustomization import update_kustomization
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def shape(node: Node, top: bool = True) -> Any:

@@ -249,48 +249,12 @@ async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
     )
     with GitHttpServer(root, users={"bot": token}) as git_http:
         async with GitHubFake(tokens=[token], repos=["org/deploy"], enterprise=True) as github:
-            url = git_http.url_for("org/deploy.git")
-            kube.store.put(
-                objects.secret(
-                    "repo-deploy",
-                    NS,
-                    {"url": url, "username": "bot", "password": token, "insecure": "true"},
-                    labels={"argocd.argoproj.io/secret-type": "repository"},
-                )
-            )
-            kube.store.put(
-                objects.application(
-                    "pr-app",
-                    NS,
-                    images=[f"{image}:1.0.0"],
-                    repo_url=url,
-                    path="app",
-                    target_revision="main",
-                )
-            )
-            kube.store.put(
-                objects.image_updater(
-                    "pr",
-                    NS,
-                    {
-                        "writeBackConfig": {
-                            "method": "git",
-                            "gitConfig": {
-                                "writeBackTarget": "kustomization",
-                                "pullRequest": {
-                                    "github": {},
-                                    "labels": ["automated", " automated "],
-                                },
-                            },
-                        },
-                        "applicationRefs": [
-                            {
-                                "namePattern": "pr-app",
-                                "images": [{"alias": "web", "imageName": f"{image}:~1.0"}],
-                            }
-                        ],
-                    },
-                )
+            pr_fleet(
+                kube,
+                image,
+                git_http.url_for("org/deploy.git"),
+                token,
+                {"github": {}, "labels": ["automated", " automated "]},
             )
             _, controller, closers = await setup(
                 kube, registry, repo, tmp_path, pr_api_url=f"{github.url}/api/v3"

@@ -9,6 +9,8 @@ from typing import Final
 
 import click
 
+from argocd_image_updater.cli import collector
+
 # httpx imports its own command line (and with it rich and pygments, ~0.3 s) whenever those
 # happen to be installed, e.g. next to development tools. This program never runs httpx's command
 # line, so it is marked as absent: httpx then defines a stub, exactly as when they are missing.
@@ -40,6 +42,9 @@ SHORT_HELP: Final = {
     "hold": "Hold images of an Application: they are not updated until released (or until --until)",
     "release": "Release held images of an Application (manual holds and rollback holds)",
 }
+# Commands that import their work only when they run: they resume the garbage collector once
+# it is imported (see collector); every other command resumes it when it starts.
+IMPORT_WHEN_RUN: Final = frozenset({"test"})
 # Commands that other distributions add: the development package registers `demo` here, so the
 # product ships no test double and still offers the demo from a checkout.
 PLUGIN_GROUP: Final = "argocd_image_updater.commands"
@@ -134,8 +139,10 @@ class LazyGroup(click.Group):
     help="Automatically update container images with ArgoCD",
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-def cli() -> None:
-    pass
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    if ctx.invoked_subcommand not in IMPORT_WHEN_RUN:
+        collector.resume()
 
 
 @cli.command(help="Display version information")
@@ -157,6 +164,7 @@ def version(short: bool) -> None:
 
 
 def main() -> None:
+    collector.pause()
     if sys.argv[1:2] == ["test"]:
         # A process of its own for one `test`: nothing reads its metrics (see metrics_off).
         from argocd_image_updater.observe import metrics_off

@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from argocd_image_updater.cli import collector
+
 
 class _StrategyOption(click.Option):
     """``--update-strategy``, whose help lists the registered strategies when help is shown."""
@@ -110,6 +112,7 @@ class _StrategyOption(click.Option):
 def test_command(image: str, loglevel: str, **kwargs: Any) -> None:
     from argocd_image_updater.cli.test_run import run_test_command
 
+    collector.resume()
     run_test_command(image, loglevel, **kwargs)
 
 

@@ -52,9 +52,15 @@ async def test_test_command_loads_no_cluster_client(registry: RegistryServer, re
         await pusher.push_image(repo, "1.0.0", created=datetime(2026, 1, 1, tzinfo=UTC))
     # nor httpx's own command line (rich), which the development tools happen to install, nor
     # what only a registries.conf file, a CA or a Helm chart repository needs, nor httpx's
-    # transport (httpcore, AnyIO) or the metrics library, whose numbers nobody reads here
+    # transport (httpcore, AnyIO) or the metrics library, whose numbers nobody reads here, nor
+    # the credential and cloud login machinery an anonymous registry does not use
     watched = (*HEAVY, "rich", "pygments", "pydantic", "cryptography", "ruamel.yaml")
     watched += ("httpcore", "anyio", "h11", "prometheus_client")
+    watched += (
+        "argocd_image_updater.registry.credentials.providers",
+        "argocd_image_updater.registry.cloud.refresh",
+        "argocd_image_updater.config.credentials",
+    )
     result = run_cli("test", f"{registry.host}/{repo}", "--explain", watched=watched)
     assert result.returncode == 0, result.output
     assert "latest image according to constraint is" in result.output

@@ -15,15 +15,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from argocd_image_updater.cli.explain import explain_lines, ordered_verdicts
-from argocd_image_updater.config.credentials import (
-    CredentialKind,
-    CredentialRefError,
-    parse_credential_ref,
-)
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.registries_file import RegistriesConfError, load_registries_conf
-from argocd_image_updater.config.secrets import FileSecretReader, SecretReader
 from argocd_image_updater.model.chart import is_chart_reference
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform, PlatformFilter, runtime_platform
@@ -43,11 +36,15 @@ from argocd_image_updater.policy.select import (
 from argocd_image_updater.policy.strategies import parse_strategy
 from argocd_image_updater.registry.cloud.detect import detect
 from argocd_image_updater.registry.cloud.hosts import registry_host
-from argocd_image_updater.registry.credentials import CredentialsError, EndpointCredentials
+from argocd_image_updater.registry.credentials.errors import CredentialsError
 from argocd_image_updater.registry.errors import RegistryError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 
-if TYPE_CHECKING:  # loaded with --verify-* only (cryptography is not needed otherwise)
+# Loaded where they are used: credentials with a configured or detected login only, the verdict
+# list with --explain only, and the signature checks with --verify-* only (cryptography).
+if TYPE_CHECKING:
+    from argocd_image_updater.config.secrets import SecretReader
+    from argocd_image_updater.registry.credentials import EndpointCredentials
     from argocd_image_updater.verify.policy import TrustPolicy
     from argocd_image_updater.verify.verifier import Verdict
 
@@ -107,6 +104,8 @@ def load_registries(path: str, log: Logger) -> RegistryConfig:
 async def secret_reader(opts: TestOptions) -> tuple[SecretReader | None, Any]:
     """A reader for ``secret:``/``pullsecret:`` references: files, or the Kubernetes API."""
     if opts.secrets_dir:
+        from argocd_image_updater.config.secrets import FileSecretReader
+
         return FileSecretReader(opts.secrets_dir), None
     from argocd_image_updater.controller.secrets import KubeSecretReader
     from argocd_image_updater.kube.client import KubeClient
@@ -120,6 +119,9 @@ def choose_credentials(
 ) -> tuple[EndpointCredentials | None, str]:
     """The credential provider for ``endpoint`` and a line saying where it comes from and why."""
     if endpoint.credentials:
+        from argocd_image_updater.config.credentials import parse_credential_ref
+        from argocd_image_updater.registry.credentials import EndpointCredentials
+
         ref = parse_credential_ref(endpoint.credentials)
         where = "--credentials" if opts.credentials else f"registries.conf entry '{endpoint.name}'"
         return EndpointCredentials(endpoint, secrets=secrets), f"{ref.key} (from {where})"
@@ -128,6 +130,8 @@ def choose_credentials(
     found = detect(registry_host(endpoint.prefix, endpoint.host))
     if not found.reference:
         return None, found.reason
+    from argocd_image_updater.registry.credentials import EndpointCredentials
+
     auto = dataclasses.replace(endpoint, credentials=found.reference)
     return EndpointCredentials(auto, auto_detected=True), found.reason
 
@@ -151,6 +155,12 @@ async def registry_access(
     secrets: SecretReader | None = None
     kube: Any = None
     if endpoint.credentials:
+        from argocd_image_updater.config.credentials import (
+            CredentialKind,
+            CredentialRefError,
+            parse_credential_ref,
+        )
+
         try:
             ref = parse_credential_ref(endpoint.credentials)
         except CredentialRefError as err:
@@ -290,6 +300,8 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
 
 def print_explain(explained: Explained) -> None:
     """Every tag with its verdict: chosen first, grouped by verdict, in the strategy's order."""
+    from argocd_image_updater.cli.explain import explain_lines, ordered_verdicts
+
     verdicts = ordered_verdicts(
         explained.selection,
         explained.policy.strategy,

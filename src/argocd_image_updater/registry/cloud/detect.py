@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from argocd_image_updater.config.cloud_options import CloudKind, CloudOptions
-from argocd_image_updater.registry.cloud.ecr import resolve_region
 from argocd_image_updater.registry.cloud.hosts import CLOUD_NAMES, cloud_of_host
-from argocd_image_updater.registry.cloud.sdk import install_hint, sdk_installed
 
 DMI_DIR: Final = Path("/sys/class/dmi/id")
 AZURE_ASSET_TAG: Final = "7783-7084-3265-9085-8269-3286-77"
@@ -100,6 +98,10 @@ def detect(host: str, env: Mapping[str, str] | None = None, dmi_dir: Path = DMI_
     kind = cloud_of_host(host)
     if kind is None:
         return Detection(None, "", "none (anonymous)")
+    # a cloud's host: only now the SDK check and the login modules are needed
+    from argocd_image_updater.registry.cloud.ecr import resolve_region
+    from argocd_image_updater.registry.cloud.sdk import install_hint, sdk_installed
+
     env = os.environ if env is None else env
     name = CLOUD_NAMES[kind]
     if not sdk_installed(kind):

@@ -49,10 +49,16 @@ bare repository, ``pushes`` the pushes that reached its ``pre-receive`` hook,
 (git sends credentials only after one). ``git procs`` counts git processes (ours from
 ``argocd_image_updater_git_operations_total``).
 
-The floor and the controller rows run ``--rounds`` times, each round on fresh repositories and
-new controllers; the table shows the median of each column (counts are the same every round).
-The serial baseline runs once. Ratios are to the floor's median in the same run; the targets are
-a cold write-back at most 1.5× the floor and a warm one at most 1.2×.
+Rounds (``--rounds``, default 5) interleave the floor and the controller: each round is a
+fresh repository and new controllers, and runs floor, cold, floor, warm, floor, remote moved,
+floor (every floor on its own fresh repository, the same files). Each cycle's ratio is taken
+against the mean of the two floors measured right before and right after it, so a change of the
+machine's load between rounds moves both sides of a ratio; the table gives the minimum and the
+median of these per-round ratios, for wall time and for CPU time (this process and its ended
+children: the controller, the in-process fakes, the git server and every git process of both
+sides, so the floor's CPU includes the server's too). Other columns are medians over the rounds
+(counts are the same every round). The serial baseline runs once. The targets are a cold
+write-back at most 1.5× the floor and a warm one at most 1.2×.
 
 The benchmark checks its results and exits with status 1 when they are wrong: every cycle must
 update every Application without errors in exactly one commit and one push, and afterwards every
@@ -219,11 +225,19 @@ def check_tags(
 # --- measurements -------------------------------------------------------------------------------
 
 
+def cpu_now() -> float:
+    """CPU seconds of this process (the controller, the in-process fakes and the git server's
+    threads) and of its ended children (the git processes of both sides of every request)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 @dataclass
 class Measure:
     wall: float
     counts: ServerCounts
     git_procs: int
+    cpu: float | None = None
     cycle: float | None = None
     dry: float | None = None
     git_seconds: float | None = None
@@ -279,6 +293,7 @@ def floor(env: Env, name: str) -> Measure:
     bare, url = env.new_repo(name, env.image)
     before = server_counts(env.server, bare, env.home)
     work = env.root / "work" / name
+    cpu_began = cpu_now()
     began = time.perf_counter()
     shallow_clone(env, url, work)
     for i in range(env.apps):
@@ -286,10 +301,11 @@ def floor(env: Env, name: str) -> Measure:
     git("commit", "-q", "-a", "-m", f"Update {env.apps} applications", cwd=work, home=env.home)
     git("push", "-q", "origin", "HEAD:refs/heads/main", cwd=work, home=env.home, env=env.cli_env())
     wall = time.perf_counter() - began
+    cpu = cpu_now() - cpu_began
     shutil.rmtree(work, ignore_errors=True)
     counts = server_counts(env.server, bare, env.home) - before
     env.problems += check_tags(bare, env.apps, env.image, TAGS[1], env.home, env.distinct)
-    return Measure(wall, counts, git_procs=3)
+    return Measure(wall, counts, git_procs=3, cpu=cpu)
 
 
 def serial(env: Env) -> Measure:
@@ -401,10 +417,12 @@ def seed_fleet(kube: Any, env: Env, url: str, image: str, tag_prefix: str) -> li
     return made
 
 
-async def timed_cycle(controller: Any) -> tuple[float, Any]:
+async def timed_cycle(controller: Any) -> tuple[float, float, Any]:
+    """Wall and CPU seconds of one cycle, and its result."""
+    cpu_began = cpu_now()
     began = time.perf_counter()
     result = await controller.cycle()
-    return time.perf_counter() - began, result
+    return time.perf_counter() - began, cpu_now() - cpu_began, result
 
 
 def check_cycle(env: Env, label: str, result: Any, dry: bool) -> None:
@@ -427,9 +445,11 @@ async def controller_round(
     number: int,
     profile: int,
     events: bool,
+    floors: list[Measure],
 ) -> dict[str, Measure]:
     """Cold, warm and warm-after-the-remote-moved cycles of a new controller, each after a
-    dry-run cycle of a second, dry-run controller."""
+    dry-run cycle of a second, dry-run controller; a floor (appended to ``floors``) before each
+    cycle and one after the last."""
     from argocd_image_updater.cli.run_cmd import close_resource
     from argocd_image_updater_testing.git_servers import push_files
     from argocd_image_updater_testing.push import ImagePusher
@@ -460,14 +480,17 @@ async def controller_round(
                     # A newer tag: the next cycle lists the tags again and sees it.
                     await pusher.push_image(repository, tag, created=START + timedelta(days=step))
                 label = ("cold", "warm", "warm, remote moved")[step - 1]
-                dry_wall, dry_result = await timed_cycle(dry)
+                # The floor right before each cycle (and one after the last): every cycle's
+                # ratio is taken against the two floors around it, measured moments apart.
+                floors.append(await asyncio.to_thread(floor, env, f"floor-{prefix}-{step}"))
+                dry_wall, dry_cpu, dry_result = await timed_cycle(dry)
                 check_cycle(env, f"round {number} {label} (dry run)", dry_result, dry=True)
                 before = server_counts(env.server, bare, env.home)
                 ops_before, seconds_before = git_metrics()
                 profiler = cProfile.Profile() if profile and number == 0 else None
                 if profiler is not None:
                     profiler.enable()
-                wall, result = await timed_cycle(real)
+                wall, cpu, result = await timed_cycle(real)
                 if profiler is not None:
                     profiler.disable()
                     env.profiles[label] = profile_text(profiler, profile)
@@ -485,12 +508,14 @@ async def controller_round(
                     wall - dry_wall,
                     counts,
                     git_procs=sum(ops.values()),
+                    cpu=cpu - dry_cpu,
                     cycle=wall,
                     dry=dry_wall,
                     git_seconds=sum(op_seconds.values()),
                     git_ops=ops,
                     git_op_seconds=op_seconds,
                 )
+            floors.append(await asyncio.to_thread(floor, env, f"floor-{prefix}-end"))
     finally:
         for closer in [*reversed(real_closers), *reversed(dry_closers)]:
             await close_resource(closer)
@@ -509,15 +534,24 @@ async def run_all(env: Env, registry_url: str, args: argparse.Namespace) -> dict
     kube.start_in_thread()
     try:
         kubeconfig = kube.write_kubeconfig(env.root / "kubeconfig", namespace=NS)
-        floors: list[Measure] = []
+        floors: list[list[Measure]] = []
         rounds: list[dict[str, Measure]] = []
         for number in range(args.rounds):
-            floors.append(await asyncio.to_thread(floor, env, f"floor-r{number}"))
+            around: list[Measure] = []
             rounds.append(
                 await controller_round(
-                    env, kube, registry_url, conf, kubeconfig, number, args.profile, args.events
+                    env,
+                    kube,
+                    registry_url,
+                    conf,
+                    kubeconfig,
+                    number,
+                    args.profile,
+                    args.events,
+                    around,
                 )
             )
+            floors.append(around)
         base = await asyncio.to_thread(serial, env) if args.serial else None
     finally:
         kube.stop()
@@ -549,6 +583,7 @@ def median_measure(measures: Sequence[Measure]) -> Measure:
         wall=statistics.median(m.wall for m in measures),
         counts=first.counts,
         git_procs=first.git_procs,
+        cpu=med(lambda m: m.cpu),
         cycle=med(lambda m: m.cycle),
         dry=med(lambda m: m.dry),
         git_seconds=med(lambda m: m.git_seconds),
@@ -564,47 +599,91 @@ def seconds(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
+def round_ratios(data: Mapping[str, Any], label: str, step: int) -> tuple[list[float], list[float]]:
+    """The wall and CPU ratios of ``label``'s cycle to the floors measured right before and
+    right after it in the same round (their mean), one per round."""
+    walls: list[float] = []
+    cpus: list[float] = []
+    for floors, cycles in zip(data["floors"], data["rounds"], strict=True):
+        before, after = floors[step], floors[step + 1]
+        m = cycles[label]
+        walls.append(m.wall / ((before.wall + after.wall) / 2))
+        if m.cpu is not None and before.cpu and after.cpu:
+            cpus.append(m.cpu / ((before.cpu + after.cpu) / 2))
+    return walls, cpus
+
+
+def min_median(values: Sequence[float]) -> str:
+    if not values:
+        return "—"
+    return f"{min(values):.2f} / {statistics.median(values):.2f}×"
+
+
 def render(data: Mapping[str, Any], apps: int, rounds: int) -> str:
-    floor_m = median_measure(data["floors"])
-    rows: list[tuple[str, Measure]] = [
-        ("floor: git CLI, clone --depth 1 + edit + commit + push", floor_m),
-    ]
-    if data["serial"] is not None:
-        rows.append((f"serial, one clone-commit-push per app (×{apps}, 1 run)", data["serial"]))
+    all_floors = [f for floors in data["floors"] for f in floors]
+    floor_m = median_measure(all_floors)
     labels = list(data["rounds"][0])
-    minimums = {rows[0][0]: min(m.wall for m in data["floors"])}
-    for label in labels:
-        name = f"controller write-back, {label}"
-        rows.append((name, median_measure([r[label] for r in data["rounds"]])))
-        minimums[name] = min(r[label].wall for r in data["rounds"])
     lines = [
-        f"Machine: {machine()}; {git_version()}.",
+        f"Machine: {machine()}; {git_version()}; load average {load()}.",
         f"{apps} Applications in one repository over smart HTTP (Basic auth), all updated per "
-        f"cycle; floor and controller rows: median (and minimum) of {rounds} round(s); "
-        "Kubernetes Events "
+        f"cycle; {rounds} round(s), each a new repository and new controllers, with a floor "
+        "measured right before each controller cycle and one after the last (floor, cold, "
+        "floor, warm, floor, remote moved, floor); Kubernetes Events "
         f"{'on' if data['events'] else 'off (--disable-kube-events)'}; "
         f"{'each file its own text (--distinct-files)' if data['distinct'] else 'identical files'}.",
         "",
-        "| scenario | wall s | min wall s | commits | pushes | ratio to floor | ratio of mins | "
-        "cycle s | dry-run cycle s | git s | git procs | receive-pack | upload-pack | 401 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| scenario | wall s (median) | wall s (min) | CPU s (median) | wall ratio min / median "
+        "| CPU ratio min / median | commits | pushes | git procs | git s | receive-pack "
+        "| upload-pack | 401 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| floor: git CLI, clone --depth 1 + edit + commit + push (×{len(all_floors)}) | "
+        f"{floor_m.wall:.3f} | {min(m.wall for m in all_floors):.3f} | {seconds(floor_m.cpu)} "
+        f"| 1.00× | 1.00× | {floor_m.counts.commits} | {floor_m.counts.pushes} | 3 | — | "
+        f"{floor_m.counts.receive_pack} | {floor_m.counts.upload_pack} | "
+        f"{floor_m.counts.unauthorized} |",
     ]
-    floor_min = min(m.wall for m in data["floors"])
-    for name, m in rows:
-        c = m.counts
-        low = minimums.get(name, m.wall)
+    if data["serial"] is not None:
+        m = data["serial"]
         lines.append(
-            f"| {name} | {m.wall:.3f} | {low:.3f} | {c.commits} | {c.pushes} | "
-            f"{m.wall / floor_m.wall:.2f}× | {low / floor_min:.2f}× | "
-            f"{seconds(m.cycle)} | {seconds(m.dry)} | {seconds(m.git_seconds)} | {m.git_procs} | "
-            f"{c.receive_pack} | {c.upload_pack} | {c.unauthorized} |"
+            f"| serial, one clone-commit-push per app (×{apps}, 1 run) | {m.wall:.3f} | — | — | "
+            f"{m.wall / floor_m.wall:.2f}× (to the median floor) | — | {m.counts.commits} | "
+            f"{m.counts.pushes} | {m.git_procs} | — | {m.counts.receive_pack} | "
+            f"{m.counts.upload_pack} | {m.counts.unauthorized} |"
+        )
+    for step, label in enumerate(labels):
+        measures = [r[label] for r in data["rounds"]]
+        m = median_measure(measures)
+        walls, cpus = round_ratios(data, label, step)
+        c = m.counts
+        lines.append(
+            f"| controller write-back, {label} | {m.wall:.3f} | "
+            f"{min(x.wall for x in measures):.3f} | {seconds(m.cpu)} | {min_median(walls)} | "
+            f"{min_median(cpus)} | {c.commits} | {c.pushes} | {m.git_procs} | "
+            f"{seconds(m.git_seconds)} | {c.receive_pack} | {c.upload_pack} | {c.unauthorized} |"
         )
     lines += [
         "",
-        "wall s: controller rows are the cycle minus the dry-run cycle measured just before it "
-        "(same Applications, same scans, nothing written). git s: time inside git processes "
-        "from the product's histogram. receive-pack/upload-pack: authenticated HTTP requests "
-        "by service; 401: authentication challenges.",
+        "Controller rows: the cycle minus the dry-run cycle measured just before it (same "
+        "Applications, same scans, nothing written), wall and CPU. CPU: this process (the "
+        "controller, the in-process fakes, the git server's threads) and its children (every git "
+        "process, client and server side), so the floor's CPU includes the server's too. Ratios: "
+        "each round's cycle against the mean of the two floors measured right before and after "
+        "it; min and median over the rounds. git s: time inside git processes from the product's "
+        "histogram. receive-pack/upload-pack: authenticated HTTP requests by service; 401: "
+        "authentication challenges.",
+        "",
+        "Per-round wall ratios (round order):",
+        "",
+    ]
+    for step, label in enumerate(labels):
+        walls, cpus = round_ratios(data, label, step)
+        lines.append(
+            f"- {label}: wall "
+            + ", ".join(f"{x:.2f}" for x in walls)
+            + "; CPU "
+            + ", ".join(f"{x:.2f}" for x in cpus)
+        )
+    lines += [
         "",
         "Git processes of the controller's write-back by subcommand (count, median time), and "
         "the write-back time spent outside them (rendering the files, the event loop):",
@@ -629,11 +708,21 @@ def render(data: Mapping[str, Any], apps: int, rounds: int) -> str:
     return "\n".join(lines)
 
 
+def load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--apps", type=int, default=100, help="Applications in the repository")
     parser.add_argument(
-        "--rounds", type=int, default=3, help="rounds of the floor and the controller cycles"
+        "--rounds",
+        type=int,
+        default=5,
+        help="rounds of the controller cycles, each bracketed by floors",
     )
     parser.add_argument(
         "--no-serial",

@@ -131,6 +131,9 @@ class _Entry:
     left_at: str | None = None
     """The commit the work tree was left at, unmodified, by the last use that ended normally
     (its checkout or commit); ``None`` when unknown."""
+    seen: tuple[str, str] | None = None
+    """(branch, commit): where that use last saw the remote branch, when it left the work tree
+    there (fetched, or pushed by us); ``None`` when unknown."""
 
 
 _ANCESTRY_MEMO: Final = 4096
@@ -199,9 +202,13 @@ class RepoCache:
         branch: str | None = "HEAD",
         *,
         base: str | None = None,
+        optimistic: bool = False,
     ) -> AsyncIterator[WorkTree]:
         """Lock the repository, prepare its clone and (unless ``branch`` is ``None``) check out
-        ``branch`` (created from ``base`` when missing); yield the :class:`WorkTree`."""
+        ``branch`` (created from ``base`` when missing); yield the :class:`WorkTree`.
+
+        ``optimistic``: a named branch left where the remote was last seen is used without a
+        fetch, for a push with a lease on it (:meth:`WorkTree.checkout`)."""
         clean_url, url_creds = split_credentials(url.strip())
         if url_creds is not None:
             register_secret(url_creds.password)
@@ -229,12 +236,14 @@ class RepoCache:
                     timeouts=self.timeouts,
                 )
                 work.left_at, entry.left_at = entry.left_at, None
+                work.seen, entry.seen = entry.seen, None
                 try:
                     await self._prepare(entry, clean_url, local_env)
                     if branch is not None:
-                        await work.checkout(branch, base)
+                        await work.checkout(branch, base, optimistic=optimistic)
                     yield work
                     entry.left_at = work.clean_commit()
+                    entry.seen = work.seen_remote()
                 except (GitTimeout, asyncio.CancelledError):
                     # A git process was killed mid-operation: do not trust this clone again.
                     entry.broken = True

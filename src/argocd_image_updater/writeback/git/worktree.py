@@ -20,6 +20,19 @@ Pushes are single-ref and atomic; a rejected push is retried by re-applying the 
 on top of the new remote head, and a force push is only ever a ``--force-with-lease`` of a branch
 the caller declares its own. :class:`~argocd_image_updater.writeback.git.repo.RepoCache` hands
 out work trees.
+
+Push first, fetch when needed: a checkout asked with ``optimistic=True`` of a named branch (not
+``HEAD``, whose meaning only the remote knows) skips the fetch when the clone's last use ended
+at the commit the remote branch was last seen at (our own push, or a fetch), checked out and
+unmodified, and that use did not find the branch moved by someone else (a branch others push
+to between our uses is fetched first, so a wasted attempt is paid once, not every time). The
+edits are then made on that commit and pushed with a lease on it
+(``--force-with-lease=refs/heads/<branch>:<commit>``): the remote takes the push only if the
+branch is still exactly there, so nothing is ever pushed on a stale base. If the branch moved
+(or was deleted), git refuses the push before sending anything; the clone then fetches and the
+edits are made again, as after any rejected push, but at once (no back-off) and without
+counting as an attempt. A result that pushes nothing (every file already right) is never
+concluded from such an unconfirmed view: the clone fetches and the edits are made again first.
 """
 
 from __future__ import annotations
@@ -167,6 +180,15 @@ class WorkTree:
         self.left_at: str | None = None
         """The commit the clone's last use left the work tree at, unmodified (set by the
         cache); a checkout of that very commit then needs no ``git checkout`` nor ``clean``."""
+        self.seen: tuple[str, str] | None = None
+        """(branch, commit): where the clone's last use saw that remote branch last, by a fetch
+        or by our own push (set by the cache); an optimistic checkout builds on it unfetched."""
+        self.confirmed = True
+        """Whether :attr:`remote_head` was read from the remote by this use (a fetch or a
+        push); False after an optimistic checkout until a push succeeds."""
+        self._moved = False
+        """Whether this use found the branch moved since :attr:`seen` (by someone else): the
+        next use then fetches first."""
         self._clean = False
 
     # --- git -----------------------------------------------------------------------------------
@@ -382,12 +404,28 @@ class WorkTree:
 
     # --- work tree -------------------------------------------------------------------------------
 
-    async def checkout(self, branch: str = "HEAD", base: str | None = None) -> str:
+    async def checkout(
+        self, branch: str = "HEAD", base: str | None = None, *, optimistic: bool = False
+    ) -> str:
         """Check out ``branch`` at its remote state, discarding local changes; returns the commit.
 
         If ``branch`` does not exist on the remote it is created from ``base`` (``None``: no
-        base, so the branch must exist; ``HEAD``/"": the default branch).
+        base, so the branch must exist; ``HEAD``/"": the default branch). With ``optimistic``,
+        a named branch the clone's last use left where the remote was last seen is used as it
+        is, without a fetch (:attr:`confirmed` is then False; see the module's docstring).
         """
+        if optimistic and base is None and not _is_head(branch):
+            name = check_branch_name(branch)
+            if (commit := await self._unchanged_since_seen(name)) is not None:
+                self.left_at = None
+                self.branch, self.base = name, name
+                self.remote_head = self.head = commit
+                self._clean = True
+                self._requested = (branch, base)
+                self._fresh = True
+                self._written.clear()
+                self.confirmed = False
+                return commit
         (name, base_name), shas = await self._sync([branch, branch if base is None else base])
         if shas[name] is not None:
             start = f"refs/remotes/origin/{name}"
@@ -404,12 +442,35 @@ class WorkTree:
         self.branch, self.base = name, base_name
         self.remote_head = shas[name]
         self.head = commit
+        self.confirmed = True
+        if self.seen is not None and self.seen[0] == name and self.seen[1] != shas[name]:
+            self._moved = True
         self._clean = True
         self._requested = (branch, base)
         self._fresh = True
         self._written.clear()
         assert self.head is not None
         return self.head
+
+    async def _unchanged_since_seen(self, name: str) -> str | None:
+        """The commit the remote branch ``name`` was last seen at, when the clone still holds
+        it as it was left: checked out, unmodified, and the tracking ref there too."""
+        seen, left_at = self.seen, self.left_at
+        if seen is None or seen[0] != name or left_at != seen[1]:
+            return None
+        if await self._tip(f"refs/remotes/origin/{name}") != left_at:
+            return None
+        return left_at if await self._on(name, left_at) else None
+
+    def seen_remote(self) -> tuple[str, str] | None:
+        """(branch, commit) when this use saw the remote branch at the commit the work tree
+        holds unmodified (fetched, or pushed by us); else ``None``."""
+        head = self.clean_commit()
+        if self._moved:
+            return None  # a branch others push to: fetch first next time
+        if self.confirmed and self.branch and head is not None and head == self.remote_head:
+            return self.branch, head
+        return None
 
     async def _on(self, branch: str, commit: str | None) -> bool:
         """Whether ``branch`` is checked out (``HEAD`` names it) at ``commit``."""
@@ -563,6 +624,10 @@ class WorkTree:
             if self.base is not None and self.base == name and self.remote_head is not None:
                 raise ValueError(f"refusing to force-push {name}: it is the base branch")
             args.append(f"--force-with-lease=refs/heads/{name}:{self.remote_head or ''}")
+        elif not self.confirmed and name == self.branch and self.remote_head is not None:
+            # Built on where the branch was last seen, unfetched: only if it is still there
+            # (our commits descend from it, so this stays a fast-forward).
+            args.append(f"--force-with-lease=refs/heads/{name}:{self.remote_head}")
         args += ["origin", f"HEAD:refs/heads/{name}"]
         result = await run_git(
             args,
@@ -575,6 +640,7 @@ class WorkTree:
         if result.code == 0 and not rejected:
             self.remote_head = self.head
             self.branch = name
+            self.confirmed = True
             return
         remote_lines = [
             ln[len("remote:") :].strip()
@@ -626,16 +692,22 @@ class WorkTree:
         Without ``branch``/``base`` the work tree's current checkout is used. When the push is
         rejected because the branch moved, the clone is reset to the new remote head, ``apply``
         runs again (it must be idempotent) and the push is retried, up to ``max_attempts`` in all
-        with jittered exponential backoff. :class:`PushDenied` is never retried.
+        with jittered exponential backoff. :class:`PushDenied` is never retried. After an
+        optimistic checkout (nothing fetched), a rejected push or a result with nothing to push
+        fetches and runs ``apply`` again at once, without counting as an attempt.
         """
         if branch is None and base is None and self._requested is not None:
             branch, base = self._requested
         elif branch is None:
             branch = "HEAD"
         assert branch is not None
-        for attempt in range(1, max(1, max_attempts) + 1):
-            if not (attempt == 1 and self._fresh and self._requested == (branch, base)):
+        attempt = 0
+        reuse = self._fresh and self._requested == (branch, base)
+        while True:
+            if not reuse:
                 await self.checkout(branch, base)
+            reuse = False
+            confirmed = self.confirmed
             before = self.head
             await apply(self)
             sha = await self.commit(
@@ -643,12 +715,28 @@ class WorkTree:
             )
             if sha is None:
                 if self.head == before:
+                    if not confirmed:
+                        # "Nothing to change" must hold on the remote's state: fetch first
+                        # (the work tree is as checked out: no reset needed if nothing moved).
+                        self.left_at = self.head
+                        log.debug(
+                            "nothing to push on an unfetched clone: fetching", repository=self.url
+                        )
+                        continue
                     return None
                 sha = self.head  # ``apply`` made the commits itself (one per application)
             try:
                 await self.push(self.branch, force=force)
             except PushRejected as exc:
-                if attempt >= max_attempts:
+                if not confirmed:
+                    log.debug(
+                        "the branch moved since it was last seen: fetching",
+                        repository=self.url,
+                        branch=self.branch,
+                    )
+                    continue
+                attempt += 1
+                if attempt >= max(1, max_attempts):
                     raise
                 delay = min(max_backoff, backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
                 log.info(
@@ -663,4 +751,3 @@ class WorkTree:
             else:
                 log.info("pushed", repository=self.url, branch=self.branch, commit=sha)
                 return sha
-        raise AssertionError("unreachable")  # pragma: no cover

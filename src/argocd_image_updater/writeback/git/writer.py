@@ -2,7 +2,9 @@
 commit and one push.
 
 For each group of Applications sharing (repository, base branch, write branch) the writer takes
-the repository's cached clone (fetching only what changed), renders each Application's target
+the repository's cached clone (fetching only what changed; pushing straight to a named branch
+left where our last push put it, no fetch at all: the push carries a lease on that commit and a
+moved branch is fetched then), renders each Application's target
 file (``.argocd-source-<app>.yaml``, a kustomization or a Helm values file — only the target bytes
 change), commits once with a message listing every app and image, and pushes. A rejected push
 (someone else pushed) is retried in-process on the new head; the edits are idempotent.
@@ -324,8 +326,15 @@ class GitBatchWriter:
             branch = write_branch or base
             sha: str | None = None
             message = ""
+            # Straight to the base branch: push first (with a lease on where the branch was last
+            # seen), fetch only when it moved; a write branch is always fetched (the target
+            # branch is looked at too).
             async with self._cache.checkout(
-                repo_url, creds, branch, base=base if write_branch else None
+                repo_url,
+                creds,
+                branch,
+                base=base if write_branch else None,
+                optimistic=not write_branch,
             ) as work:
                 resolved_base = work.base or base
                 if write_branch and resolved_base != work.branch:

@@ -165,9 +165,18 @@ def version(short: bool) -> None:
 
 def main() -> None:
     collector.pause()
-    if sys.argv[1:2] == ["test"]:
-        # A process of its own for one `test`: nothing reads its metrics (see metrics_off).
+    one_shot = sys.argv[1:2] == ["test"]
+    if one_shot:
+        # A process of its own for one `test`: nothing reads its metrics (see metrics_off), and
+        # nothing needs its objects freed when it ends (see quick_exit).
         from argocd_image_updater.observe import metrics_off
 
         metrics_off.switch_off()
-    cli(prog_name="argocd-image-updater")
+    try:
+        cli(prog_name="argocd-image-updater")
+    except SystemExit as done:
+        if one_shot:
+            from argocd_image_updater.cli import quick_exit
+
+            quick_exit.leave(done)
+        raise

@@ -111,7 +111,9 @@ class _StrategyOption(click.Option):
 )
 def test_command(image: str, loglevel: str, **kwargs: Any) -> None:
     from argocd_image_updater.cli.test_run import run_test_command
+    from argocd_image_updater.policy.strategies import strategies
 
+    strategies()  # the strategy modules, which the name lookup imports, with the rest
     collector.resume()
     run_test_command(image, loglevel, **kwargs)
 

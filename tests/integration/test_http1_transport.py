@@ -4,15 +4,16 @@ timeouts, TLS, bodies, streaming and the pool limit."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import ssl
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
 import trustme
 
-from argocd_image_updater.http1 import AsyncHTTP1Transport, async_client
-from argocd_image_updater.http1 import stream as http1_stream
+from argocd_image_updater.http1 import AsyncHTTP1Transport, async_client, fetch
 from argocd_image_updater.kits.tlstrust import LazyTrustContext, client_context
 
 Reply = Callable[["Exchange"], Awaitable[bytes | None]]
@@ -362,7 +363,7 @@ def test_a_proxy_leaves_the_client_to_httpx(monkeypatch):
     assert not isinstance(async_client()._transport, AsyncHTTP1Transport)
 
 
-async def test_stream_of_a_direct_client_and_with_redirects():
+async def test_fetch_of_a_direct_client_and_with_redirects():
     async def reply(ex: Exchange) -> bytes | None:
         if ex.target == "/moved":
             return (
@@ -372,15 +373,101 @@ async def test_stream_of_a_direct_client_and_with_redirects():
 
     async with Peer(reply) as peer, async_client(headers={"User-Agent": "ua"}) as client:
         url = httpx.URL(f"{peer.url}/moved")
-        async with http1_stream(client, "GET", url, headers={"Accept": "a/b"}) as response:
-            assert response.status_code == 307
-            assert response.request.url == url
-        async with http1_stream(
-            client, "GET", url, headers={"Accept": "a/b"}, follow_redirects=True
-        ) as response:
-            await response.aread()
-    assert response.content == b"/here ua a/b"
+        answer = await fetch(client, "GET", url, headers={"Accept": "a/b"})
+        assert (answer.status, answer.header("location"), answer.url) == (307, "/here", url)
+        answer = await fetch(client, "GET", url, headers={"Accept": "a/b"}, follow_redirects=True)
+    assert (answer.status, answer.body, answer.path) == (200, b"/here ua a/b", "/here")
     assert peer.connections == 1
+
+
+async def test_fetch_sends_the_request_httpx_would():
+    """Host first, the client's fields under the call's, the base URL's path, the query and the
+    body with its length; the same request through httpx's pipeline for comparison."""
+
+    async def reply(ex: Exchange) -> bytes | None:
+        return ok(b"{}")
+
+    async with Peer(reply) as peer:
+        host = peer.url.split("://")[1]
+        options = {"base_url": f"{peer.url}/prefix", "headers": {"Accept": "x/y", "X-A": "1"}}
+        async with async_client(**options) as client:  # type: ignore[arg-type]
+            answer = await fetch(
+                client,
+                "PATCH",
+                "/apis/a b/x",
+                headers={"accept": "application/json", "Content-Type": "c/d"},
+                params={"labelSelector": "app in (a,b)", "continue": "e/f+="},
+                content=b'{"k": 1}',
+            )
+            assert answer.status == 200 and answer.json() == {}
+            await client.patch(
+                "/apis/a b/x",
+                headers={"accept": "application/json", "Content-Type": "c/d"},
+                params={"labelSelector": "app in (a,b)", "continue": "e/f+="},
+                content=b'{"k": 1}',
+            )
+    ours, theirs = peer.exchanges
+    assert (
+        ours.target
+        == theirs.target
+        == ("/prefix/apis/a%20b/x?labelSelector=app+in+%28a%2Cb%29&continue=e%2Ff%2B%3D")
+    )
+    assert ours.method == "PATCH" and ours.body == theirs.body == b'{"k": 1}'
+    assert ours.headers == theirs.headers
+    assert ours.headers["host"] == host
+    assert (ours.headers["accept"], ours.headers["x-a"]) == ("application/json", "1")
+    assert ours.headers["content-length"] == "8"
+    assert ours.headers["accept-encoding"] == "gzip, deflate"
+
+
+async def test_fetch_limit_cuts_the_body_and_drops_the_connection():
+    async def reply(ex: Exchange) -> bytes | None:
+        if ex.target == "/chunked":
+            return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n"
+        return ok(b"0123456789")
+
+    async with Peer(reply) as peer, async_client() as client:
+        answer = await fetch(client, "GET", f"{peer.url}/a", limit=4)
+        assert (answer.body, answer.truncated) == (b"0123", True)
+        answer = await fetch(client, "GET", f"{peer.url}/a", limit=10)
+        assert (answer.body, answer.truncated) == (b"0123456789", False)
+        answer = await fetch(client, "GET", f"{peer.url}/chunked", limit=4)
+        assert (answer.body, answer.truncated) == (b"abcd", True)
+        answer = await fetch(client, "GET", f"{peer.url}/a")
+    assert peer.connections == 3  # a cut body leaves its connection unread: never reused
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+async def test_fetch_decodes_gzip_and_deflate_within_the_limit(coding):
+    text = b'{"tags": ["1.0"]}' * 100
+    packed = gzip.compress(text) if coding == "gzip" else zlib.compress(text)
+
+    async def reply(ex: Exchange) -> bytes | None:
+        return ok(packed, f"Content-Encoding: {coding}")
+
+    async with Peer(reply) as peer, async_client() as client:
+        answer = await fetch(client, "GET", f"{peer.url}/t")
+        assert (answer.body, answer.truncated) == (text, False)
+        answer = await fetch(client, "GET", f"{peer.url}/t", limit=100)
+        assert (answer.body, answer.truncated) == (text[:100], True)
+
+
+async def test_fetch_answer_header_lookups_and_links():
+    async def reply(ex: Exchange) -> bytes | None:
+        return ok(
+            b"",
+            "WWW-Authenticate: Bearer realm=a",
+            "www-authenticate: Basic realm=b",
+            'Link: </v2/r/tags/list?last=b&n=2>; rel="next"',
+        )
+
+    async with Peer(reply) as peer, async_client() as client:
+        answer = await fetch(client, "GET", f"{peer.url}/t")
+    assert answer.header_list("Www-Authenticate") == ["Bearer realm=a", "Basic realm=b"]
+    assert answer.header("www-authenticate") == "Bearer realm=a, Basic realm=b"
+    assert answer.header("absent") == ""
+    assert answer.links["next"]["url"] == "/v2/r/tags/list?last=b&n=2"
+    assert answer.headers.get("content-length") == "0"
 
 
 async def test_loopback_plain_http_is_found_without_loading_the_trust_store(client_for):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
 
 import httpx
@@ -44,7 +44,7 @@ _WHOLE_BODY: Final = 1024 * 1024
 _SEND_BATCH: Final = 64 * 1024
 _RETRY_METHODS: Final = frozenset({b"GET", b"HEAD", b"OPTIONS"})
 
-_Key = tuple[bytes, str, int, str]
+ConnectionKey = tuple[bytes, str, int, str]
 """scheme, host, port, TLS server name: requests with equal keys share connections."""
 
 
@@ -85,7 +85,7 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
         self._max_idle = limits.max_keepalive_connections
         self._expiry = limits.keepalive_expiry
         self._slots = asyncio.Semaphore(limits.max_connections) if limits.max_connections else None
-        self._idle: dict[_Key, list[_Connection]] = {}
+        self._idle: dict[ConnectionKey, list[_Connection]] = {}
         self._idle_count = 0
         self._last_sweep = 0.0
         self._closed = False
@@ -95,12 +95,68 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
         timeouts: dict[str, float | None] = request.extensions.get("timeout") or {}
         key = self._key(request)
         method = request.method.encode("ascii")
+        try:
+            out = encode_request_head(method, request.url.raw_path, request.headers.raw)
+        except ProtocolError as exc:
+            raise httpx.LocalProtocolError(str(exc), request=request) from None
+        try:
+            body: bytes | None = request.content
+        except httpx.RequestNotRead:  # a streamed body
+            body = None
+        conn, head, framing = await self._open(key, method, out, body, request, timeouts)
+        return httpx.Response(
+            head.status,
+            headers=head.headers,
+            stream=_Body(self, key, conn, framing, request, timeouts.get("read")),
+            extensions={"http_version": head.http_version, "reason_phrase": head.reason},
+        )
+
+    async def fetch(
+        self,
+        key: ConnectionKey,
+        method: bytes,
+        head_out: bytes,
+        body: bytes,
+        timeouts: Mapping[str, float | None],
+        limit: int,
+    ) -> tuple[ResponseHead, bytes, bool]:
+        """One exchange with the whole answer read: the response head, the body (at most
+        ``limit`` bytes) and whether it was longer (its connection is then closed unread).
+        ``head_out`` is the encoded request head (:func:`.wire.encode_request_head`)."""
+        conn, head, framing = await self._open(key, method, head_out, body, None, timeouts)
+        reader = _Body(self, key, conn, framing, None, timeouts.get("read"))
+        chunks: list[bytes] = []
+        size = 0
+        truncated = False
+        try:
+            async for chunk in reader:
+                size += len(chunk)
+                if size > limit:
+                    chunks.append(chunk[: len(chunk) - (size - limit)])
+                    truncated = True
+                    break
+                chunks.append(chunk)
+        finally:
+            await reader.aclose()
+        return head, chunks[0] if len(chunks) == 1 else b"".join(chunks), truncated
+
+    async def _open(
+        self,
+        key: ConnectionKey,
+        method: bytes,
+        out: bytes,
+        body: bytes | None,
+        request: httpx.Request | None,
+        timeouts: Mapping[str, float | None],
+    ) -> tuple[_Connection, ResponseHead, Framing]:
+        """A connection with the request sent and the response head read (a slot of the pool
+        taken: the body's reader gives it back). ``body`` None streams ``request``'s."""
         await self._acquire(request, timeouts.get("pool"))
         try:
             for attempt in range(2):
                 conn, reused = await self._connection(key, request, timeouts.get("connect"))
                 try:
-                    head = await self._exchange(conn, request, method, timeouts, reused)
+                    head = await self._exchange(conn, out, body, request, timeouts, reused)
                 except _Stale:
                     conn.close()
                     if attempt == 0 and method in _RETRY_METHODS:
@@ -120,29 +176,20 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
         except BaseException:
             self._release()
             raise
-        return httpx.Response(
-            head.status,
-            headers=head.headers,
-            stream=_Body(self, key, conn, framing, request, timeouts.get("read")),
-            extensions={"http_version": head.http_version, "reason_phrase": head.reason},
-        )
+        return conn, head, framing
 
     async def _exchange(
         self,
         conn: _Connection,
-        request: httpx.Request,
-        method: bytes,
-        timeouts: dict[str, float | None],
+        out: bytes,
+        body: bytes | None,
+        request: httpx.Request | None,
+        timeouts: Mapping[str, float | None],
         reused: bool,
     ) -> ResponseHead:
         try:
-            out = encode_request_head(method, request.url.raw_path, request.headers.raw)
-        except ProtocolError as exc:
-            raise httpx.LocalProtocolError(str(exc), request=request) from None
-        try:
-            try:
-                body = request.content
-            except httpx.RequestNotRead:  # a streamed body
+            if body is None:
+                assert request is not None
                 async with asyncio.timeout(timeouts.get("write")):
                     await _send(conn.writer, out, request)
             else:  # in memory, as most are: one write, and a wait only if the socket is full
@@ -191,7 +238,7 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
             return head
 
     # --- the pool -----------------------------------------------------------------------------
-    def _key(self, request: httpx.Request) -> _Key:
+    def _key(self, request: httpx.Request) -> ConnectionKey:
         url = request.url
         scheme = url.raw_scheme
         if scheme not in _PORTS:
@@ -205,7 +252,7 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
         sni = str(request.extensions.get("sni_hostname") or "")
         return scheme, host, url.port or _PORTS[scheme], sni
 
-    async def _acquire(self, request: httpx.Request, wait: float | None) -> None:
+    async def _acquire(self, request: httpx.Request | None, wait: float | None) -> None:
         if self._closed:
             raise RuntimeError("the HTTP transport is closed")
         if self._slots is None:
@@ -223,7 +270,7 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
             self._slots.release()
 
     async def _connection(
-        self, key: _Key, request: httpx.Request, connect_within: float | None
+        self, key: ConnectionKey, request: httpx.Request | None, connect_within: float | None
     ) -> tuple[_Connection, bool]:
         idle = self._idle.get(key)
         if idle:
@@ -259,7 +306,7 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
             raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
         return _Connection(reader, writer), False
 
-    def _put_back(self, key: _Key, conn: _Connection) -> None:
+    def _put_back(self, key: ConnectionKey, conn: _Connection) -> None:
         if self._closed or (self._max_idle is not None and self._idle_count >= self._max_idle):
             conn.close()
             return
@@ -355,10 +402,10 @@ class _Body(httpx.AsyncByteStream):
     def __init__(
         self,
         transport: AsyncHTTP1Transport,
-        key: _Key,
+        key: ConnectionKey,
         conn: _Connection,
         framing: Framing,
-        request: httpx.Request,
+        request: httpx.Request | None,
         timeout: float | None,
     ) -> None:
         self._transport = transport

@@ -97,9 +97,7 @@ class KubeClient:
     ) -> None:
         self.namespace = namespace or access.namespace
         self.server = access.server
-        self._extensions = (
-            {"sni_hostname": access.tls_server_name} if access.tls_server_name else {}
-        )
+        self._sni = access.tls_server_name or ""
         self._auth = access.auth
         self._http = async_client(
             ssl_context=access.verify,
@@ -152,45 +150,59 @@ class KubeClient:
         :class:`KubeError` (the API's message and reason, or the connection problem)."""
         metrics.K8S_API_REQUESTS.inc()
         content = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": content_type} if content is not None else None
-        request = self._http.build_request(
-            method, path, params=params, content=content, headers=headers
-        )
-        request.extensions.update(self._extensions)
+        headers = {"Content-Type": content_type} if content is not None else {}
         try:
-            await self._authorize(request)
-            response = await http1.send(self._http, request)
-            if self._refresh_after(response):
-                await self._authorize(request, refresh=True)
-                response = await http1.send(self._http, request)
+            answer = await self._send(method, path, params, content, headers)
+            if self._refresh_after(answer.status):
+                answer = await self._send(method, path, params, content, headers, refresh=True)
         except (httpx.HTTPError, OSError) as exc:
             metrics.K8S_API_ERRORS.inc()
             raise _unreachable(exc) from None
         except KubeAuthError as exc:
             metrics.K8S_API_ERRORS.inc()
             raise KubeError(0, f"cannot authenticate to the Kubernetes API: {exc}") from None
-        if response.status_code >= 400:
+        if answer.status >= 400:
             metrics.K8S_API_ERRORS.inc()
-            raise _status_error(response.status_code, response.content, response.reason_phrase)
+            raise _status_error(answer.status, answer.body, answer.reason)
         try:
-            return response.json()
+            return answer.json()
         except ValueError:
             metrics.K8S_API_ERRORS.inc()
             raise KubeError(
-                response.status_code, f"Kubernetes API: {method} {path} answered no JSON"
+                answer.status, f"Kubernetes API: {method} {path} answered no JSON"
             ) from None
 
-    async def _authorize(self, request: httpx.Request, refresh: bool = False) -> None:
-        """Set the credential's Authorization header (fetched again when ``refresh``)."""
-        if self._auth is not None:
-            value = await self._auth.authorization(refresh=refresh)
-            if value:
-                request.headers["Authorization"] = value
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        content: bytes | None,
+        headers: dict[str, str],
+        refresh: bool = False,
+    ) -> http1.Answer:
+        """One exchange with the credential's Authorization header (fetched again when
+        ``refresh``)."""
+        if value := await self._authorization(refresh):
+            headers = {**headers, "Authorization": value}
+        return await http1.fetch(
+            self._http,
+            method,
+            path,
+            headers=headers,
+            params=params,
+            content=content,
+            sni_hostname=self._sni,
+        )
 
-    def _refresh_after(self, response: httpx.Response) -> bool:
+    async def _authorization(self, refresh: bool = False) -> str:
+        """The credential's Authorization value (fetched again when ``refresh``), or ""."""
+        return await self._auth.authorization(refresh=refresh) if self._auth is not None else ""
+
+    def _refresh_after(self, status: int) -> bool:
         """Whether to fetch the credential again and repeat the request once: a 401 with a
         credential that can change (a token file, an exec plugin)."""
-        return response.status_code == 401 and self._auth is not None and self._auth.refreshable
+        return status == 401 and self._auth is not None and self._auth.refreshable
 
     # --- objects -------------------------------------------------------------------------------
     async def list_objects(
@@ -277,13 +289,16 @@ class KubeClient:
         request = self._http.build_request(
             "GET", resource_path(kind, namespace), params=params, timeout=timeout
         )
-        request.extensions.update(self._extensions)
+        if self._sni:
+            request.extensions["sni_hostname"] = self._sni
         try:
-            await self._authorize(request)
+            if value := await self._authorization():
+                request.headers["Authorization"] = value
             response = await self._http.send(request, stream=True)
-            if self._refresh_after(response):
+            if self._refresh_after(response.status_code):
                 await response.aclose()
-                await self._authorize(request, refresh=True)
+                if value := await self._authorization(refresh=True):
+                    request.headers["Authorization"] = value
                 response = await self._http.send(request, stream=True)
             try:
                 if response.status_code >= 400:

@@ -105,7 +105,7 @@ class Authorizer:
             headers["Authorization"] = auth
         reply = await self._http.send(kind, method, url, headers, repository, limit, redirects)
         if reply.status == 401 and not auth:
-            challenge = pick_challenge(reply.response.headers.get_list("www-authenticate"))
+            challenge = pick_challenge(reply.header_list("www-authenticate"))
             if challenge is None:
                 raise RegistryAuthError(
                     registry=registry,

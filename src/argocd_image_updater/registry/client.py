@@ -89,9 +89,7 @@ class RegistryClient:
         api = self._http.api
         reply = await self._http.send("ping", "GET", httpx.URL(f"{api}/v2/"), {}, "")
         if reply.status == 401:
-            self._auth.challenge = pick_challenge(
-                reply.response.headers.get_list("www-authenticate")
-            )
+            self._auth.challenge = pick_challenge(reply.header_list("www-authenticate"))
             return
         if reply.status == 200:
             return
@@ -249,7 +247,7 @@ class RegistryClient:
         return protocol_error(self._registry, repository, problem)
 
     def _next_page(self, reply: Reply, url: httpx.URL, repository: str) -> httpx.URL | None:
-        link = reply.response.links.get("next")
+        link = reply.links.get("next")
         if not link or not link.get("url"):
             return None
         next_url = url.join(link["url"])

@@ -218,10 +218,9 @@ class EndpointHTTP:
         self.stats.record(kind, method)
         start = time.perf_counter()
         try:
-            async with http1.stream(
-                self._http, method, url, headers=headers, follow_redirects=redirects
-            ) as response:
-                body = await self._read(response, limit)
+            answer = await http1.fetch(
+                self._http, method, url, headers=headers, limit=limit, follow_redirects=redirects
+            )
         except httpx.TransportError as exc:
             REGISTRY_REQUESTS_FAILED.labels(self.registry).inc()
             REGISTRY_RESPONSES.labels(self.registry, kind, "error").inc()
@@ -229,13 +228,19 @@ class EndpointHTTP:
             raise
         finally:
             self._series_of(REGISTRY_REQUEST_DURATION, kind).observe(time.perf_counter() - start)
-        status = response.status_code
+        status = answer.status
+        if answer.truncated and status < 300:
+            raise RegistryProtocolError(
+                f"registry {self.registry} sent more than {limit} bytes for {answer.path}; "
+                "refusing to read further",
+                registry=self.registry,
+            )
         self._series_of(REGISTRY_RESPONSES, kind, str(status)).inc()
         challenge = status == 401 and "Authorization" not in headers
         if status >= 400 and not challenge:
             REGISTRY_REQUESTS_FAILED.labels(self.registry).inc()
         self._trace(method, url, status, start)
-        return Reply(response, body)
+        return answer
 
     def _series_of(self, metric: Histogram | Counter, *values: str) -> Any:
         """The series of ``metric`` for this registry and ``values``, looked up once (the
@@ -245,21 +250,6 @@ class EndpointHTTP:
         if series is None:
             series = self._series[key] = metric.labels(self.registry, *values)
         return series
-
-    async def _read(self, response: httpx.Response, limit: int) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > limit and response.status_code < 300:
-                raise RegistryProtocolError(
-                    f"registry {self.registry} sent more than {limit} bytes for "
-                    f"{response.request.url.path}; refusing to read further",
-                    registry=self.registry,
-                )
-            if size <= limit:
-                chunks.append(chunk)
-        return b"".join(chunks)
 
     def _trace(
         self, method: str, url: httpx.URL, status: int | str, start: float, **fields: Any

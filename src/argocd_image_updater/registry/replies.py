@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Final
 
-import httpx
-
+from argocd_image_updater.http1 import Answer
 from argocd_image_updater.model.retry import RETRY_STATUSES
 from argocd_image_updater.registry.errors import (
     InvalidReference,
@@ -28,19 +26,8 @@ _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 AUTH_CODES: Final = frozenset({"UNAUTHORIZED", "DENIED"})
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A finished HTTP exchange: the response (headers, status, links) and its body."""
-
-    response: httpx.Response
-    body: bytes
-
-    @property
-    def status(self) -> int:
-        return self.response.status_code
-
-    def header(self, name: str) -> str:
-        return str(self.response.headers.get(name, ""))
+Reply = Answer
+"""A finished exchange with a registry: status, header fields, the body read whole."""
 
 
 def error_codes(reply: Reply) -> list[tuple[str, str]]:
@@ -92,8 +79,8 @@ def raise_for(
         )
     detail = error_detail(reply)
     raise RegistryError(
-        f"{where}: unexpected HTTP {status} for {reply.response.request.method} "
-        f"{reply.response.request.url.path}" + (f" ({detail})" if detail else ""),
+        f"{where}: unexpected HTTP {status} for {reply.method} {reply.path}"
+        + (f" ({detail})" if detail else ""),
         registry=registry,
         repository=repository,
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from argocd_image_updater.http1 import async_client
+from argocd_image_updater.http1 import async_client, fetch
 from argocd_image_updater.kits.tlstrust import client_context
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger, register_secret
@@ -65,24 +65,31 @@ class ArgoCDClient:
     async def close(self) -> None:
         await self._http.aclose()
 
-    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+    async def _request(
+        self, method: str, path: str, params: Mapping[str, str] | None = None, body: Any = None
+    ) -> Any:
         metrics.ARGOCD_API_REQUESTS.labels(self.server).inc()
+        content = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if content is not None else None
         try:
-            response = await self._http.request(method, path, **kwargs)
+            answer = await fetch(
+                self._http, method, path, params=params, content=content, headers=headers
+            )
         except httpx.HTTPError as err:
             metrics.ARGOCD_API_ERRORS.labels(self.server).inc()
             raise ArgoCDError(0, f"Argo CD API {self.server} unreachable: {err}") from None
-        if response.status_code >= 400:
+        if answer.status >= 400:
             metrics.ARGOCD_API_ERRORS.labels(self.server).inc()
+            text = answer.body.decode("utf-8", "replace")
             try:
-                message = response.json().get("message") or response.text
-            except ValueError:
-                message = response.text
+                message = answer.json().get("message") or text
+            except (ValueError, AttributeError):
+                message = text
             raise ArgoCDError(
-                response.status_code,
-                f"Argo CD API {method} {path}: {message} (HTTP {response.status_code})",
+                answer.status,
+                f"Argo CD API {method} {path}: {message} (HTTP {answer.status})",
             )
-        return response.json()
+        return answer.json()
 
     async def list_applications(
         self, selector: str = "", app_namespace: str = ""
@@ -105,4 +112,4 @@ class ArgoCDClient:
             "patch": json.dumps(list(ops)),
             "patchType": "json",
         }
-        return dict(await self._request("PATCH", f"/api/v1/applications/{name}", json=body))
+        return dict(await self._request("PATCH", f"/api/v1/applications/{name}", body=body))

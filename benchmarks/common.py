@@ -19,12 +19,32 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+SHM_MIN_INODES = 400_000
+"""Free inodes ``/dev/shm`` must have left over what a script says it needs (another
+benchmark may be filling it)."""
+SHM_MIN_BYTES = 2 * 2**30
+INODES_PER_TAG = 10
+"""Files and directories of one tag in the registry storage (an upper bound)."""
 
-def scratch_dir(prefix: str) -> Path:
-    """A new temporary directory, on ``/dev/shm`` when writable (about 2.7× faster storage)."""
+
+def _shm_has_room(shm: Path, inodes: int) -> bool:
+    try:
+        stats = os.statvfs(shm)
+    except OSError:
+        return False
+    return (
+        stats.f_favail >= SHM_MIN_INODES + inodes
+        and stats.f_bavail * stats.f_frsize >= SHM_MIN_BYTES
+    )
+
+
+def scratch_dir(prefix: str, inodes: int = 0) -> Path:
+    """A new temporary directory, on ``/dev/shm`` when writable (about 2.7× faster storage) and
+    not short of inodes (``inodes``: about what the script will create) or space, else the
+    default temporary directory (disk)."""
     shm = Path("/dev/shm")
-    base = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    usable = shm.is_dir() and os.access(shm, os.W_OK) and _shm_has_room(shm, inodes)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=str(shm) if usable else None))
 
 
 def machine() -> str:

@@ -36,6 +36,7 @@ import asyncio
 import cProfile
 import gc
 import json
+import os
 import random
 import resource
 import shutil
@@ -49,7 +50,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from common import CpuSampler, emit, profile_text, scratch_dir, write_fleet_storage
+from common import INODES_PER_TAG, CpuSampler, emit, profile_text, scratch_dir, write_fleet_storage
 
 NS = "argocd"
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -168,6 +169,11 @@ def peak_rss_mb() -> float:
 async def child_main(
     kubeconfig: str, conf: str, log_stream: TextIO, host: str, repos: list[str], profile: str
 ) -> None:
+    trace_dir = os.environ.get("CYCLE_BENCH_TRACEMALLOC", "")
+    if trace_dir:
+        import tracemalloc
+
+        tracemalloc.start(int(os.environ.get("CYCLE_BENCH_TRACE_FRAMES", "12")))
     # The entry point's module first, as ``argocd-image-updater run`` loads it (it keeps httpx's
     # own command line, and rich and pygments with it, from being imported).
     import argocd_image_updater.cli.main  # noqa: F401
@@ -193,7 +199,9 @@ async def child_main(
     gc.callbacks.append(on_gc)
     try:
         emit({"event": "ready", "rss_mb": peak_rss_mb()})
-        for _ in range(len(CYCLES)):
+        if trace_dir:
+            tracemalloc.take_snapshot().dump(f"{trace_dir}/startup.snap")
+        for number in range(len(CYCLES)):
             command = (await asyncio.to_thread(sys.stdin.readline)).strip()
             if command != "go":
                 return
@@ -201,6 +209,8 @@ async def child_main(
             profiler = cProfile.Profile() if kind == "cprofile" else None
             sampler = CpuSampler() if kind == "sample" else None
             gc_time.clear()
+            if trace_dir:
+                tracemalloc.reset_peak()
             began = time.perf_counter()
             cpu_began = time.process_time()
             if profiler is not None:
@@ -219,21 +229,31 @@ async def child_main(
                 profile_report = profile_text(profiler, int(top))
             elif sampler is not None:
                 profile_report = sampler.text(int(top))
-            emit(
-                {
-                    "event": "cycle",
-                    "wall": wall,
-                    "cpu": cpu,
-                    "gc": sum(gc_time),
-                    "apps": len(result.apps),
-                    "images_updated": result.images_updated,
-                    "written": sorted(a.app.split("/", 1)[1] for a in result.apps if a.written),
-                    "errors": result.errors,
-                    "scans": result.scans,
-                    "rss_mb": peak_rss_mb(),
-                    "profile": profile_report,
-                }
-            )
+            event = {
+                "event": "cycle",
+                "wall": wall,
+                "cpu": cpu,
+                "gc": sum(gc_time),
+                "apps": len(result.apps),
+                "images_updated": result.images_updated,
+                "written": sorted(a.app.split("/", 1)[1] for a in result.apps if a.written),
+                "errors": result.errors,
+                "scans": result.scans,
+                "rss_mb": peak_rss_mb(),
+                "profile": profile_report,
+            }
+            if trace_dir:
+                # What the cycle keeps (its result dropped, as the loop drops it) and its peak.
+                del result
+                current, peak = tracemalloc.get_traced_memory()
+                tracemalloc.take_snapshot().dump(f"{trace_dir}/{CYCLES[number]}.snap")
+                event["traced_mb"] = [current / 2**20, peak / 2**20]
+                print(
+                    f"traced after the {CYCLES[number]} cycle: {current / 2**20:.1f} MB, "
+                    f"peak during it {peak / 2**20:.1f} MB",
+                    file=sys.stderr,
+                )
+            emit(event)
     finally:
         for closer in reversed(closers):
             await (closer.aclose() if hasattr(closer, "aclose") else closer.close())
@@ -482,7 +502,7 @@ def parent_main(args: argparse.Namespace) -> int:
         profile, profile_name = f"sample:{args.sample}", "CPU sampling profile"
     else:
         profile, profile_name = "none:0", ""
-    root = scratch_dir("cycle-bench-")
+    root = scratch_dir("cycle-bench-", inodes=s.repos * s.tags * INODES_PER_TAG)
     setup: dict[str, float] = {}
     rounds: list[list[Measured]] = []
     try:

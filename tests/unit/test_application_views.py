@@ -68,3 +68,18 @@ def test_a_malformed_object_raises_as_when_read_directly() -> None:
     views.begin()
     with pytest.raises(ApplicationError, match=r"spec\.source"):
         views.view(bad)
+
+
+def test_listed_objects_are_reduced_only_when_read() -> None:
+    views = ApplicationViews()
+    listed = app("a")
+    listed["status"]["resources"] = [{"kind": "Deployment", "name": "a"}]
+    views.begin()
+    first = views.view(listed, compact=True)
+    views.end()
+    assert "resources" not in first.raw["status"]  # the view keeps what is read
+    assert first.live_images == ("nginx",)
+    views.begin()
+    again = views.view(app("a"), compact=True)
+    views.end()
+    assert again is first and views.reused == 1

@@ -28,9 +28,9 @@ from argocd_image_updater.config.selection import (
     select_applications_v0,
 )
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
-from argocd_image_updater.model.application import Application, ApplicationError
+from argocd_image_updater.model.application import Application, ApplicationError, compact_object
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.pipeline.ports import ApplicationStore, ManifestFiles
+from argocd_image_updater.pipeline.ports import ApplicationStore, ManifestFiles, PagedApplications
 from argocd_image_updater.pipeline.records import Collected, CRState
 
 log = get_logger("sources")
@@ -56,12 +56,18 @@ def _parse_apps(
     problems: list[str],
     files: ManifestFiles | None,
     views: ApplicationViews | None = None,
+    *,
+    compact: bool = False,
 ) -> list[Application]:
+    """The views of ``objects``; ``compact``: they are whole objects as listed, each reduced
+    to what is read when it has to be read."""
     apps = []
-    read = views.view if views is not None else Application.from_object
     for obj in objects:
         try:
-            apps.append(read(obj))
+            if views is not None:
+                apps.append(views.view(obj, compact=compact))
+            else:
+                apps.append(Application.from_object(compact_object(obj) if compact else obj))
         except ApplicationError as err:
             meta = obj.get("metadata") or {}
             namespace, name = str(meta.get("namespace")), str(meta.get("name"))
@@ -126,9 +132,18 @@ async def collect(
     if cr_views is not None:
         cr_views.begin()
     for scope in scopes:
-        listed = await store.list_applications(scope)
-        out.listed.update(_key(obj) for obj in listed)
-        apps.extend(_parse_apps(listed, out.problems, files, views))
+        if isinstance(store, PagedApplications):
+            # Page by page: only one page of listed objects is alive at a time, and an
+            # Application whose view is kept is never copied.
+            async for page in store.application_pages(scope):
+                out.listed.update(_key(obj) for obj in page)
+                apps.extend(_parse_apps(page, out.problems, files, views, compact=True))
+                del page
+        else:
+            listed = await store.list_applications(scope)
+            out.listed.update(_key(obj) for obj in listed)
+            apps.extend(_parse_apps(listed, out.problems, files, views))
+            del listed
         if not read_crs:
             continue
         for obj in await store.list_image_updaters(scope):

@@ -4,7 +4,7 @@ stored."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
@@ -25,6 +25,11 @@ class KubeStore:
         async for page in self.kube.list_pages(APPLICATIONS, namespace):
             items.extend(compact_object(obj) for obj in page)
         return items
+
+    def application_pages(self, namespace: str | None) -> AsyncIterator[list[dict[str, Any]]]:
+        """The Applications as listed, a page at a time (the cycle reads each page into its
+        views before the next one is read)."""
+        return self.kube.list_pages(APPLICATIONS, namespace)
 
     async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]:
         items, _ = await self.kube.list_objects(IMAGE_UPDATERS, namespace)
@@ -52,6 +57,10 @@ class ArgoCDStore:
     async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]:
         items = await self.client.list_applications(self._selector, namespace or "")
         return [compact_object(obj) for obj in items]
+
+    async def application_pages(self, namespace: str | None) -> AsyncIterator[list[dict[str, Any]]]:
+        """The Applications as listed, in one page (Argo CD's API does not page)."""
+        yield await self.client.list_applications(self._selector, namespace or "")
 
     async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from argocd_image_updater.config.imageupdater import ImageUpdater, parse_image_updater
 from argocd_image_updater.config.selection import SelectionMemory
-from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.application import Application, compact_object
 
 _Key = tuple[str, str]
 _Stamp = tuple[str, str]  # (uid, resourceVersion)
@@ -43,14 +43,16 @@ class _KeptPerCycle(Generic[_Entry]):
 class ApplicationViews(_KeptPerCycle[tuple[_Stamp, Application]]):
     """Views by ``namespace/name``, kept for the Applications the last cycle listed."""
 
-    def view(self, obj: Mapping[str, Any]) -> Application:
+    def view(self, obj: Mapping[str, Any], *, compact: bool = False) -> Application:
         """The view of ``obj``: the kept one when its stamp matches, else a new one (raises
         :class:`~argocd_image_updater.model.application.ApplicationError` as
-        :meth:`Application.from_object` does)."""
+        :meth:`Application.from_object` does). ``compact``: ``obj`` is the whole object as
+        listed, reduced (:func:`~argocd_image_updater.model.application.compact_object`) only
+        when it has to be read, so an unchanged Application costs no copy."""
         meta = obj.get("metadata") if isinstance(obj, Mapping) else None
         version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
         if not isinstance(version, str) or not version:
-            return Application.from_object(obj)
+            return Application.from_object(compact_object(obj) if compact else obj)
         assert isinstance(meta, Mapping)
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         stamp = (str(meta.get("uid", "")), version)
@@ -59,7 +61,7 @@ class ApplicationViews(_KeptPerCycle[tuple[_Stamp, Application]]):
             self.reused += 1
             app = kept[1]
         else:
-            app = Application.from_object(obj)
+            app = Application.from_object(compact_object(obj) if compact else obj)
         self._seen[key] = (stamp, app)
         return app
 

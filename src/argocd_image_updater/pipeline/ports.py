@@ -2,7 +2,8 @@
 API, git, local manifest files) implement them, the cycle and the report stage use them.
 
 * :class:`ApplicationStore` — where Applications and ImageUpdaters are listed from
-  (:class:`ManifestFiles` when they come from files, in local mode);
+  (:class:`ManifestFiles` when they come from files, in local mode; :class:`PagedApplications`
+  when the Applications can be read a page at a time);
 * :class:`AppWriter` — writes one Application's plan (the ``argocd`` method), raising
   :class:`ConflictError` when the Application changed since it was read;
   :class:`BatchWriter` — writes the plans of many Applications at once (the ``git`` method,
@@ -18,7 +19,7 @@ grammar of the references that name them (the registry stage uses it too).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from argocd_image_updater.model.application import Application
@@ -46,6 +47,14 @@ class ApplicationStore(Protocol):
     async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The Application as it is now; None when it no longer exists."""
         ...
+
+
+@runtime_checkable
+class PagedApplications(Protocol):
+    """A store that can hand out its Applications a page at a time, as listed (not reduced),
+    so that the reader keeps only what it reads of each page before the next one is read."""
+
+    def application_pages(self, namespace: str | None) -> AsyncIterator[list[dict[str, Any]]]: ...
 
 
 @runtime_checkable

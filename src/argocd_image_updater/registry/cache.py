@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
@@ -173,7 +174,10 @@ class TagListCache:
         _count(False, "tags")
 
         async def load() -> tuple[str, ...]:
-            return tuple(await fetch())
+            # Interned: a repository lists mostly the same names every cycle, and the names
+            # kept from the last listing (``listed_tags``, the tag choices) are then the same
+            # strings as this listing's, not a second copy of each.
+            return tuple(map(sys.intern, await fetch()))
 
         started = next(self._sequence)
         task = asyncio.ensure_future(load())

@@ -13,10 +13,11 @@ import threading
 from collections.abc import Sequence
 from typing import Final
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Gauge, Histogram
 
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
+from argocd_image_updater.report.app_counters import AppCounters
 
 _P = "argocd_image_updater_"
 CR_LABELS: Final = ("image_updater_cr_name", "image_updater_cr_namespace")
@@ -42,30 +43,34 @@ IMAGES_WATCHED: Final = Gauge(
     CR_LABELS,
     registry=REGISTRY,
 )
-IMAGES_UPDATED: Final = Counter(
-    _P + "images_updated",
-    "Number of images updated (written; never in dry-run), per application",
+APP_COUNTERS: Final = AppCounters(
+    (
+        (
+            _P + "images_updated",
+            "Number of images updated (written; never in dry-run), per application",
+            "updated",
+        ),
+        (
+            _P + "images_errors",
+            "Number of errors while checking or updating images, per application",
+            "errors",
+        ),
+        (
+            _P + "images_updated_error",
+            "Same as images_errors_total (the name the original's dashboard queries)",
+            "errors",
+        ),
+    ),
     APP_LABELS,
-    registry=REGISTRY,
 )
-IMAGES_ERRORS: Final = Counter(
-    _P + "images_errors",
-    "Number of errors while checking or updating images, per application",
-    APP_LABELS,
-    registry=REGISTRY,
-)
-IMAGES_UPDATED_ERRORS: Final = Counter(
-    _P + "images_updated_error",
-    "Same as images_errors_total (the name the original's dashboard queries)",
-    APP_LABELS,
-    registry=REGISTRY,
-)
+"""The three per-Application counters (``images_updated``, ``images_errors`` and its alias
+``images_updated_error``), two numbers per Application (:mod:`.app_counters`)."""
+REGISTRY.register(APP_COUNTERS)
 
 CRKey = tuple[str, str]
 """(namespace, name); ("", "") for applications configured by legacy annotations."""
 
 _lock = threading.Lock()
-_apps: dict[CRKey, set[str]] = {}
 _gauged: dict[CRKey, tuple[int, int]] = {}
 """The gauges' values as last set, per CR (a value that did not change is not set again)."""
 
@@ -118,14 +123,9 @@ def record_cycle(
 def _count(key: CRKey, app: str, *, errors: int, updated: int) -> None:
     """Increment (and create at 0, so ``increase()`` sees the first step) an app's counters;
     nothing to do for counters that exist and do not move (most apps of most cycles)."""
-    known = _apps.setdefault(key, set())
-    if not errors and not updated and app in known:
+    if not errors and not updated and APP_COUNTERS.has(key, app):
         return
-    known.add(app)
-    labels = (app, key[1], key[0])
-    IMAGES_UPDATED.labels(*labels).inc(updated)
-    IMAGES_ERRORS.labels(*labels).inc(errors)
-    IMAGES_UPDATED_ERRORS.labels(*labels).inc(errors)
+    APP_COUNTERS.inc(key, app, updated=updated, errors=errors)
 
 
 def _remove_gauges(key: CRKey) -> None:
@@ -140,7 +140,4 @@ def forget_cr(namespace: str, name: str) -> None:
     key = (namespace, name)
     with _lock:
         _remove_gauges(key)
-        for app in _apps.pop(key, set()):
-            for counter in (IMAGES_UPDATED, IMAGES_ERRORS, IMAGES_UPDATED_ERRORS):
-                with contextlib.suppress(KeyError):
-                    counter.remove(app, name, namespace)
+        APP_COUNTERS.remove(key)

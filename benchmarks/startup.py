@@ -77,7 +77,7 @@ async def _push_one(url: str, repository: str) -> None:
 
 
 # What the console script (`argocd-image-updater`) runs.
-ENTRY = "import sys; from argocd_image_updater.cli.main import main; sys.exit(main())"
+ENTRY = "import sys; from argocd_image_updater.cli.console import main; sys.exit(main())"
 
 
 def child_env(pycache: Path | None) -> dict[str, str]:

@@ -1,3 +1,3 @@
-from argocd_image_updater.cli.main import main
+from argocd_image_updater.cli.console import main
 
 main()

@@ -21,7 +21,7 @@ import atexit, sys
 atexit.register(lambda: sys.__stderr__.write(
     "{_MARK}" + ",".join(m for m in {watched!r} if m in sys.modules) + "\\n"))
 sys.argv[0] = "argocd-image-updater"
-from argocd_image_updater.cli.main import main
+from argocd_image_updater.cli.console import main
 main()
 """
 

@@ -17,7 +17,7 @@ import atexit, gc, sys
 atexit.register(lambda: sys.__stderr__.write(
     f"collector:{gc.isenabled()}:{gc.get_freeze_count() > 0}\\n"))
 sys.argv[0] = "argocd-image-updater"
-from argocd_image_updater.cli.main import main
+from argocd_image_updater.cli.console import main
 main()
 """
 

@@ -39,7 +39,7 @@ _SCRIPT = """
 import atexit, logging, sys
 atexit.register(lambda: sys.__stdout__.write("atexit ran\\n"))
 sys.argv[0] = "argocd-image-updater"
-from argocd_image_updater.cli.main import main
+from argocd_image_updater.cli.console import main
 main()
 """
 

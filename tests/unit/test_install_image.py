@@ -131,7 +131,7 @@ def test_wheel_builds_offline_with_the_entry_point_and_no_test_double(tmp_path: 
     assert "argocd_image_updater/cli/main.py" in names
     assert not [n for n in names if "sandbox" in n or "testing" in n or "demo" in n]
     assert not [n for n in names if n.endswith((".yaml", ".json")) and "verify/data" not in n]
-    assert "argocd-image-updater = argocd_image_updater.cli.main:main" in entry_points
+    assert "argocd-image-updater = argocd_image_updater.cli.console:main" in entry_points
     required = {
         line.split(":", 1)[1].strip()
         for line in metadata.splitlines()

@@ -8,7 +8,8 @@ while it imports, and when the command's modules are in, moves everything create
 the collector's permanent generation (:func:`gc.freeze`) and resumes it: the command's own work
 is collected as usual, and a controller's later collections no longer walk the imported code.
 
-Only :func:`argocd_image_updater.cli.main.main` pauses the collector; a program that calls the
+Only the console script pauses the collector (:mod:`~argocd_image_updater.cli.console`, before
+click is imported, and :func:`argocd_image_updater.cli.main.main`); a program that calls the
 command line in its own process (tests) keeps its collector as it is.
 """
 

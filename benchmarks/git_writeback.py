@@ -22,9 +22,13 @@ Rows (every row pushes the same edits: each Application's ``newTag`` moves one r
 * **controller, cold**: the first cycle of a new controller (no clone cached, a newer tag for
   every Application);
 * **controller, warm**: the next cycle with one more tag; the remote did not move since our own
-  push, so the cached clone's one ``git fetch`` brings nothing;
-* **controller, warm, remote moved**: one more tag after someone else pushed a commit: the cached
-  clone fetches that commit only.
+  push, so the cached clone (left at that push) is used as it is: no fetch, one push with a lease
+  on the commit it builds on;
+* **controller, warm, remote moved**: one more tag after someone else pushed a commit, the first
+  time: the clone, left at our own push, pushes first with a lease on that commit, is refused,
+  fetches the new commit and makes the edits again;
+* **controller, warm, remote moved again**: one more tag after someone else pushed again: a branch
+  found moved at its last use is fetched first (one fetch, no refused push).
 
 How the write-back is timed: nothing of the product is wrapped. Each controller cycle is timed
 around ``controller.cycle()``, and right before it a second controller, identical but for
@@ -51,7 +55,7 @@ bare repository, ``pushes`` the pushes that reached its ``pre-receive`` hook,
 
 Rounds (``--rounds``, default 5) interleave the floor and the controller: each round is a
 fresh repository and new controllers, and runs floor, cold, floor, warm, floor, remote moved,
-floor (every floor on its own fresh repository, the same files). Each cycle's ratio is taken
+floor, remote moved again, floor (every floor on its own fresh repository, the same files). Each cycle's ratio is taken
 against the mean of the two floors measured right before and right after it, so a change of the
 machine's load between rounds moves both sides of a ratio; the table gives the minimum and the
 median of these per-round ratios, for wall time and for CPU time (this process and its ended
@@ -100,8 +104,11 @@ USER = "image-updater"
 TOKEN = "bench-git-t0ken-7f3a"
 IMAGE_REPO = "bench/web"
 START = datetime(2026, 1, 1, tzinfo=UTC)
-TAGS = ("1.0.0", "1.0.1", "1.0.2", "1.0.3")
-"""Running, newest at the cold cycle, newest at the warm cycle, newest after the remote moved."""
+TAGS = ("1.0.0", "1.0.1", "1.0.2", "1.0.3", "1.0.4")
+"""Running, newest at the cold cycle, newest at the warm cycle, newest after the remote moved,
+newest after it moved again."""
+
+LABELS = ("cold", "warm", "warm, remote moved", "warm, remote moved again")
 
 ASKPASS = """#!/bin/sh
 # Answers git's credential prompts from the environment.
@@ -472,14 +479,15 @@ async def controller_round(
             for day, tag in enumerate(TAGS[:2]):
                 await pusher.push_image(repository, tag, created=START + timedelta(days=day))
             for step, tag in enumerate(TAGS[1:], 1):
-                if step == 3:
+                if step >= 3:
                     # Someone else pushes a commit: the cached clone has to fetch it.
-                    push_files(bare, {"README.md": "# Deployments\n\nOwned by the platform.\n"},
-                               home=env.home, message="Docs from elsewhere")  # fmt: skip
+                    readme = f"# Deployments\n\nOwned by the platform ({step}).\n"
+                    push_files(bare, {"README.md": readme}, home=env.home,
+                               message="Docs from elsewhere")  # fmt: skip
                 if step > 1:
                     # A newer tag: the next cycle lists the tags again and sees it.
                     await pusher.push_image(repository, tag, created=START + timedelta(days=step))
-                label = ("cold", "warm", "warm, remote moved")[step - 1]
+                label = LABELS[step - 1]
                 # The floor right before each cycle (and one after the last): every cycle's
                 # ratio is taken against the two floors around it, measured moments apart.
                 floors.append(await asyncio.to_thread(floor, env, f"floor-{prefix}-{step}"))
@@ -628,7 +636,7 @@ def render(data: Mapping[str, Any], apps: int, rounds: int) -> str:
         f"{apps} Applications in one repository over smart HTTP (Basic auth), all updated per "
         f"cycle; {rounds} round(s), each a new repository and new controllers, with a floor "
         "measured right before each controller cycle and one after the last (floor, cold, "
-        "floor, warm, floor, remote moved, floor); Kubernetes Events "
+        "floor, warm, floor, remote moved, floor, moved again, floor); Kubernetes Events "
         f"{'on' if data['events'] else 'off (--disable-kube-events)'}; "
         f"{'each file its own text (--distinct-files)' if data['distinct'] else 'identical files'}.",
         "",

@@ -190,3 +190,24 @@ async def test_a_failed_use_leaves_no_claim(
     repo = srv / "app.git"
     assert git("--git-dir", str(repo), "rev-parse", "main", home=home).strip() == sha
     assert show(repo, "main", "values.yaml", home=home) == "image:\n  tag: v3\n"
+
+
+async def test_git_clean_runs_only_when_files_may_be_left_over(
+    srv: Path, home: Path, cache: RepoCache, server: GitHttpServer
+) -> None:
+    url = server.url_for("app.git")
+    repo = srv / "app.git"
+    cleans = _runs("clean")
+    await _write(cache, url, "v2")  # a new clone: nothing to clean
+    push_files(repo, {"README.md": "one\n"}, home=home)
+    await _write(cache, url, "v3")  # refused, fetched, reset from our own commit
+    push_files(repo, {"README.md": "two\n"}, home=home)
+    await _write(cache, url, "v4")  # fetched first, from the commit the last use left
+    assert _runs("clean") == cleans
+    async with cache.checkout(url, CREDS, "main") as work:
+        work.write("stray.yaml", "x: 1\n")  # never committed
+    push_files(repo, {"README.md": "three\n"}, home=home)
+    async with cache.checkout(url, CREDS, "main") as work:
+        assert work.read("stray.yaml") is None
+    assert _runs("clean") == cleans + 1
+    assert show(repo, "main", "values.yaml", home=home) == "image:\n  tag: v4\n"

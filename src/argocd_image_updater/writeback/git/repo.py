@@ -238,7 +238,7 @@ class RepoCache:
                 work.left_at, entry.left_at = entry.left_at, None
                 work.seen, entry.seen = entry.seen, None
                 try:
-                    await self._prepare(entry, clean_url, local_env)
+                    work.tidy = await self._prepare(entry, clean_url, local_env)
                     if branch is not None:
                         await work.checkout(branch, base, optimistic=optimistic)
                     yield work
@@ -340,7 +340,8 @@ class RepoCache:
         )
         return {0: True, 1: False}.get(result.code)
 
-    async def _prepare(self, entry: _Entry, url: str, env: Mapping[str, str]) -> None:
+    async def _prepare(self, entry: _Entry, url: str, env: Mapping[str, str]) -> bool:
+        """Make sure the entry has a usable clone; whether it is a new, empty one."""
         if entry.broken:
             log.info("discarding a clone interrupted mid-operation", repository=url)
             await self._discard(entry.path)
@@ -351,11 +352,12 @@ class RepoCache:
                 (git_dir / name).unlink(missing_ok=True)
             for lock in (git_dir / "refs").rglob("*.lock"):
                 lock.unlink(missing_ok=True)
-            return
+            return False
         await self._discard(entry.path)
         entry.path.mkdir(mode=0o700)
         await run_git(["init", "-q"], cwd=entry.path, env=env, timeout=self.timeouts.local)
         _configure(entry.path / ".git", url)
+        return True
 
     async def _discard(self, path: Path) -> None:
         """Move ``path`` out of the way at once, then delete it."""

@@ -190,6 +190,9 @@ class WorkTree:
         """Whether this use found the branch moved since :attr:`seen` (by someone else): the
         next use then fetches first."""
         self._clean = False
+        self.tidy = False
+        """Whether the work tree holds no file that the commit checked out does not (a new,
+        empty clone; set by the cache): a checkout then needs no ``git clean``."""
 
     # --- git -----------------------------------------------------------------------------------
 
@@ -437,8 +440,18 @@ class WorkTree:
         commit = shas[name] if shas[name] is not None else shas[base_name]
         left_at, self.left_at = self.left_at, None
         if not (left_at is not None and left_at == commit and await self._on(name, commit)):
+            # Untracked files can only be there if the clone is neither new, nor as this use or
+            # the last one left it (everything written committed: the checkout removes or
+            # replaces every file the old commit tracked).
+            tidy = (
+                self.tidy
+                or (self._clean and not self._written and self.head is not None)
+                or (left_at is not None and await self._head_commit() == left_at)
+            )
             await self._git("checkout", "-q", "--force", "--no-track", "-B", name, start, "--")
-            await self._git("clean", "-q", "-ffdx")
+            if not tidy:
+                await self._git("clean", "-q", "-ffdx")
+        self.tidy = False
         self.branch, self.base = name, base_name
         self.remote_head = shas[name]
         self.head = commit

@@ -15,7 +15,7 @@ from fleet import registries_conf
 from test_controller_argocd import close_all, make_controller, push_tags
 
 from argocd_image_updater.controller.state_store import STATE_CONFIGMAP, ConfigMapStateStore
-from argocd_image_updater.kube.client import KubeClient
+from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.local.state_file import FileStateStore
 from argocd_image_updater.model.controller_state import ControllerState, repo_key
 from argocd_image_updater.pipeline.ports import StoreError
@@ -65,6 +65,26 @@ async def test_the_configmap_is_created_replaced_on_change_and_left_alone_otherw
     again.record_first_seen(REPO, ["1.2.0"], NOW)
     await store.save(again)
     assert kube.request_count("update", "configmaps") == 1
+
+
+async def test_a_record_beyond_a_configmaps_bound_is_stored_compressed(
+    kube: KubeApiServer, client: KubeClient
+) -> None:
+    store = ConfigMapStateStore(client, NS)
+    state = await store.load()
+    for n in range(16_000):
+        state.record_write(f"team/service-{n}", "web", f"1.{n}.0", NOW)
+    plain = state.to_data(limit=10**9)
+    with pytest.raises(KubeError, match="Too long"):  # what saving it plain would meet
+        await client.create_configmap(NS, {"metadata": {"name": "plain"}, "data": plain})
+    await store.save(state)
+    stored = kube.store.get("configmaps", NS, STATE_CONFIGMAP)
+    assert set(stored["binaryData"]) >= {"writes.json.gz"} and not state.changed
+    back = await ConfigMapStateStore(client, NS).load()
+    assert back.to_data(limit=10**9) == plain
+    back.record_write("team/service-0", "web", "2.0.0", NOW)
+    await store.save(back)
+    assert (await store.load()).last_write("team/service-0", "web").tag == "2.0.0"  # type: ignore[union-attr]
 
 
 async def test_each_load_is_a_copy_of_its_own(kube: KubeApiServer, client: KubeClient) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -10,6 +11,7 @@ import pytest
 from argocd_image_updater.model.controller_state import (
     DIGESTS_KEY,
     FIRST_SEEN_KEY,
+    MAX_BYTES,
     WRITES_KEY,
     ControllerState,
     StateError,
@@ -154,3 +156,62 @@ def test_the_largest_repositories_digests_then_first_seen_times_give_way_to_the_
 def test_a_record_that_cannot_be_read_names_the_key(data: dict[str, str], message: str) -> None:
     with pytest.raises(StateError, match=message.replace(".", r"\.")):
         ControllerState.from_data(data)
+
+
+def _fleet_state(apps: int, repos: int = 0, tags: int = 0) -> ControllerState:
+    state = ControllerState()
+    for n in range(apps):
+        state.record_write(
+            f"team-{n % 50}/service-{n}", "web", f"1.{n}.0", NOW + timedelta(minutes=n)
+        )
+    for r in range(repos):
+        repo = repo_key("registry.example.com", f"team/service-{r}")
+        state.record_first_seen(repo, [f"1.{t}.0" for t in range(tags)], NOW)
+        state.record_digest(repo, "1.0.0", "sha256:" + f"{r:064x}")
+    return state
+
+
+def test_a_record_that_fits_is_stored_as_plain_data() -> None:
+    state = _fleet_state(10)
+    stored = state.to_stored()
+    assert stored.binary == {} and stored.data == state.to_data() and not stored.dropped
+
+
+def test_a_record_too_large_for_plain_data_is_stored_compressed_whole() -> None:
+    state = _fleet_state(12_000)
+    assert _plain_size(state.to_data(limit=10**9)) > MAX_BYTES
+    stored = state.to_stored()
+    assert stored.size <= MAX_BYTES and not stored.dropped
+    assert set(stored.binary) == {WRITES_KEY + ".gz", FIRST_SEEN_KEY + ".gz", DIGESTS_KEY + ".gz"}
+    assert stored.data == {"version": "1"}
+    back = ControllerState.from_stored(stored.data, stored.binary, token="7")
+    assert back.to_data(limit=10**9) == state.to_data(limit=10**9)
+    assert back.last_write("team-3/service-12003", "web") is None
+    assert back.last_write("team-3/service-11953", "web") is not None
+
+
+def test_a_record_too_large_even_compressed_sheds_hints_then_the_oldest_writes() -> None:
+    state = _fleet_state(3_000, repos=400, tags=50)
+    stored = state.to_stored(limit=15_000)
+    assert stored.size <= 15_000
+    assert set(stored.dropped) == {DIGESTS_KEY, FIRST_SEEN_KEY, WRITES_KEY}
+    back = ControllerState.from_stored(stored.data, stored.binary)
+    kept = [n for n in range(3_000) if back.last_write(f"team-{n % 50}/service-{n}", "web")]
+    assert kept and kept == list(range(3_000 - len(kept), 3_000))  # the newest writes stay
+    assert len(kept) == 3_000 - stored.dropped[WRITES_KEY]
+    # The same order of shedding for plain data, within its own bound.
+    data = state.to_data(limit=40_000)
+    assert _plain_size(data) <= 40_000
+    assert json.loads(data[DIGESTS_KEY]) == {} and json.loads(data[FIRST_SEEN_KEY]) == {}
+
+
+def test_compressed_tables_that_cannot_be_read_name_their_key() -> None:
+    with pytest.raises(StateError, match=r"writes\.json\.gz: not gzip-compressed JSON"):
+        ControllerState.from_stored({"version": "1"}, {WRITES_KEY + ".gz": b"not gzip"})
+    packed = gzip.compress(b"[]")
+    with pytest.raises(StateError, match=r"writes\.json: expected a JSON object"):
+        ControllerState.from_stored({"version": "1"}, {WRITES_KEY + ".gz": packed})
+
+
+def _plain_size(data: dict[str, str]) -> int:
+    return sum(len(k) + len(v.encode()) for k, v in data.items())

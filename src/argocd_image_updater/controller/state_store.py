@@ -1,7 +1,9 @@
 """The controller's remembered record (:class:`~argocd_image_updater.model.controller_state.
 ControllerState`) in a ConfigMap of the controller's namespace, ``argocd-image-updater-state``.
 
-The data keys hold JSON documents (see the model). A save is a conditional replace with the
+The data keys hold JSON documents (see the model); a record too large for them (1 MiB in all) is
+stored gzip-compressed in ``binaryData`` instead, and one too large even then leaves out its
+oldest hints, then its oldest write records, with a warning. A save is a conditional replace with the
 resourceVersion the record was loaded from; when another writer (a replica that was leader
 before, the ``release`` command) changed it meanwhile, the newer copy is loaded and the unsaved
 changes are applied to it again. Nothing is written when nothing changed.
@@ -9,6 +11,8 @@ changes are applied to it again. Nothing is written when nothing changed.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any, Final
 
 from argocd_image_updater.kube.client import KubeClient, KubeError
@@ -53,7 +57,13 @@ class ConfigMapStateStore:
         if self._last is not None and version and self._last.token == version:
             return self._last.copy()
         try:
-            state = ControllerState.from_data(cm.get("data") or {}, version)
+            binary = {
+                key: base64.b64decode(value, validate=True)
+                for key, value in (cm.get("binaryData") or {}).items()
+            }
+            state = ControllerState.from_stored(cm.get("data") or {}, binary, version)
+        except binascii.Error as err:
+            raise StoreError(f"{self.where}: binaryData is not base64: {err}") from None
         except StateError as err:
             raise StoreError(f"{self.where}: {err}") from None
         self._last = state.copy()
@@ -63,12 +73,24 @@ class ConfigMapStateStore:
         for _ in range(MAX_SAVE_ATTEMPTS):
             if not state.changed:
                 return
+            stored_form = state.to_stored()
+            if stored_form.dropped:
+                log.warning(
+                    "%s is full: left out the oldest entries to fit (%s)",
+                    self.where,
+                    ", ".join(f"{key}: {n}" for key, n in stored_form.dropped.items()),
+                )
             body: dict[str, Any] = {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
                 "metadata": {"name": self.name, "namespace": self.namespace, "labels": LABELS},
-                "data": state.to_data(),
+                "data": stored_form.data,
             }
+            if stored_form.binary:
+                body["binaryData"] = {
+                    key: base64.b64encode(value).decode()
+                    for key, value in stored_form.binary.items()
+                }
             try:
                 if state.token:
                     body["metadata"]["resourceVersion"] = state.token

@@ -22,6 +22,7 @@ from typing import Any, Final
 from argocd_image_updater.model.controller_state import (
     DIGESTS_KEY,
     FIRST_SEEN_KEY,
+    MAX_INFLATED_BYTES,
     VERSION_KEY,
     WRITES_KEY,
     ControllerState,
@@ -75,7 +76,7 @@ class FileStateStore:
                     state.adopt(state.replay_onto(current))
                     if not state.changed:
                         return
-                data = state.to_data()
+                data = state.to_data(limit=MAX_INFLATED_BYTES)  # a file has no 1 MiB bound
                 doc: dict[str, Any] = {"version": int(data[VERSION_KEY])}
                 for key, name in _FIELDS.items():
                     doc[name] = json.loads(data[key])

@@ -6,16 +6,19 @@
   first saw the tag in the registry (``minAge``);
 * per repository and tag: the last digest seen (a tag moved to another digest).
 
-The record is small and versioned (:data:`STATE_VERSION`); it is stored as a few JSON documents
-(:meth:`ControllerState.to_data`), in the cluster as the data of a ConfigMap, in local mode as
-a file. Every change is also kept as an operation until the record is saved, so that a store
+The record is versioned (:data:`STATE_VERSION`); it is stored as a few JSON documents
+(:meth:`ControllerState.to_data`), in the cluster as the data of a ConfigMap (gzip-compressed in
+its ``binaryData`` when the documents do not fit: :meth:`ControllerState.to_stored`), in local
+mode as a file. Every change is also kept as an operation until the record is saved, so that a store
 whose copy changed meanwhile (another replica, the ``release`` command) can load the newer copy
 and apply the same operations to it (:meth:`ControllerState.replay_onto`).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -29,6 +32,10 @@ WRITES_KEY: Final = "writes.json"
 FIRST_SEEN_KEY: Final = "first-seen.json"
 DIGESTS_KEY: Final = "digests.json"
 DATA_KEYS: Final = (VERSION_KEY, WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY)
+TABLE_KEYS: Final = (WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY)
+COMPRESSED_SUFFIX: Final = ".gz"
+"""A table stored gzip-compressed (``binaryData``) has this suffix after its key."""
+MAX_INFLATED_BYTES: Final = 64 * 1024 * 1024
 
 MAX_BYTES: Final = 900_000
 """Upper bound of the serialized record (a ConfigMap holds at most 1 MiB)."""
@@ -40,7 +47,7 @@ class StateError(ValueError):
 
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC, seconds precision (``2026-12-01T12:00:00Z``)."""
-    return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).isoformat(timespec="seconds")[:19] + "Z"  # a third of strftime
 
 
 def parse_time(text: str) -> datetime:
@@ -283,25 +290,63 @@ class ControllerState:
         return removed
 
     # --- serialization ----------------------------------------------------------------------------
+    def _tables(self) -> dict[str, dict[str, Any]]:
+        return {
+            WRITES_KEY: {
+                app: {alias: r.to_json() for alias, r in sorted(records.items())}
+                for app, records in sorted(self._writes.items())
+            },
+            FIRST_SEEN_KEY: {
+                repo: {tag: format_time(t) for tag, t in sorted(tags.items())}
+                for repo, tags in sorted(self._first_seen.items())
+            },
+            DIGESTS_KEY: {
+                repo: dict(sorted(tags.items())) for repo, tags in sorted(self._digests.items())
+            },
+        }
+
     def to_data(self, limit: int = MAX_BYTES) -> dict[str, str]:
-        """The record as string data (a ConfigMap's ``data``, a file's JSON). Above ``limit``
-        bytes the digests, then the first-seen times, of the largest repositories are left out
-        (they are only hints; the writes are always kept)."""
-        writes = {
-            app: {alias: r.to_json() for alias, r in sorted(records.items())}
-            for app, records in sorted(self._writes.items())
-        }
-        first_seen = {
-            repo: {tag: format_time(t) for tag, t in sorted(tags.items())}
-            for repo, tags in sorted(self._first_seen.items())
-        }
-        digests = {repo: dict(sorted(tags.items())) for repo, tags in sorted(self._digests.items())}
-        data = _data(writes, first_seen, digests)
-        for table in (digests, first_seen):
-            while _size(data) > limit and table:
-                del table[max(table, key=lambda repo: len(json.dumps(table[repo])))]
-                data = _data(writes, first_seen, digests)
-        return data
+        """The record as string data (a file's JSON, the data of a ConfigMap that fits in
+        ``limit`` bytes). Above ``limit`` bytes the digests, then the first-seen times, of the
+        largest repositories are left out (they are only hints), then the write records of the
+        Applications written longest ago."""
+        return _fit(self._tables(), limit, _plain).data
+
+    def to_stored(self, limit: int = MAX_BYTES) -> Stored:
+        """The record for a ConfigMap: :meth:`to_data` when it fits in ``limit`` bytes; else
+        the JSON documents gzip-compressed under ``<key>.gz`` (a ConfigMap's ``binaryData``),
+        trimmed as :meth:`to_data` trims when even that does not fit."""
+        tables = self._tables()
+        plain = _plain(tables)
+        if plain.size <= limit:
+            return plain
+        return _fit(tables, limit, _compressed)
+
+    @classmethod
+    def from_stored(
+        cls, data: Mapping[str, str], binary: Mapping[str, bytes], token: str = ""
+    ) -> ControllerState:
+        """Read a record written by :meth:`to_stored` (or :meth:`to_data`)."""
+        if not binary:
+            return cls.from_data(data, token)
+        texts = dict(data)
+        for key in TABLE_KEYS:
+            packed = binary.get(key + COMPRESSED_SUFFIX)
+            if packed is None:
+                continue
+            try:
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                raw = inflater.decompress(packed, MAX_INFLATED_BYTES)
+                if inflater.unconsumed_tail:
+                    raise StateError(
+                        f"{key}{COMPRESSED_SUFFIX}: more than {MAX_INFLATED_BYTES} bytes inflated"
+                    )
+                texts[key] = raw.decode()
+            except (zlib.error, UnicodeDecodeError) as err:
+                raise StateError(
+                    f"{key}{COMPRESSED_SUFFIX}: not gzip-compressed JSON: {err}"
+                ) from None
+        return cls.from_data(texts, token)
 
     @classmethod
     def from_data(cls, data: Mapping[str, str], token: str = "") -> ControllerState:
@@ -340,20 +385,68 @@ class ControllerState:
         return cls(writes, first_seen, digests, token)
 
 
-def _data(writes: Any, first_seen: Any, digests: Any) -> dict[str, str]:
-    def dump(value: Any) -> str:
-        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A serialized record: ConfigMap ``data`` and ``binaryData``, their size in bytes, and
+    what was left out to fit (``{key: entries}``: repositories or Applications)."""
 
-    return {
-        VERSION_KEY: str(STATE_VERSION),
-        WRITES_KEY: dump(writes),
-        FIRST_SEEN_KEY: dump(first_seen),
-        DIGESTS_KEY: dump(digests),
+    data: dict[str, str]
+    binary: dict[str, bytes]
+    size: int
+    dropped: dict[str, int]
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _plain(tables: Mapping[str, Any]) -> Stored:
+    data = {VERSION_KEY: str(STATE_VERSION), **{key: _dump(tables[key]) for key in TABLE_KEYS}}
+    return Stored(data, {}, sum(len(k) + len(v.encode()) for k, v in data.items()), {})
+
+
+def _compressed(tables: Mapping[str, Any]) -> Stored:
+    binary = {
+        key + COMPRESSED_SUFFIX: gzip.compress(_dump(tables[key]).encode(), 6, mtime=0)
+        for key in TABLE_KEYS
     }
+    data = {VERSION_KEY: str(STATE_VERSION)}
+    size = (
+        len(VERSION_KEY) + len(data[VERSION_KEY]) + sum(len(k) + len(v) for k, v in binary.items())
+    )
+    return Stored(data, binary, size, {})
 
 
-def _size(data: Mapping[str, str]) -> int:
-    return sum(len(k) + len(v.encode()) for k, v in data.items())
+def _fit(
+    tables: dict[str, dict[str, Any]], limit: int, encode: Callable[[Mapping[str, Any]], Stored]
+) -> Stored:
+    """``encode(tables)`` at most ``limit`` bytes long: the entries of the digests, then of the
+    first-seen times, then of the writes are dropped, the largest repositories (the Applications
+    written longest ago) first, a batch at a time sized by the bytes still to shed."""
+    stored = encode(tables)
+    dropped: dict[str, int] = {}
+    for key in (DIGESTS_KEY, FIRST_SEEN_KEY, WRITES_KEY):
+        table = tables[key]
+        if stored.size <= limit or not table:
+            continue
+        sizes = {name: len(_dump(entry)) + len(name) + 4 for name, entry in table.items()}
+        if key == WRITES_KEY:
+            order = sorted(table, key=lambda app: max(r["at"] for r in table[app].values()))
+        else:
+            order = sorted(table, key=sizes.__getitem__, reverse=True)
+        position = 0
+        while stored.size > limit and position < len(order):
+            plain = sum(len(_dump(t)) for t in tables.values()) or 1
+            excess = (stored.size - limit) * plain / stored.size  # in plain bytes
+            shed = 0
+            while position < len(order) and (shed == 0 or shed < excess):
+                name = order[position]
+                shed += sizes[name]
+                del table[name]
+                position += 1
+            dropped[key] = position
+            stored = encode(tables)
+    return replace(stored, dropped=dropped) if dropped else stored
 
 
 def _json(data: Mapping[str, str], key: str) -> dict[str, Any]:

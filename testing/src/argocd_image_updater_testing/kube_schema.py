@@ -580,6 +580,21 @@ def _prepare_builtin(rt: ResourceType, obj: dict[str, Any], create: bool) -> Non
         obj.setdefault("status", {}).setdefault("phase", "Active")
 
 
+MAX_CONFIG_BYTES: Final = 1024 * 1024
+
+
+def _config_size(kind: str, obj: Mapping[str, Any]) -> int:
+    """Bytes of a Secret's (base64-decoded) or a ConfigMap's data and binaryData, keys included."""
+    size = 0
+    for section in ("data", "binaryData"):
+        for key, value in (obj.get(section) or {}).items():
+            if not isinstance(value, str):
+                continue
+            encoded = kind == "Secret" or section == "binaryData"
+            size += len(key) + (len(value) * 3 // 4 if encoded else len(value.encode()))
+    return size
+
+
 def _validate_builtin(rt: ResourceType, obj: Mapping[str, Any], create: bool) -> list[Cause]:
     causes: list[Cause] = []
     if rt.kind in ("Secret", "ConfigMap"):
@@ -591,6 +606,13 @@ def _validate_builtin(rt: ResourceType, obj: Mapping[str, Any], create: bool) ->
                     causes.append(
                         Cause("FieldValueDuplicate", f"data[{key}]", f'Duplicate value: "{key}"')
                     )
+        if _config_size(rt.kind, obj) > MAX_CONFIG_BYTES:
+            # The API server's bound on a Secret's or ConfigMap's keys and values together.
+            causes.append(
+                Cause(
+                    "FieldValueTooLong", "", f"Too long: must have at most {MAX_CONFIG_BYTES} bytes"
+                )
+            )
     if rt.kind == "Secret":
         wanted = {
             "kubernetes.io/dockerconfigjson": ".dockerconfigjson",

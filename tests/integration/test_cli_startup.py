@@ -53,13 +53,16 @@ async def test_test_command_loads_no_cluster_client(registry: RegistryServer, re
     # nor httpx's own command line (rich), which the development tools happen to install, nor
     # what only a registries.conf file, a CA or a Helm chart repository needs, nor httpx's
     # transport (httpcore, AnyIO) or the metrics library, whose numbers nobody reads here, nor
-    # the credential and cloud login machinery an anonymous registry does not use
+    # the credential and cloud login machinery an anonymous registry does not use,
     watched = (*HEAVY, "rich", "pygments", "pydantic", "cryptography", "ruamel.yaml")
     watched += ("httpcore", "anyio", "h11", "prometheus_client")
     watched += (
         "argocd_image_updater.registry.credentials.providers",
         "argocd_image_updater.registry.cloud.refresh",
         "argocd_image_updater.config.credentials",
+        # nor the manifest parser (a semver choice reads tag names only) or the chart model
+        "argocd_image_updater.registry.manifest",
+        "argocd_image_updater.model.chart",
     )
     result = run_cli("test", f"{registry.host}/{repo}", "--explain", watched=watched)
     assert result.returncode == 0, result.output

@@ -17,7 +17,6 @@ import click
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.registries_file import RegistriesConfError, load_registries_conf
-from argocd_image_updater.model.chart import is_chart_reference
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform, PlatformFilter, runtime_platform
 from argocd_image_updater.model.registry import RegistryEndpoint
@@ -56,6 +55,17 @@ EXIT_NOT_VERIFIED: Final = 5
 
 class TestFailed(Exception):
     pass
+
+
+def is_chart_reference(text: str) -> bool:
+    """Whether ``text`` names a Helm chart (see :func:`argocd_image_updater.model.chart.
+    is_chart_reference`); an image reference never contains ``://``, so only a text that does
+    needs the chart module."""
+    if "://" not in text:
+        return False
+    from argocd_image_updater.model.chart import is_chart_reference as names_a_chart
+
+    return names_a_chart(text)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

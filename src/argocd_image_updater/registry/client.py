@@ -12,6 +12,8 @@ Layers, from the outside in:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import httpx
 
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
@@ -23,15 +25,10 @@ from argocd_image_updater.registry.errors import (
     RegistryUnavailable,
 )
 from argocd_image_updater.registry.exchange import MAX_MANIFEST_BYTES, EndpointHTTP
-from argocd_image_updater.registry.manifest import (
+from argocd_image_updater.registry.media import (
     MANIFEST_ACCEPT,
     OCI_INDEX,
-    ImageConfig,
-    Manifest,
-    ManifestFormatError,
     is_digest,
-    parse_config,
-    parse_manifest,
     sha256_digest,
 )
 from argocd_image_updater.registry.ratelimit import EndpointLimits
@@ -45,6 +42,9 @@ from argocd_image_updater.registry.replies import (
     raise_for,
 )
 from argocd_image_updater.registry.stats import RequestStats
+
+if TYPE_CHECKING:  # parsed content: imported where a manifest or config is read
+    from argocd_image_updater.registry.manifest import ImageConfig, Manifest
 
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
 MAX_TAG_PAGE_BYTES = 32 * 1024 * 1024
@@ -150,6 +150,8 @@ class RegistryClient:
             "manifest", "GET", url, repository, credentials, MANIFEST_ACCEPT, MAX_MANIFEST_BYTES
         )
         self._raise_for(reply, repository, reference)
+        from argocd_image_updater.registry.manifest import ManifestFormatError, parse_manifest
+
         try:
             manifest = parse_manifest(reply.body, reply.header("content-type"))
         except ManifestFormatError as exc:
@@ -233,6 +235,8 @@ class RegistryClient:
         check_repository(self._registry, repository)
         check_digest(self._registry, repository, digest, "config digest")
         body = await self.get_blob(repository, digest, credentials, what="config blob")
+        from argocd_image_updater.registry.manifest import ManifestFormatError, parse_config
+
         try:
             return parse_config(body)
         except ManifestFormatError as exc:

@@ -6,46 +6,36 @@ Parse functions raise :class:`ManifestFormatError`; the client turns it into a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any
 
 from argocd_image_updater.model.platform import Platform
 
-OCI_MANIFEST: Final = "application/vnd.oci.image.manifest.v1+json"
-OCI_INDEX: Final = "application/vnd.oci.image.index.v1+json"
-DOCKER_MANIFEST: Final = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_MANIFEST_LIST: Final = "application/vnd.docker.distribution.manifest.list.v2+json"
-
-OCI_IMAGE_CONFIG: Final = "application/vnd.oci.image.config.v1+json"
-DOCKER_IMAGE_CONFIG: Final = "application/vnd.docker.container.image.v1+json"
-IMAGE_CONFIG_TYPES: Final = frozenset({OCI_IMAGE_CONFIG, DOCKER_IMAGE_CONFIG})
-CREATED_ANNOTATION: Final = "org.opencontainers.image.created"
-IMAGE_MANIFEST_TYPES: Final = frozenset({OCI_MANIFEST, DOCKER_MANIFEST})
-INDEX_TYPES: Final = frozenset({OCI_INDEX, DOCKER_MANIFEST_LIST})
-MANIFEST_ACCEPT: Final = ", ".join((OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_MANIFEST_LIST))
-"""Always send all four: a registry converts or hides manifests whose type was not accepted."""
+# The media types and digests (defined where a request needs them without parsing content).
+from argocd_image_updater.registry.media import CREATED_ANNOTATION as CREATED_ANNOTATION
+from argocd_image_updater.registry.media import DOCKER_IMAGE_CONFIG as DOCKER_IMAGE_CONFIG
+from argocd_image_updater.registry.media import DOCKER_MANIFEST as DOCKER_MANIFEST
+from argocd_image_updater.registry.media import DOCKER_MANIFEST_LIST as DOCKER_MANIFEST_LIST
+from argocd_image_updater.registry.media import IMAGE_CONFIG_TYPES as IMAGE_CONFIG_TYPES
+from argocd_image_updater.registry.media import IMAGE_MANIFEST_TYPES as IMAGE_MANIFEST_TYPES
+from argocd_image_updater.registry.media import INDEX_TYPES as INDEX_TYPES
+from argocd_image_updater.registry.media import MANIFEST_ACCEPT as MANIFEST_ACCEPT
+from argocd_image_updater.registry.media import OCI_IMAGE_CONFIG as OCI_IMAGE_CONFIG
+from argocd_image_updater.registry.media import OCI_INDEX as OCI_INDEX
+from argocd_image_updater.registry.media import OCI_MANIFEST as OCI_MANIFEST
+from argocd_image_updater.registry.media import is_digest as is_digest
+from argocd_image_updater.registry.media import sha256_digest as sha256_digest
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 class ManifestFormatError(ValueError):
     """Registry output that is not a valid manifest, index or image config."""
-
-
-def sha256_digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def is_digest(reference: str) -> bool:
-    """True for a ``sha256:<64 hex>`` reference (the only algorithm registries use in practice)."""
-    return _DIGEST.match(reference) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from argocd_image_updater.registry.errors import (
     RegistryUnavailable,
     RepositoryNotFound,
 )
-from argocd_image_updater.registry.manifest import is_digest
+from argocd_image_updater.registry.media import is_digest
 
 # The distribution reference grammar for repository paths and tags.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"

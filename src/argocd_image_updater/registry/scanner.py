@@ -56,7 +56,6 @@ from argocd_image_updater.registry.errors import (
     RegistryProtocolError,
 )
 from argocd_image_updater.registry.listed_tags import ListedTags
-from argocd_image_updater.registry.manifest import Descriptor, Manifest
 from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, EndpointLimits
 from argocd_image_updater.registry.revalidate import RepositoryTags, Revalidation
 from argocd_image_updater.registry.stats import RequestStats
@@ -64,6 +63,7 @@ from argocd_image_updater.registry.transport import TlsKey, http_client
 
 if TYPE_CHECKING:
     from argocd_image_updater.registry.helmindex import HelmIndex
+    from argocd_image_updater.registry.manifest import Descriptor, Manifest
 
 REPOSITORIES_REMEMBERED = 10_000
 """Repositories whose tag digests the scanner keeps (least recently scanned out)."""

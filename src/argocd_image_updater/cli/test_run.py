@@ -70,6 +70,8 @@ def is_chart_reference(text: str) -> bool:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class TestOptions:
+    """The options of one ``test`` run (see :mod:`argocd_image_updater.cli.test_cmd`)."""
+
     image: str
     semver_constraint: str = ""
     update_strategy: str = "semver"

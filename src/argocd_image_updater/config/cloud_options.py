@@ -38,6 +38,8 @@ class CloudOptionError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class CloudOptions:
+    """A cloud login reference's options: its cloud and the region, role or client it names."""
+
     kind: CloudKind
     region: str = ""
     role_arn: str = ""

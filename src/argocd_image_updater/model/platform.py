@@ -21,6 +21,8 @@ class PlatformError(ValueError):
 
 @dataclass(frozen=True, slots=True, order=True)
 class Platform:
+    """One platform, ``os/arch[/variant]`` (``arch`` and ``variant`` may be empty)."""
+
     os: str
     arch: str = ""
     variant: str = ""

@@ -61,6 +61,8 @@ class RegistryEndpoint:
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
+    """A user name and password for a registry (the password is never printed)."""
+
     username: str
     password: str
 

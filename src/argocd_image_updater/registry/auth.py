@@ -89,6 +89,8 @@ def token_scope(api_url: str, repository: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Token:
+    """A bearer token from a token server and its lifetime in seconds (never printed)."""
+
     value: str
     expires_in: float
 

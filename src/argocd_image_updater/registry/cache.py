@@ -127,6 +127,8 @@ class MetadataCache:
 
 @dataclass(frozen=True, slots=True)
 class TagListKey:
+    """What a cached tag list is for: registry API, repository and credential source."""
+
     api_url: str
     repository: str
     credentials_key: str

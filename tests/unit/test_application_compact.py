@@ -101,3 +101,23 @@ def test_malformed_parts_are_kept_for_the_view_to_name() -> None:
         Application.from_object(compact_object(obj))
     assert compact_object("not an object") == "not an object"
     assert compact_object({}) == {}
+
+
+def test_the_strings_applications_repeat_are_kept_once() -> None:
+    def listed(name: str) -> dict[str, Any]:
+        repo = "".join(["https://example.com/", "gitops.git"])  # a new string each time
+        return {
+            "metadata": {"name": name, "namespace": "".join(["ar", "gocd"])},
+            "spec": {"source": {"repoURL": repo, "kustomize": {"images": ["".join(["a:", "1"])]}}},
+            "status": {"sync": {"status": "".join(["Syn", "ced"])}},
+        }
+
+    first, second = compact_object(listed("a")), compact_object(listed("b"))
+    assert first["metadata"]["namespace"] is second["metadata"]["namespace"]
+    assert first["spec"]["source"]["repoURL"] is second["spec"]["source"]["repoURL"]
+    assert (
+        first["spec"]["source"]["kustomize"]["images"][0]
+        is second["spec"]["source"]["kustomize"]["images"][0]
+    )
+    assert first["status"]["sync"]["status"] is second["status"]["sync"]["status"]
+    assert Application.from_object(first).write_source().kustomize_images == ("a:1",)

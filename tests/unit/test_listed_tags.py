@@ -29,3 +29,15 @@ def test_repositories_no_recent_round_listed_are_forgotten() -> None:
         listed.new_round()
         listed.tags("used", ("1.0",))
     assert len(listed) == 1
+
+
+def test_repositories_listing_the_same_names_share_their_tags() -> None:
+    listed = ListedTags()
+    listed.new_round()
+    first = listed.tags("repo", ("1.0", "1.1"))
+    other = listed.tags("other", ("1.1", "2.0"))
+    assert other[0] is first[1] and other == (TagInfo("1.1"), TagInfo("2.0"))
+    for _ in range(ROUNDS_KEPT):  # the shared tags follow the repositories kept
+        listed.new_round()
+        listed.tags("other", ("1.1", "2.0"))
+    assert listed.tags("repo", ("1.0",)) == (TagInfo("1.0"),)

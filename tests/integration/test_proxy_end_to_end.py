@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from argocd_image_updater.kube.client import APPLICATIONS, KubeClient
-from argocd_image_updater.model.retry import RetryPolicy
+from argocd_image_updater.kube.client import APPLICATIONS, KubeClient, KubeError
 from argocd_image_updater.registry.client import RegistryClient
-from argocd_image_updater.registry.errors import RegistryError, RegistryTLSError
+from argocd_image_updater.registry.errors import RegistryConfigError, RegistryTLSError
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.forward_proxy import ForwardProxy
 from argocd_image_updater_testing.kube import KubeApiServer
@@ -126,26 +125,63 @@ async def test_proxy_credentials_from_the_proxy_url_are_sent(
     registry, plain_repo, tls_registry, tls_repo, endpoint_for, monkeypatch
 ):
     async with ForwardProxy(credentials=(USER, PASSWORD)) as proxy:
-        # Without credentials the proxy refuses: the registry is never reached.
+        # Without credentials the proxy refuses, in either form: a clear error, not retried.
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
-        client = RegistryClient(endpoint_for(registry), retry=RetryPolicy(attempts=1))
-        async with client:
-            with pytest.raises(RegistryError, match="407"):
-                await client.list_tags(plain_repo)
-        assert [(r.method, r.refused, r.authorized) for r in proxy.seen()] == [("GET", 407, False)]
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        tls_endpoint = endpoint_for(tls_registry, ca_data=tls_registry.tls.ca.read_text())
+        for endpoint, repository in (
+            (endpoint_for(registry), plain_repo),
+            (tls_endpoint, tls_repo),
+        ):
+            async with RegistryClient(endpoint) as client:
+                with pytest.raises(RegistryConfigError) as err:
+                    await client.list_tags(repository)
+                assert client.stats.snapshot() == {"tags": 1}
+            assert str(err.value) == (
+                f"registry {endpoint.host}, repository '{repository}': the HTTP proxy refused the "
+                "request (HTTP 407 Proxy Authentication Required); give the proxy's credentials "
+                "in its URL (HTTPS_PROXY/HTTP_PROXY=http://user:password@host:port)"
+            )
+        assert [(r.method, r.refused, r.authorized) for r in proxy.seen()] == [
+            ("GET", 407, False),
+            ("CONNECT", 407, False),
+        ]
         proxy.clear()
 
         monkeypatch.setenv("HTTP_PROXY", proxy.url_with_credentials(USER, PASSWORD))
         monkeypatch.setenv("HTTPS_PROXY", proxy.url_with_credentials(USER, PASSWORD))
         async with RegistryClient(endpoint_for(registry)) as client:
             assert sorted(await client.list_tags(plain_repo)) == ["1.0.0", "1.1.0"]
-        endpoint = endpoint_for(tls_registry, ca_data=tls_registry.tls.ca.read_text())
-        async with RegistryClient(endpoint) as client:
+        async with RegistryClient(tls_endpoint) as client:
             assert await client.list_tags(tls_repo) == ["2.0.0"]
     seen = proxy.seen()
     token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
     assert {r.method for r in seen} == {"GET", "CONNECT"}
     assert all(r.proxy_authorization == f"Basic {token}" and not r.refused for r in seen)
+
+
+async def test_a_proxy_url_of_an_unsupported_scheme_is_a_clear_error_without_its_credentials(
+    registry, endpoint_for, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("https_proxy", f"ftp://{USER}:{PASSWORD}@127.0.0.1:9")
+    with pytest.raises(RegistryConfigError) as err:
+        RegistryClient(endpoint_for(registry))
+    assert str(err.value) == (
+        f"cannot reach registry {registry.host}: the environment variable https_proxy names a "
+        "proxy with the unsupported scheme 'ftp://'; give an http:// or https:// proxy URL "
+        "(http://host:port, or http://user:password@host:port)"
+    )
+    monkeypatch.delenv("https_proxy")
+    config = write_kubeconfig(
+        tmp_path / "kubeconfig", "http://127.0.0.1:9", f"ftp://{USER}:{PASSWORD}@127.0.0.1:9"
+    )
+    with pytest.raises(KubeError) as kube_err:
+        await KubeClient.connect(str(config))
+    assert str(kube_err.value) == (
+        "cannot configure the Kubernetes client: the kubeconfig's proxy-url names a proxy with "
+        "the unsupported scheme 'ftp://'; give an http:// or https:// proxy URL "
+        "(http://host:port, or http://user:password@host:port)"
+    )
 
 
 def write_kubeconfig(path: Path, server: str, proxy_url: str) -> Path:

@@ -4,13 +4,19 @@ request through it and returns the :class:`Answer` read whole."""
 from __future__ import annotations
 
 from argocd_image_updater.http1.answer import Answer
-from argocd_image_updater.http1.client import async_client, environment_proxies, fetch
+from argocd_image_updater.http1.client import (
+    ProxyConfigError,
+    async_client,
+    environment_proxies,
+    fetch,
+)
 from argocd_image_updater.http1.transport import DEFAULT_LIMITS, AsyncHTTP1Transport
 
 __all__ = [
     "DEFAULT_LIMITS",
     "Answer",
     "AsyncHTTP1Transport",
+    "ProxyConfigError",
     "async_client",
     "environment_proxies",
     "fetch",

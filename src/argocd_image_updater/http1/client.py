@@ -13,6 +13,7 @@ through httpx unchanged and is read into the same :class:`Answer`.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import ssl
 import weakref
@@ -102,6 +103,26 @@ _direct: weakref.WeakKeyDictionary[httpx.AsyncClient, _Direct] = weakref.WeakKey
 """The clients :func:`async_client` built on :class:`AsyncHTTP1Transport`."""
 
 
+class ProxyConfigError(ValueError):
+    """A proxy URL that cannot be used; the message names where it came from, never its
+    credentials."""
+
+
+def _check_proxy(url: str, where: str) -> None:
+    """Raise :class:`ProxyConfigError` unless ``url`` (from ``where``) is a proxy httpx speaks to:
+    ``http://`` or ``https://`` (a URL without a scheme is taken as ``http://``, as httpx does),
+    or SOCKS5 when httpx's optional ``socksio`` package is installed."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else "http"
+    if scheme in ("http", "https"):
+        return
+    if scheme in ("socks5", "socks5h") and importlib.util.find_spec("socksio") is not None:
+        return
+    raise ProxyConfigError(
+        f"{where} names a proxy with the unsupported scheme '{scheme}://'; give an http:// or "
+        "https:// proxy URL (http://host:port, or http://user:password@host:port)"
+    )
+
+
 def environment_proxies() -> bool:
     """Whether the environment names a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, in
     either case), which httpx would then apply to the hosts ``NO_PROXY`` does not exclude."""
@@ -112,6 +133,7 @@ def async_client(
     *,
     ssl_context: ssl.SSLContext | None = None,
     proxy: str | None = None,
+    proxy_origin: str = "the proxy URL",
     limits: httpx.Limits = DEFAULT_LIMITS,
     **options: Any,
 ) -> httpx.AsyncClient:
@@ -122,6 +144,12 @@ def async_client(
     exclusions) exactly as before; TLS is then verified with ``ssl_context`` as well.
     """
     if proxy or environment_proxies():
+        if proxy:
+            _check_proxy(proxy, proxy_origin)
+        else:
+            for name, value in os.environ.items():
+                if name.lower() in _PROXY_VARIABLES and value:
+                    _check_proxy(value, f"the environment variable {name}")
         from argocd_image_updater.kits.absent_modules import mark_absent
 
         mark_absent("sniffio")  # httpcore looks for it on every request: see kits.absent_modules

@@ -23,7 +23,7 @@ from urllib.parse import quote
 import httpx
 
 from argocd_image_updater import __version__, http1
-from argocd_image_updater.http1 import async_client
+from argocd_image_updater.http1 import ProxyConfigError, async_client
 from argocd_image_updater.kube.auth import KubeAuthError
 from argocd_image_updater.kube.config import (
     ClusterAccess,
@@ -99,16 +99,20 @@ class KubeClient:
         self.server = access.server
         self._sni = access.tls_server_name or ""
         self._auth = access.auth
-        self._http = async_client(
-            ssl_context=access.verify,
-            proxy=access.proxy or None,
-            base_url=access.server,
-            timeout=httpx.Timeout(timeout),
-            headers={
-                "Accept": "application/json",
-                "User-Agent": f"argocd-image-updater/{__version__}",
-            },
-        )
+        try:
+            self._http = async_client(
+                ssl_context=access.verify,
+                proxy=access.proxy or None,
+                proxy_origin="the kubeconfig's proxy-url",
+                base_url=access.server,
+                timeout=httpx.Timeout(timeout),
+                headers={
+                    "Accept": "application/json",
+                    "User-Agent": f"argocd-image-updater/{__version__}",
+                },
+            )
+        except ProxyConfigError as err:
+            raise KubeError(0, f"cannot configure the Kubernetes client: {err}") from None
 
     @classmethod
     async def connect(cls, kubeconfig: str = "", context: str | None = None) -> KubeClient:

@@ -35,7 +35,7 @@ from argocd_image_updater.registry.errors import (
     RegistryUnavailable,
 )
 from argocd_image_updater.registry.ratelimit import EndpointLimits
-from argocd_image_updater.registry.replies import Reply
+from argocd_image_updater.registry.replies import Reply, proxy_refused
 from argocd_image_updater.registry.stats import RequestKind, RequestStats
 
 if TYPE_CHECKING:
@@ -141,6 +141,9 @@ class EndpointHTTP:
                 try:
                     reply = await self._exchange(kind, method, url, headers, limit, redirects)
                 except httpx.TransportError as exc:
+                    if isinstance(exc, httpx.ProxyError) and str(exc).startswith("407"):
+                        # The tunnel was refused for want of credentials: retrying cannot help.
+                        raise proxy_refused(self.registry, repository) from None
                     plain = _plain_http_answer(exc)
                     if plain is not None:
                         # A protocol mismatch does not heal with retries.

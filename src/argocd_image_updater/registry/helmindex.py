@@ -37,7 +37,7 @@ from typing import Any, Final, Protocol
 
 import httpx
 
-from argocd_image_updater.http1 import async_client
+from argocd_image_updater.http1 import ProxyConfigError, async_client
 from argocd_image_updater.kits.tlstrust import client_context
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
@@ -303,6 +303,8 @@ class HelmIndex:
         target = index_url(url)
         try:
             response = await self._client(auth).get(target, headers=headers, auth=basic)
+        except ProxyConfigError as err:
+            raise HelmIndexError(f"cannot read {target}: {err}") from None
         except httpx.HTTPError as err:
             raise HelmIndexError(f"cannot read {target}: {type(err).__name__}: {err}") from None
         if response.status_code == 304 and known is not None:

@@ -12,6 +12,7 @@ from argocd_image_updater.model.retry import RETRY_STATUSES
 from argocd_image_updater.registry.errors import (
     InvalidReference,
     ManifestNotFound,
+    RegistryConfigError,
     RegistryError,
     RegistryProtocolError,
     RegistryUnavailable,
@@ -50,6 +51,17 @@ def error_detail(reply: Reply) -> str:
     return "; ".join(f"{c}: {m}" if m else c for c, m in codes)
 
 
+def proxy_refused(registry: str, repository: str) -> RegistryConfigError:
+    """The error for a proxy that asks for credentials (HTTP 407, never retried)."""
+    return RegistryConfigError(
+        f"registry {registry}, repository '{repository}': the HTTP proxy refused the request "
+        "(HTTP 407 Proxy Authentication Required); give the proxy's credentials in its URL "
+        "(HTTPS_PROXY/HTTP_PROXY=http://user:password@host:port)",
+        registry=registry,
+        repository=repository,
+    )
+
+
 def raise_for(
     reply: Reply,
     registry: str,
@@ -69,6 +81,8 @@ def raise_for(
         raise ManifestNotFound(
             registry=registry, repository=repository, reference=reference, what=what
         )
+    if status == 407:
+        raise proxy_refused(registry, repository)
     where = f"registry {registry}, repository '{repository}'"
     if status in RETRY_STATUSES:
         raise RegistryUnavailable(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from argocd_image_updater.http1 import async_client
+from argocd_image_updater.http1 import ProxyConfigError, async_client
 from argocd_image_updater.kits.tlstrust import CABundleError, client_context
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.errors import RegistryConfigError
@@ -69,10 +69,16 @@ def ssl_context(endpoint: RegistryEndpoint) -> ssl.SSLContext:
 def http_client(endpoint: RegistryEndpoint) -> httpx.AsyncClient:
     """A new client for endpoints with the TLS settings of ``endpoint`` (HTTP/1.1 with
     keep-alive; a proxy from the environment applies as httpx applies it)."""
-    return async_client(
-        ssl_context=ssl_context(endpoint),
-        timeout=TIMEOUT,
-        limits=LIMITS,
-        headers={"User-Agent": USER_AGENT},
-        follow_redirects=False,
-    )
+    try:
+        return async_client(
+            ssl_context=ssl_context(endpoint),
+            timeout=TIMEOUT,
+            limits=LIMITS,
+            headers={"User-Agent": USER_AGENT},
+            follow_redirects=False,
+        )
+    except ProxyConfigError as exc:
+        raise RegistryConfigError(
+            f"cannot reach registry {endpoint.name or endpoint.host}: {exc}",
+            registry=endpoint.host,
+        ) from None

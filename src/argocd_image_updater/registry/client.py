@@ -109,19 +109,19 @@ class RegistryClient:
         A page that fails or is cut short fails the whole listing: never a partial list.
         """
         check_repository(self._registry, repository)
-        url = httpx.URL(f"{self._http.api}/v2/{repository}/tags/list")
+        url: str | httpx.URL = f"{self._http.api}/v2/{repository}/tags/list"
         tags: list[str] = []
         seen_urls: set[str] = set()
-        for _ in range(MAX_TAG_PAGES):
-            seen_urls.add(str(url))
+        for page in range(1, MAX_TAG_PAGES + 1):
             reply = await self._auth.request(
                 "tags", "GET", url, repository, credentials, limit=MAX_TAG_PAGE_BYTES
             )
             self._raise_for(reply, repository)
-            tags.extend(parse_tag_page(reply, self._registry, repository, len(seen_urls)))
+            tags.extend(parse_tag_page(reply, self._registry, repository, page))
             next_url = self._next_page(reply, url, repository)
             if next_url is None:
                 return list(dict.fromkeys(tags))
+            seen_urls.add(str(httpx.URL(url)))  # parsed only when there is a next page
             if str(next_url) in seen_urls:
                 raise self._protocol(
                     repository, f"tag list pagination loops back to {next_url.path}"
@@ -250,11 +250,11 @@ class RegistryClient:
     def _protocol(self, repository: str, problem: str) -> RegistryProtocolError:
         return protocol_error(self._registry, repository, problem)
 
-    def _next_page(self, reply: Reply, url: httpx.URL, repository: str) -> httpx.URL | None:
+    def _next_page(self, reply: Reply, url: str | httpx.URL, repository: str) -> httpx.URL | None:
         link = reply.links.get("next")
         if not link or not link.get("url"):
             return None
-        next_url = url.join(link["url"])
+        next_url = httpx.URL(url).join(link["url"])
         if not self._http.is_own(next_url):
             raise self._protocol(
                 repository, f"tag list pagination points to another host ({next_url.host})"

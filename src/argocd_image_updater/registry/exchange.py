@@ -119,15 +119,15 @@ class EndpointHTTP:
         if self._owns_http:
             await self._http.aclose()
 
-    def is_own(self, url: httpx.URL) -> bool:
+    def is_own(self, url: str | httpx.URL) -> bool:
         """Whether ``url`` is on the registry's own origin."""
-        return url.copy_with(path="/", query=None, fragment=None) == self.origin
+        return httpx.URL(url).copy_with(path="/", query=None, fragment=None) == self.origin
 
     async def send(
         self,
         kind: RequestKind,
         method: str,
-        url: httpx.URL,
+        url: str | httpx.URL,
         headers: Mapping[str, str],
         repository: str,
         limit: int = MAX_MANIFEST_BYTES,
@@ -154,7 +154,7 @@ class EndpointHTTP:
                                 repository=repository,
                                 detail=plain,
                             ) from None
-                        fallback = url.copy_with(scheme="http")
+                        fallback = httpx.URL(url).copy_with(scheme="http")
                         break
                     tls = _tls_failure(exc)
                     if tls is not None:
@@ -192,9 +192,13 @@ class EndpointHTTP:
             kind, method, fallback, headers, repository, limit, redirects, paced=False
         )
 
-    def _fall_back_to_plain_http(self, url: httpx.URL, detail: str) -> bool:
+    def _fall_back_to_plain_http(self, url: str | httpx.URL, detail: str) -> bool:
         """Switch to ``http://`` when the endpoint allows it and ``url`` is the registry's own."""
-        if not (self.endpoint.plain_http_fallback and self.is_own(url) and url.scheme == "https"):
+        if not (
+            self.endpoint.plain_http_fallback
+            and self.is_own(url)
+            and httpx.URL(url).scheme == "https"
+        ):
             return False
         self.api = "http://" + self.api.split("://", 1)[-1]
         self.origin = self.origin.copy_with(scheme="http")
@@ -212,7 +216,7 @@ class EndpointHTTP:
         self,
         kind: RequestKind,
         method: str,
-        url: httpx.URL,
+        url: str | httpx.URL,
         headers: Mapping[str, str],
         limit: int,
         redirects: bool,
@@ -255,14 +259,14 @@ class EndpointHTTP:
         return series
 
     def _trace(
-        self, method: str, url: httpx.URL, status: int | str, start: float, **fields: Any
+        self, method: str, url: str | httpx.URL, status: int | str, start: float, **fields: Any
     ) -> None:
         if not self.log.is_enabled(TRACE):
             return  # the line would be dropped: spare building its URL (a parse per request)
         self.log.trace(
             "Registry HTTP request",
             method=method,
-            url=str(url.copy_with(query=None)),
+            url=str(httpx.URL(url).copy_with(query=None)),
             status=status,
             duration_ms=round((time.perf_counter() - start) * 1000, 1),
             **fields,

@@ -25,12 +25,12 @@ something other than ``lastCheckedAt`` changed, or when the stored ``lastChecked
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from argocd_image_updater.kits.json_copy import json_copy
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import ConflictError, StatusStore, StoreError
 from argocd_image_updater.pipeline.records import AppOutcome, CRState
@@ -255,7 +255,7 @@ def _previous_conditions(previous: Mapping[str, Any] | None) -> list[dict[str, A
     found = (previous or {}).get("conditions")
     if not isinstance(found, list):
         return []
-    return [copy.deepcopy(c) for c in found if isinstance(c, dict) and c.get("type")]
+    return [json_copy(c) for c in found if isinstance(c, dict) and c.get("type")]
 
 
 def _images_condition(
@@ -371,7 +371,7 @@ def compute_status(
         if previous.get("lastUpdatedAt"):
             status["lastUpdatedAt"] = previous["lastUpdatedAt"]
         if isinstance(previous.get("recentUpdates"), list):
-            status["recentUpdates"] = copy.deepcopy(previous["recentUpdates"])
+            status["recentUpdates"] = json_copy(previous["recentUpdates"])
     status["conditions"] = conditions
     return status
 
@@ -380,7 +380,7 @@ def reconciling_status(
     cr: CRState, *, now: datetime, previous: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """The status to write when a cycle starts: ``Reconciling=True``, everything else kept."""
-    status = copy.deepcopy(dict(previous or {}))
+    status = json_copy(dict(previous or {}))
     conditions = _previous_conditions(previous)
     set_condition(
         conditions,

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import trustme
 
 from argocd_image_updater.kube.client import APPLICATIONS, KubeClient, KubeError
 from argocd_image_updater.registry.client import RegistryClient
@@ -184,8 +185,8 @@ async def test_a_proxy_url_of_an_unsupported_scheme_is_a_clear_error_without_its
     )
 
 
-def write_kubeconfig(path: Path, server: str, proxy_url: str) -> Path:
-    cluster = {"server": server, "proxy-url": proxy_url}
+def write_kubeconfig(path: Path, server: str, proxy_url: str, **cluster_fields: str) -> Path:
+    cluster = {"server": server, "proxy-url": proxy_url, **cluster_fields}
     path.write_text(
         json.dumps(
             {
@@ -250,3 +251,28 @@ async def test_the_test_command_lists_through_the_proxy_and_never_logs_its_crede
     output = result.stdout + result.stderr
     assert PASSWORD not in output
     assert base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode() not in output
+
+
+async def test_a_tls_kubernetes_api_is_verified_by_its_tls_server_name_through_the_tunnel(
+    forward_proxy, tmp_path
+):
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("kube.internal").configure_cert(context)
+    async with KubeApiServer(token="kube-t0ken", ssl_context=context) as server:
+        server.store.put(objects.application("web", "argocd", images=["nginx:1"]))
+        config = write_kubeconfig(
+            tmp_path / "kubeconfig",
+            server.url,
+            forward_proxy.url,
+            **{
+                "certificate-authority-data": base64.b64encode(ca.cert_pem.bytes()).decode(),
+                "tls-server-name": "kube.internal",
+            },
+        )
+        async with await KubeClient.connect(str(config)) as client:
+            items, _ = await client.list_objects(APPLICATIONS, "argocd")
+    assert [item["metadata"]["name"] for item in items] == ["web"]
+    assert {(r.method, r.target) for r in forward_proxy.seen()} == {
+        ("CONNECT", server.url.removeprefix("https://"))
+    }

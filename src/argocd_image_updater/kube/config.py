@@ -17,6 +17,7 @@ import base64
 import binascii
 import contextlib
 import os
+import socket
 import ssl
 import tempfile
 from collections.abc import Mapping
@@ -179,13 +180,14 @@ async def from_kubeconfig(paths: list[Path], context: str | None = None) -> Clus
         raise KubeConfigError(f"the cluster '{ctx.body.get('cluster')}' has no server")
     auth, cert = await _user_auth(user, server, cluster) if user else (None, None)
     insecure = cluster.body.get("insecure-skip-tls-verify") is True
-    verify = _tls_context(cluster, insecure, cert)
+    server_name = str(cluster.body.get("tls-server-name") or "")
+    verify = _tls_context(cluster, insecure, cert, server_name)
     return ClusterAccess(
         server=server,
         verify=verify,
         auth=auth,
         namespace=str(ctx.body.get("namespace") or "default"),
-        tls_server_name=str(cluster.body.get("tls-server-name") or ""),
+        tls_server_name=server_name,
         proxy=str(cluster.body.get("proxy-url") or ""),
     )
 
@@ -275,9 +277,55 @@ def _cluster_info(server: str, cluster: _Entry) -> dict[str, Any]:
     return info
 
 
-def _verifying_context(*, ca_file: str = "", ca_data: bytes = b"") -> ssl.SSLContext:
+class _NamedServerContext(ssl.SSLContext):
+    """A client context that checks ``server_name`` (and sends it as SNI) whatever host the
+    connection was opened to: a kubeconfig's ``tls-server-name``, also inside a proxy's CONNECT
+    tunnel, where httpx passes the URL's host whatever the request's ``sni_hostname``."""
+
+    server_name: str
+
+    def wrap_socket(
+        self,
+        sock: socket.socket,
+        server_side: bool = False,
+        do_handshake_on_connect: bool = True,
+        suppress_ragged_eofs: bool = True,
+        server_hostname: str | bytes | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLSocket:
+        return super().wrap_socket(
+            sock,
+            server_side,
+            do_handshake_on_connect,
+            suppress_ragged_eofs,
+            self.server_name,
+            session,
+        )
+
+    def wrap_bio(
+        self,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,
+        server_hostname: str | bytes | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLObject:
+        return super().wrap_bio(incoming, outgoing, server_side, self.server_name, session)
+
+
+def _new_context(server_name: str) -> ssl.SSLContext:
+    if not server_name:
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context = _NamedServerContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.server_name = server_name
+    return context
+
+
+def _verifying_context(
+    *, ca_file: str = "", ca_data: bytes = b"", server_name: str = ""
+) -> ssl.SSLContext:
     """A context that trusts exactly the cluster's CA, as client-go does when one is given."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context = _new_context(server_name)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         if ca_file:
@@ -292,21 +340,28 @@ def _verifying_context(*, ca_file: str = "", ca_data: bytes = b"") -> ssl.SSLCon
     return context
 
 
-def _tls_context(cluster: _Entry, insecure: bool, cert: _ClientCert | None) -> ssl.SSLContext:
+def _tls_context(
+    cluster: _Entry, insecure: bool, cert: _ClientCert | None, server_name: str = ""
+) -> ssl.SSLContext:
     ca_data = _data(cluster, "certificate-authority-data")
     ca_file = _path(cluster, "certificate-authority")
     if insecure:
-        if cert is None:
+        if cert is None and not server_name:
             return client_context(insecure=True)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context = _new_context(server_name)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     elif ca_data or ca_file:
-        context = _verifying_context(ca_file=ca_file, ca_data=ca_data)
-    elif cert is None:
+        context = _verifying_context(ca_file=ca_file, ca_data=ca_data, server_name=server_name)
+    elif cert is None and not server_name:
         return client_context()  # the system trust store, shared and loaded when first needed
-    else:
+    elif not server_name:
         context = ssl.create_default_context()
+    else:
+        context = _new_context(server_name)
+        context.options |= ssl.OP_NO_COMPRESSION
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
     if cert is not None:
         _load_client_cert(context, cert)
     return context

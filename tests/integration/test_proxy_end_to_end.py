@@ -20,6 +20,7 @@ import pytest
 import trustme
 
 from argocd_image_updater.kube.client import APPLICATIONS, KubeClient, KubeError
+from argocd_image_updater.observe.log import MASK, redact
 from argocd_image_updater.registry.client import RegistryClient
 from argocd_image_updater.registry.errors import RegistryConfigError, RegistryTLSError
 from argocd_image_updater_testing import objects
@@ -251,6 +252,22 @@ async def test_the_test_command_lists_through_the_proxy_and_never_logs_its_crede
     output = result.stdout + result.stderr
     assert PASSWORD not in output
     assert base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode() not in output
+
+
+async def test_proxy_passwords_are_masked_in_every_log_line(
+    registry, tmp_path, endpoint_for, monkeypatch
+):
+    token = base64.b64encode(f"{USER}:env-{PASSWORD}".encode()).decode()
+    monkeypatch.setenv("HTTPS_PROXY", f"http://{USER}:env-{PASSWORD}@127.0.0.1:9")
+    async with RegistryClient(endpoint_for(registry)):
+        pass
+    config = write_kubeconfig(
+        tmp_path / "kubeconfig", "http://127.0.0.1:9", f"http://{USER}:kube-{PASSWORD}@127.0.0.1:9"
+    )
+    async with await KubeClient.connect(str(config)):
+        pass
+    line = redact(f"env-{PASSWORD} {token} kube-{PASSWORD}")
+    assert line == f"{MASK} {MASK} {MASK}"
 
 
 async def test_a_tls_kubernetes_api_is_verified_by_its_tls_server_name_through_the_tunnel(

@@ -13,6 +13,7 @@ through httpx unchanged and is read into the same :class:`Answer`.
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import os
 import ssl
@@ -31,6 +32,7 @@ from argocd_image_updater.http1.transport import (
     ConnectionKey,
 )
 from argocd_image_updater.http1.wire import ProtocolError, encode_request_head
+from argocd_image_updater.observe.log import register_secret
 
 _PROXY_VARIABLES: Final = ("http_proxy", "https_proxy", "all_proxy")
 _PORTS: Final = {b"http": 80, b"https": 443}
@@ -123,6 +125,19 @@ def _check_proxy(url: str, where: str) -> None:
     )
 
 
+def _register_credentials(url: str) -> None:
+    """Mask the password of the proxy URL ``url`` (and the ``Proxy-Authorization`` value made of
+    it) in every log line."""
+    try:
+        parsed = httpx.URL(url if "://" in url else f"http://{url}")
+    except httpx.InvalidURL:
+        return
+    if parsed.password:
+        register_secret(parsed.password)
+        token = f"{parsed.username}:{parsed.password}".encode()
+        register_secret(base64.b64encode(token).decode("ascii"))
+
+
 def environment_proxies() -> bool:
     """Whether the environment names a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, in
     either case), which httpx would then apply to the hosts ``NO_PROXY`` does not exclude."""
@@ -146,10 +161,12 @@ def async_client(
     if proxy or environment_proxies():
         if proxy:
             _check_proxy(proxy, proxy_origin)
+            _register_credentials(proxy)
         else:
             for name, value in os.environ.items():
                 if name.lower() in _PROXY_VARIABLES and value:
                     _check_proxy(value, f"the environment variable {name}")
+                    _register_credentials(value)
         from argocd_image_updater.kits.absent_modules import mark_absent
 
         mark_absent("sniffio")  # httpcore looks for it on every request: see kits.absent_modules

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 import trustme
 
@@ -293,3 +294,13 @@ async def test_a_tls_kubernetes_api_is_verified_by_its_tls_server_name_through_t
     assert {(r.method, r.target) for r in forward_proxy.seen()} == {
         ("CONNECT", server.url.removeprefix("https://"))
     }
+
+
+def test_the_proxy_serves_from_a_thread_for_synchronous_callers(registry):
+    proxy = ForwardProxy().start_in_thread()
+    try:
+        with httpx.Client(proxy=proxy.url, trust_env=False) as client:
+            assert client.get(f"{registry.url}/v2/").status_code == 200
+    finally:
+        proxy.stop()
+    assert [(r.method, r.target) for r in proxy.seen()] == [("GET", f"{registry.url}/v2/")]

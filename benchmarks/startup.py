@@ -13,7 +13,12 @@ run with compiled bytecode (written once, by an untimed warm-up run, into a scra
 them compiling every module they import at each start instead (a checkout run with
 ``PYTHONDONTWRITEBYTECODE=1``).
 
-    .venv/bin/python benchmarks/startup.py [--rounds N] [--no-bytecode]
+``--instructions`` adds one run of each command under valgrind's callgrind and reports the
+instructions it executed (millions): unlike times, the count hardly moves with the machine's
+other load, so two trees measured on a busy machine still compare (``valgrind`` must be
+installed; each such run takes some 20 s).
+
+    .venv/bin/python benchmarks/startup.py [--rounds N] [--no-bytecode] [--instructions]
 """
 
 from __future__ import annotations
@@ -76,6 +81,8 @@ async def _push_one(url: str, repository: str) -> None:
         await pusher.push_image(repository, "1.0.0", created=datetime(2026, 1, 1, tzinfo=UTC))
 
 
+VALGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
+
 # What the console script (`argocd-image-updater`) runs.
 ENTRY = "import sys; from argocd_image_updater.cli.console import main; sys.exit(main())"
 
@@ -123,6 +130,22 @@ def heavy_imports(args: list[str], env: dict[str, str]) -> list[str]:
     return [name for name in HEAVY if name in found]
 
 
+def instructions(args: list[str], env: dict[str, str]) -> str:
+    """Millions of instructions one run executes (callgrind's ``Collected`` count)."""
+    result = subprocess.run(
+        [*VALGRIND, sys.executable, "-c", ENTRY, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env=env,
+    )
+    for line in result.stderr.splitlines():
+        if "Collected :" in line:
+            return f"{int(line.rsplit(':', 1)[1]) / 1e6:.1f}"
+    raise SystemExit(f"valgrind failed: {result.stderr[-2000:]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -130,6 +153,11 @@ def main() -> None:
         "--no-bytecode",
         action="store_true",
         help="compile every imported module at each start (no bytecode cache)",
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count the instructions of one run of each command (valgrind)",
     )
     options = parser.parse_args()
     local_dir = scratch_dir("startup-bench-")
@@ -146,20 +174,25 @@ def main() -> None:
             runs = [run_once(args, env) for _ in range(options.rounds)]
             walls, cpus = [w for w, _ in runs], [c for _, c in runs]
             heavy = ", ".join(heavy_imports(args, env)) or "none"
-            rows.append((label, walls, cpus, heavy))
+            count = instructions(args, env) if options.instructions else ""
+            rows.append((label, walls, cpus, count, heavy))
     finally:
         registry.stop()
         shutil.rmtree(local_dir, ignore_errors=True)
     bytecode = "no bytecode cache" if pycache is None else "compiled bytecode"
     print(f"Machine: {machine()}; {options.rounds} rounds per command, {bytecode}\n")
+    counted = "| instructions (M) " if options.instructions else ""
     print(
-        f"| command | wall min / median ms | CPU min / median ms | of {', '.join(HEAVY)} imported |"
+        f"| command | wall min / median ms | CPU min / median ms {counted}"
+        f"| of {', '.join(HEAVY)} imported |"
     )
-    print("|---|---:|---:|---|")
-    for label, walls, cpus, heavy in rows:
+    print("|---|---:|---:|" + ("---:|" if options.instructions else "") + "---|")
+    for label, walls, cpus, count, heavy in rows:
         print(
             f"| `{label}` | {min(walls) * 1e3:.0f} / {statistics.median(walls) * 1e3:.0f} | "
-            f"{min(cpus) * 1e3:.0f} / {statistics.median(cpus) * 1e3:.0f} | {heavy} |"
+            f"{min(cpus) * 1e3:.0f} / {statistics.median(cpus) * 1e3:.0f} | "
+            + (f"{count} | " if options.instructions else "")
+            + f"{heavy} |"
         )
 
 

@@ -75,3 +75,21 @@ async def test_the_store_lists_every_page_and_keeps_what_the_view_reads(
     for field in Application.__dataclass_fields__:
         if field != "raw":
             assert getattr(view, field) == getattr(whole, field), field
+
+
+async def test_the_store_lists_image_updaters_by_pages_and_the_pages_of_applications(
+    kube: KubeApiServer, client: KubeClient
+) -> None:
+    for i in range(LIST_PAGE_SIZE + 1):
+        ref = {"namePattern": "*", "images": [{"alias": "a", "imageName": "nginx"}]}
+        kube.store.put(objects.image_updater(f"iu-{i:03d}", NS, {"applicationRefs": [ref]}))
+    put_apps(kube, 3)
+    store = KubeStore(client)
+    listed = await store.list_image_updaters(NS)
+    assert [obj["metadata"]["name"] for obj in listed] == [
+        f"iu-{i:03d}" for i in range(LIST_PAGE_SIZE + 1)
+    ]
+    assert kube.requests[("list", "imageupdaters")] == 2
+    pages = [page async for page in store.application_pages(NS)]
+    assert [len(page) for page in pages] == [3]
+    assert "resources" in pages[0][0]["status"]  # as listed: the views reduce what they read

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
+from argocd_image_updater.kits.interning import intern_strings
 from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient, KubeError
 from argocd_image_updater.model.application import compact_object
 from argocd_image_updater.pipeline.ports import ConflictError, StoreError
@@ -32,7 +33,15 @@ class KubeStore:
         return self.kube.list_pages(APPLICATIONS, namespace)
 
     async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]:
-        items, _ = await self.kube.list_objects(IMAGE_UPDATERS, namespace)
+        """The ImageUpdaters, read a page at a time (with their statuses, a listing of
+        thousands is tens of MB of JSON: read at once, its text, its decoding and the
+        connection's read buffer would be that large together), their strings interned
+        (they are kept until the next listing: see
+        :mod:`~argocd_image_updater.kits.interning`)."""
+        items: list[dict[str, Any]] = []
+        async for page in self.kube.list_pages(IMAGE_UPDATERS, namespace):
+            intern_strings(page)
+            items.extend(page)
         return items
 
     async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -74,6 +83,7 @@ class ArgoCDStore:
         if self.kube is None:
             return []
         items, _ = await self.kube.list_objects(IMAGE_UPDATERS, namespace)
+        intern_strings(items)
         return items
 
 

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import enum
 import posixpath
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
+
+from argocd_image_updater.kits.interning import intern_strings
 
 DEFAULT_TARGET_FILE_PREFIX: Final = ".argocd-source-"
 KUSTOMIZATION_PREFIX: Final = "kustomization"
@@ -332,24 +333,6 @@ def _pick(value: Any, keys: Sequence[str]) -> Any:
     return {key: value[key] for key in keys if key in value}
 
 
-def _intern_strings(value: Any) -> None:
-    """Replace, in place, the strings held by the dicts and lists of ``value`` with interned
-    ones: what many Applications repeat (namespace, repository URL, paths, images, sync and
-    health states, source types) is then kept once, not once per Application."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if type(item) is str:
-                value[key] = sys.intern(item)
-            elif isinstance(item, (dict, list)):
-                _intern_strings(item)
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            if type(item) is str:
-                value[i] = sys.intern(item)
-            elif isinstance(item, (dict, list)):
-                _intern_strings(item)
-
-
 def compact_object(obj: Any) -> Any:
     """``obj`` (an Application as the API returns it) reduced to the fields the updater reads:
     the metadata that identifies it and its labels and annotations, the sources in ``spec``
@@ -357,7 +340,7 @@ def compact_object(obj: Any) -> Any:
     Everything else (``status.resources``, ``status.history``, ``status.operationState``'s
     results, ``managedFields``, …) is left out, so that the Applications kept from one cycle to
     the next hold a fraction of the listed objects. The values kept are the same objects, not
-    copies, with their strings interned in place (:func:`_intern_strings`: the object as listed
+    copies, with their strings interned in place (:func:`~argocd_image_updater.kits.interning.intern_strings`: the object as listed
     is read once and then dropped); malformed parts are kept as they are, so that
     :meth:`Application.from_object` reports them as it would have."""
     if not isinstance(obj, dict):
@@ -376,7 +359,7 @@ def compact_object(obj: Any) -> Any:
         out["status"] = kept
     elif "status" in obj:
         out["status"] = status
-    _intern_strings(out)
+    intern_strings(out)
     return out
 
 

@@ -25,11 +25,10 @@ class CloudKind(enum.StrEnum):
     AZURE = "azure"
 
 
-_REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d+")
-_ROLE_ARN: Final = re.compile(
-    r"arn:aws(?:-cn|-us-gov|-iso[a-z-]*)?:iam::\d{12}:role/[\w+=,.@/-]{1,512}"
-)
-_GUID: Final = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+# Patterns, compiled (and cached by re) when an option is first checked, not at start.
+_REGION: Final = r"[a-z]{2}(?:-[a-z]+)+-\d+"
+_ROLE_ARN: Final = r"arn:aws(?:-cn|-us-gov|-iso[a-z-]*)?:iam::\d{12}:role/[\w+=,.@/-]{1,512}"
+_GUID: Final = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
 
 
 class CloudOptionError(ValueError):
@@ -58,13 +57,13 @@ def parse_cloud_options(kind: CloudKind, text: str) -> CloudOptions:
             region = role = ""
             for part in (p.strip() for p in text.split(",") if p.strip()):
                 if part.startswith("arn:") and not role:
-                    if not _ROLE_ARN.fullmatch(part):
+                    if not re.fullmatch(_ROLE_ARN, part):
                         raise CloudOptionError(
                             "ecr: the role must be an IAM role ARN, "
                             "arn:aws:iam::<12-digit account>:role/<name>"
                         )
                     role = part
-                elif _REGION.fullmatch(part) and not region:
+                elif re.fullmatch(_REGION, part) and not region:
                     region = part
                 else:
                     raise CloudOptionError(
@@ -81,7 +80,7 @@ def parse_cloud_options(kind: CloudKind, text: str) -> CloudOptions:
                 )
             return CloudOptions(kind)
         case CloudKind.AZURE:
-            if text and not _GUID.fullmatch(text):
+            if text and not re.fullmatch(_GUID, text):
                 raise CloudOptionError(
                     "azure: takes nothing, or the client id (a GUID) of the managed identity "
                     "or workload identity to use"

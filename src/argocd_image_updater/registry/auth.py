@@ -6,6 +6,7 @@ the pure parts and the cache.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -40,26 +41,34 @@ class Challenge:
 # Written by hand: neither the standard library nor httpx parses challenge lists with quoted
 # parameters (RFC 9110 §11.6.1). Grammar: scheme [ param *( "," param ) ] *( "," challenge ).
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_SCHEME = re.compile(rf"[\s,]*({_TOKEN})")
-# Unquoted values are taken up to the next comma: registries send unquoted URLs as realms.
-_PARAM = re.compile(rf'[\s,]*({_TOKEN})\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]+))')
-_TOKEN68 = re.compile(r"\s+[A-Za-z0-9\-._~+/]+=*\s*(?=,|$)")
+
+
+@functools.cache
+def _grammar() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Scheme, parameter and token68 patterns, compiled at the first challenge (not at start)."""
+    return (
+        re.compile(rf"[\s,]*({_TOKEN})"),
+        # Unquoted values are taken up to the next comma: registries send unquoted URLs as realms.
+        re.compile(rf'[\s,]*({_TOKEN})\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]+))'),
+        re.compile(r"\s+[A-Za-z0-9\-._~+/]+=*\s*(?=,|$)"),
+    )
 
 
 def parse_challenges(header: str) -> list[Challenge]:
     """All challenges in one ``WWW-Authenticate`` value; unparsable text ends the list."""
+    scheme_re, param_re, token68_re = _grammar()
     challenges: list[Challenge] = []
     pos = 0
     while pos < len(header):
-        scheme = _SCHEME.match(header, pos)
+        scheme = scheme_re.match(header, pos)
         if scheme is None:
             break
         pos = scheme.end()
         params: dict[str, str] = {}
-        if token68 := _TOKEN68.match(header, pos):
+        if token68 := token68_re.match(header, pos):
             pos = token68.end()
         while not token68:
-            param = _PARAM.match(header, pos)
+            param = param_re.match(header, pos)
             if param is None:
                 break
             quoted, plain = param.group(2), param.group(3)

@@ -14,16 +14,18 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.registry import TagSortMode
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.policy.filters import MATCH_ANY, TagMatcher, is_ignored
-from argocd_image_updater.policy.min_age import TagAges, too_young
 from argocd_image_updater.policy.strategies import UpdateStrategy, default_strategy
 from argocd_image_updater.policy.strategies.base import Key, Ranker
 from argocd_image_updater.policy.verdicts import PolicyError, Rejection, TagVerdict, Verdict
+
+if TYPE_CHECKING:  # the minimum age check is imported where a choice has one
+    from argocd_image_updater.policy.min_age import TagAges
 
 __all__ = [
     "Policy",
@@ -159,6 +161,8 @@ def choose(
     rank = ranker.rank
     allow_all = allow is MATCH_ANY
     min_age = policy.min_age if ages is not None else None
+    if min_age is not None:
+        from argocd_image_updater.policy.min_age import too_young
     for name, tag in unique.items():
         verdict: Verdict | None = None
         if not allow_all and not allow.matches(name):

@@ -145,6 +145,7 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no delayed-ACK stall between head and body
 
             def log_message(self, format: str, *args: Any) -> None:
                 del format, args  # quiet

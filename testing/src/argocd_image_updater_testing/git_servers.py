@@ -262,6 +262,7 @@ def _v2_command(body: bytes) -> str | None:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
     server: _BridgeServer
 
     def do_GET(self) -> None:

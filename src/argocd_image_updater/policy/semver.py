@@ -191,10 +191,20 @@ _OPS = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^"  # order matters: alternatives are tried
 _PART = r"[0-9|xX*]+"
 _CV = rf"v?({_PART})(\.{_PART})?(\.{_PART})?(-{_IDENT})?(\+{_IDENT})?"
 _CV_PLAIN = rf"v?{_PART}(?:\.{_PART})?(?:\.{_PART})?(?:-{_IDENT})?(?:\+{_IDENT})?"
-_ITEM_RE: Final = re.compile(rf"(?:{_OPS}){_WS}*{_CV_PLAIN}")
-_COMPARATOR_RE: Final = re.compile(rf"({_OPS}){_WS}*({_CV})")
-_RANGE_RE: Final = re.compile(rf"{_WS}*({_CV_PLAIN}){_WS}+-{_WS}+({_CV_PLAIN}){_WS}*")
-_SPACE_RE: Final = re.compile(rf"{_WS}*")
+
+
+@functools.cache
+def _grammar() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The item, comparator, range and space patterns, compiled when a constraint other than
+    ``*`` is first parsed (a command choosing without a constraint never needs them)."""
+    return (
+        re.compile(rf"(?:{_OPS}){_WS}*{_CV_PLAIN}"),
+        re.compile(rf"({_OPS}){_WS}*({_CV})"),
+        re.compile(rf"{_WS}*({_CV_PLAIN}){_WS}+-{_WS}+({_CV_PLAIN}){_WS}*"),
+        re.compile(rf"{_WS}*"),
+    )
+
+
 _WILDCARDS: Final = frozenset({"x", "X", "*"})
 _OP_ALIASES: Final = {"": "=", "=>": ">=", "=<": "<=", "~>": "~"}
 _EXAMPLES: Final = "use e.g. '1.2.x', '~1.2', '^1.0', '>=1.0 <2.0', '1.0 - 1.4' or '*'"
@@ -360,7 +370,11 @@ class Constraint:
 @functools.lru_cache(maxsize=512)
 def _parse_constraint(text: str) -> Constraint:
     source = text if text.strip() else "*"
-    rewritten = _RANGE_RE.sub(lambda m: f">= {m.group(1)}, <= {m.group(2)} ", source)
+    if source == "*":  # what the grammar makes of it (a test checks), without compiling it
+        return Constraint(
+            text, ((_comparator(text, "*", "", "*", "*", None, None, None),),), (False,)
+        )
+    rewritten = _grammar()[2].sub(lambda m: f">= {m.group(1)}, <= {m.group(2)} ", source)
     groups: list[tuple[_Comparator, ...]] = []
     has_pre: list[bool] = []
     for part in rewritten.split("||"):
@@ -384,7 +398,7 @@ def _split_and(text: str, part: str) -> list[str]:
     items: list[str] = []
     pos = _skip_space(part, 0)
     while True:
-        match = _ITEM_RE.match(part, pos)
+        match = _grammar()[0].match(part, pos)
         if match is not None:
             items.append(match.group(0))
             end = match.end()
@@ -406,15 +420,28 @@ def _split_and(text: str, part: str) -> list[str]:
 
 
 def _skip_space(text: str, pos: int) -> int:
-    match = _SPACE_RE.match(text, pos)
+    match = _grammar()[3].match(text, pos)
     return match.end() if match else pos
 
 
 def _parse_comparator(text: str, item: str) -> _Comparator:
-    match = _COMPARATOR_RE.fullmatch(item)
+    match = _grammar()[1].fullmatch(item)
     if match is None:  # cannot happen: items were matched by the same grammar
         raise ConstraintError(f"invalid version constraint '{text}': '{item}'; {_EXAMPLES}")
-    op, whole, major, minor, patch, pre = match.group(1, 2, 3, 4, 5, 6)
+    return _comparator(text, item, *match.group(1, 2, 3, 4, 5, 6))
+
+
+def _comparator(
+    text: str,
+    item: str,
+    op: str,
+    whole: str,
+    major: str,
+    minor: str | None,
+    patch: str | None,
+    pre: str | None,
+) -> _Comparator:
+    """The comparator of one item from its parts (the comparator pattern's groups)."""
     pre = pre or ""
     minor_part, patch_part = (minor or "")[1:], (patch or "")[1:]
     dirty = minor_dirty = patch_dirty = False

@@ -457,9 +457,12 @@ def render(rounds: list[list[Measured]], s: Scenario, setup: Mapping[str, float]
         "|---|---:|---:|---:|---|---:|---|---:|---:|",
     ]
     for index, row in enumerate(rows):
-        rss = max(r[index].rss_mb for r in rounds)
+        peaks = [r[index].rss_mb for r in rounds]
+        rss = f"{max(peaks):.0f}"
+        if len(peaks) > 1:
+            rss += f" ({', '.join(f'{p:.0f}' for p in peaks)})"
         if row.cycle == "startup":
-            lines.append(f"| after startup | - | - | - | - | - | - | - | {rss:.0f} |")
+            lines.append(f"| after startup | - | - | - | - | - | - | - | {rss} |")
             continue
         wall = _spread([r[index].wall for r in rounds])
         cpu = _spread([r[index].cpu for r in rounds])
@@ -473,7 +476,7 @@ def render(rounds: list[list[Measured]], s: Scenario, setup: Mapping[str, float]
         kube = f"{kube_total} ({parts})"
         lines.append(
             f"| {row.cycle} | {wall} | {cpu} | {gc_spent} | {registry} | {minimum} | {kube} | "
-            f"{row.updated} | {rss:.0f} |"
+            f"{row.updated} | {rss} |"
         )
     lines += [
         "",
@@ -484,7 +487,7 @@ def render(rounds: list[list[Measured]], s: Scenario, setup: Mapping[str, float]
         "once on its first cycle and afterwards only when it changes (or for the heartbeat), "
         "and each write-back creates an event. Controller CPU is the process time of the "
         "controller process during the cycle, GC the time its garbage collections took. Peak RSS is the controller process's peak "
-        "resident memory so far (VmHWM; the highest of the rounds).",
+        "resident memory so far (VmHWM; the highest of the rounds, then each round's).",
     ]
     return "\n".join(lines)
 

@@ -25,6 +25,7 @@ main()
 @pytest.fixture
 def restored_collector() -> Iterator[None]:
     enabled = gc.isenabled()
+    gc.unfreeze()  # another test in this process may have frozen its heap (a controller's cycle)
     yield
     collector._paused = False
     gc.unfreeze()

@@ -30,6 +30,7 @@ from argocd_image_updater.http1.transport import (
     DEFAULT_LIMITS,
     AsyncHTTP1Transport,
     ConnectionKey,
+    read_within,
 )
 from argocd_image_updater.http1.wire import ProtocolError, encode_request_head
 from argocd_image_updater.observe.log import register_secret
@@ -291,23 +292,14 @@ async def _through_httpx(
         extensions={"sni_hostname": sni_hostname} if sni_hostname else None,
     )
     response = await client.send(request, stream=True, follow_redirects=follow_redirects)
-    chunks: list[bytes] = []
-    size = 0
-    truncated = False
     try:
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > limit:
-                chunks.append(chunk[: len(chunk) - (size - limit)])
-                truncated = True
-                break
-            chunks.append(chunk)
+        body, truncated = await read_within(response.aiter_bytes(), limit)
     finally:
         await response.aclose()
     return Answer(
         response.status_code,
         list(response.headers.raw),
-        b"".join(chunks),
+        body,
         method=method,
         url=response.request.url,
         reason=response.reason_phrase,

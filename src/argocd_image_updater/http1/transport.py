@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any, Final
 
 import httpx
@@ -125,20 +125,11 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
         ``head_out`` is the encoded request head (:func:`.wire.encode_request_head`)."""
         conn, head, framing = await self._open(key, method, head_out, body, None, timeouts)
         reader = _Body(self, key, conn, framing, None, timeouts.get("read"))
-        chunks: list[bytes] = []
-        size = 0
-        truncated = False
         try:
-            async for chunk in reader:
-                size += len(chunk)
-                if size > limit:
-                    chunks.append(chunk[: len(chunk) - (size - limit)])
-                    truncated = True
-                    break
-                chunks.append(chunk)
+            body, truncated = await read_within(reader, limit)
         finally:
             await reader.aclose()
-        return head, chunks[0] if len(chunks) == 1 else b"".join(chunks), truncated
+        return head, body, truncated
 
     async def _open(
         self,
@@ -338,6 +329,20 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
                 conn.close()
         self._idle.clear()
         self._idle_count = 0
+
+
+async def read_within(chunks: AsyncIterable[bytes], limit: int) -> tuple[bytes, bool]:
+    """The bytes of ``chunks`` up to ``limit``, and whether there were more (the rest is not
+    read)."""
+    kept: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            kept.append(chunk[: len(chunk) - (size - limit)])
+            return b"".join(kept), True
+        kept.append(chunk)
+    return kept[0] if len(kept) == 1 else b"".join(kept), False
 
 
 _LOOPBACK_NAMES: Final = frozenset({"localhost", "::1"})

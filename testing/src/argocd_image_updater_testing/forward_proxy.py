@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Final, Self
 from urllib.parse import quote, urlsplit
 
+from argocd_image_updater_testing.in_thread import InThread
+
 _HEAD_LIMIT: Final = 64 * 1024
 _HOP_BY_HOP: Final = frozenset(
     {
@@ -60,7 +62,7 @@ class _Refused(Exception):
         self.status, self.reason, self.headers = status, reason, headers
 
 
-class ForwardProxy:
+class ForwardProxy(InThread):
     """``credentials`` ``(user, password)``: require them as ``Proxy-Authorization: Basic``."""
 
     def __init__(self, *, credentials: tuple[str, str] | None = None) -> None:
@@ -71,8 +73,6 @@ class ForwardProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._handlers: set[asyncio.Task[None]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     @property
@@ -109,54 +109,6 @@ class ForwardProxy:
         if self._handlers:
             await asyncio.wait(list(self._handlers), timeout=10)
         await server.wait_closed()
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    def start_in_thread(self, timeout: float = 30.0) -> Self:
-        """Serve from a daemon thread with its own event loop; returns once it listens."""
-        loop = asyncio.new_event_loop()
-        started: asyncio.Future[None] = loop.create_future()
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self.start())
-            except BaseException as exc:
-                started.set_exception(exc)
-            else:
-                started.set_result(None)
-            try:
-                if started.exception() is None:
-                    loop.run_forever()
-            finally:
-                loop.close()
-
-        ready = threading.Event()
-        started.add_done_callback(lambda _: ready.set())
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name="ForwardProxy", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout):
-            raise TimeoutError(f"the forward proxy did not start within {timeout} s")
-        failure = started.exception()
-        if failure is not None:
-            raise failure
-        return self
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop a proxy started with :meth:`start_in_thread`."""
-        loop, thread = self._loop, self._thread
-        self._loop = self._thread = None
-        if loop is None or thread is None:
-            return
-        if not loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self.close(), loop).result(timeout)
-            loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout)
 
     # -- serving --
 

@@ -31,6 +31,7 @@ from typing import Any, Final, Self
 
 from aiohttp import web
 
+from argocd_image_updater_testing.in_thread import InThread
 from argocd_image_updater_testing.kube_schema import (
     Cause,
     DecodeError,
@@ -778,7 +779,7 @@ class _Fault:
         return self.verb in (None, verb) and self.resource in (None, resource)
 
 
-class ServedApp:
+class ServedApp(InThread):
     """An aiohttp application on 127.0.0.1 and a free port: ``async with`` it, or run it in a
     background thread with its own event loop (:meth:`start_in_thread` / :meth:`stop`).
 
@@ -790,8 +791,6 @@ class ServedApp:
         self._faults: list[_Fault] = []
         self._fault_lock = threading.Lock()
         self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def url(self) -> str:
@@ -821,51 +820,6 @@ class ServedApp:
             await self.before_close()
             await self._runner.cleanup()
             self._runner = None
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    def start_in_thread(self, timeout: float = 30.0) -> Self:
-        """Serve from a daemon thread (for synchronous callers); returns once it listens."""
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self.start())
-            except BaseException as exc:
-                failure.append(exc)
-            ready.set()
-            try:
-                if not failure:
-                    loop.run_forever()
-            finally:
-                loop.close()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name=type(self).__name__, daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout):
-            raise TimeoutError(f"{type(self).__name__} did not start within {timeout} s")
-        if failure:
-            raise failure[0]
-        return self
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop a server started with :meth:`start_in_thread`."""
-        loop, thread = self._loop, self._thread
-        self._loop = self._thread = None
-        if loop is None or thread is None:
-            return
-        if not loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self.close(), loop).result(timeout)
-            loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout)
 
     # -- test hooks --
 

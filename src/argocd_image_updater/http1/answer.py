@@ -6,6 +6,7 @@ when a caller asks for all of them."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,41 +20,20 @@ def _text(value: bytes) -> str:
         return value.decode("latin-1")
 
 
+@dataclass(slots=True, kw_only=True)
 class Answer:
     """``status`` and ``reason``, the header fields in arrival order (``raw_headers``), the body
     (``truncated`` when it was longer than the caller's limit, then cut there), and the request's
     ``method`` and ``url``."""
 
-    __slots__ = (
-        "_headers",
-        "body",
-        "method",
-        "raw_headers",
-        "reason",
-        "status",
-        "truncated",
-        "url",
-    )
-
-    def __init__(
-        self,
-        status: int,
-        raw_headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        *,
-        method: str,
-        url: str | httpx.URL,
-        reason: str = "",
-        truncated: bool = False,
-    ) -> None:
-        self.status = status
-        self.raw_headers = raw_headers
-        self.body = body
-        self.method = method
-        self.url = url
-        self.reason = reason
-        self.truncated = truncated
-        self._headers: httpx.Headers | None = None
+    status: int
+    raw_headers: list[tuple[bytes, bytes]]
+    body: bytes
+    method: str
+    url: str | httpx.URL
+    reason: str = ""
+    truncated: bool = False
+    _headers: httpx.Headers | None = field(default=None, repr=False, compare=False)
 
     def header(self, name: str) -> str:
         """The field ``name`` (any case); several are joined with ``", "`` (as httpx does), and

@@ -244,9 +244,9 @@ async def fetch(
             body, cut = _decoded(value, body, limit)
             truncated = truncated or cut
     return Answer(
-        head.status,
-        head.headers,
-        body,
+        status=head.status,
+        raw_headers=head.headers,
+        body=body,
         method=method,
         url=url,
         reason=head.reason.decode("latin-1"),
@@ -297,9 +297,9 @@ async def _through_httpx(
     finally:
         await response.aclose()
     return Answer(
-        response.status_code,
-        list(response.headers.raw),
-        body,
+        status=response.status_code,
+        raw_headers=list(response.headers.raw),
+        body=body,
         method=method,
         url=response.request.url,
         reason=response.reason_phrase,

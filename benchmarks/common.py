@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import pstats
+import shutil
 import signal
 import sys
 import tempfile
@@ -23,8 +24,11 @@ SHM_MIN_INODES = 400_000
 """Free inodes ``/dev/shm`` must have left over what a script says it needs (another
 benchmark may be filling it)."""
 SHM_MIN_BYTES = 2 * 2**30
-INODES_PER_TAG = 10
-"""Files and directories of one tag in the registry storage (an upper bound)."""
+INODES_PER_TAG = 20
+"""Files and directories of one tag in the registry storage of ``write_fleet_storage`` (an upper
+bound: 17 to 19 in distribution's layout)."""
+INODES_PER_NAMED_TAG = 4
+"""The same for ``write_tag_name_storage`` (an upper bound: 3)."""
 
 
 def _shm_has_room(shm: Path, inodes: int) -> bool:
@@ -92,6 +96,33 @@ def write_fleet_storage(
         for r, repo in enumerate(repos)
     }
     write_registry_storage(root, layout)
+
+
+def write_tag_name_storage(
+    root: Path, repos: list[str], tags: int, tag: Callable[[int], str]
+) -> None:
+    """Registry storage with ``tags`` tags in each repository, all of one image: for scenarios
+    that read tag names only (semver), at a sixth of the files of ``write_fleet_storage``, so
+    that 10,000 Applications' registry fits ``/dev/shm``. Each tag is a real, pullable tag."""
+    from argocd_image_updater_testing.push import write_registry_storage
+
+    digest = write_registry_storage(root, {repos[0]: [(tag(0), datetime(2024, 1, 1, tzinfo=UTC))]})[
+        repos[0]
+    ][tag(0)]
+    v2 = root / "docker" / "registry" / "v2" / "repositories"
+    first = v2 / repos[0]
+    for repo in repos:
+        repo_dir = v2 / repo
+        if repo != repos[0]:
+            shutil.copytree(first / "_layers", repo_dir / "_layers")
+            shutil.copytree(
+                first / "_manifests" / "revisions", repo_dir / "_manifests" / "revisions"
+            )
+        tags_dir = repo_dir / "_manifests" / "tags"
+        for t in range(tags):
+            current = tags_dir / tag(t) / "current"
+            current.mkdir(parents=True, exist_ok=True)
+            (current / "link").write_text(digest)
 
 
 class CpuSampler:

@@ -12,7 +12,8 @@ Configuration shape (``--config``):
   write them; 200 CRs × 1,000 Applications also exercises the selection;
 * ``legacy``: the v0.x ``image-list`` annotation on every Application, no CR.
 
-Parts are the product's own: the real registry (``docker-registry``, storage written directly)
+Parts are the product's own: the real registry (``docker-registry``, storage written directly;
+every tag is a real tag of one shared image, as semver reads tag names only)
 behind a counting proxy, the Kubernetes API fake, and the controller as ``run`` builds it
 (``build_controller``), which runs in a child process so that its peak RSS is its own and the
 fakes' CPU is not on its event loop. Three cycles:
@@ -50,7 +51,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from common import INODES_PER_TAG, CpuSampler, emit, profile_text, scratch_dir, write_fleet_storage
+from common import (
+    INODES_PER_NAMED_TAG,
+    CpuSampler,
+    emit,
+    profile_text,
+    scratch_dir,
+    write_tag_name_storage,
+)
 
 NS = "argocd"
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -505,14 +513,12 @@ def parent_main(args: argparse.Namespace) -> int:
         profile, profile_name = f"sample:{args.sample}", "CPU sampling profile"
     else:
         profile, profile_name = "none:0", ""
-    root = scratch_dir("cycle-bench-", inodes=s.repos * s.tags * INODES_PER_TAG)
+    root = scratch_dir("cycle-bench-", inodes=s.repos * s.tags * INODES_PER_NAMED_TAG)
     setup: dict[str, float] = {}
     rounds: list[list[Measured]] = []
     try:
         began = time.perf_counter()
-        write_fleet_storage(
-            root / "storage", [s.repo(r) for r in range(s.repos)], s.tags, s.tag, START
-        )
+        write_tag_name_storage(root / "storage", [s.repo(r) for r in range(s.repos)], s.tags, s.tag)
         setup["storage"] = time.perf_counter() - began
         with RegistryServer(storage=root / "storage") as registry:
             for _ in range(args.rounds):

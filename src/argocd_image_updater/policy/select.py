@@ -79,7 +79,7 @@ class Selection:
         self,
         chosen: TagInfo | None,
         summary: str,
-        tags: Iterable[str],
+        tags: Sequence[TagInfo],
         rejected: Mapping[str, Verdict | Rejection],
         beaten: str,
     ) -> None:
@@ -94,7 +94,8 @@ class Selection:
     def verdicts(self) -> tuple[Verdict, ...]:
         """One per distinct tag name, in the order the tags were given."""
         if self._verdicts is None:
-            self._verdicts = _verdicts(self._tags, self._rejected, self.chosen, self._beaten)
+            names = (tag.name for tag in self._tags)
+            self._verdicts = _verdicts(names, self._rejected, self.chosen, self._beaten)
         return self._verdicts
 
     def counts(self) -> dict[TagVerdict, int]:
@@ -197,7 +198,12 @@ def choose(
             rejected[name] = ranked
 
     summary = _summary(policy, chosen, len(unique), rejected)
-    return Selection(chosen, summary, unique.keys(), rejected, strategy.beaten)
+    # The names for the verdicts, built when they are read: ``tags`` itself when it is a tuple
+    # of distinct names (the usual case: its caller keeps it anyway), so that a kept choice
+    # holds no table of every tag name.
+    distinct = isinstance(tags, tuple) and len(unique) == len(tags)
+    considered = tags if distinct else tuple(unique.values())
+    return Selection(chosen, summary, considered, rejected, strategy.beaten)
 
 
 def _verdict(name: str, verdict: Verdict | Rejection) -> Verdict:

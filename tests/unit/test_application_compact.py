@@ -71,8 +71,9 @@ def test_the_view_and_the_ship_trackers_reading_are_unchanged() -> None:
     assert obj == original  # the listed object itself is not changed
     view, full = Application.from_object(compact), Application.from_object(obj)
     for field in Application.__dataclass_fields__:
-        if field != "raw":
+        if field != "kept":  # the object itself, compact or whole
             assert getattr(view, field) == getattr(full, field), field
+    assert view.raw == compact
     assert AppView.from_object(compact) == AppView.from_object(obj)
 
 
@@ -103,7 +104,7 @@ def test_malformed_parts_are_kept_for_the_view_to_name() -> None:
     assert compact_object({}) == {}
 
 
-def test_the_strings_applications_repeat_are_kept_once() -> None:
+def test_views_keep_repeated_strings_once_and_the_object_as_text() -> None:
     def listed(name: str) -> dict[str, Any]:
         repo = "".join(["https://example.com/", "gitops.git"])  # a new string each time
         return {
@@ -112,12 +113,14 @@ def test_the_strings_applications_repeat_are_kept_once() -> None:
             "status": {"sync": {"status": "".join(["Syn", "ced"])}},
         }
 
-    first, second = compact_object(listed("a")), compact_object(listed("b"))
-    assert first["metadata"]["namespace"] is second["metadata"]["namespace"]
-    assert first["spec"]["source"]["repoURL"] is second["spec"]["source"]["repoURL"]
-    assert (
-        first["spec"]["source"]["kustomize"]["images"][0]
-        is second["spec"]["source"]["kustomize"]["images"][0]
-    )
-    assert first["status"]["sync"]["status"] is second["status"]["sync"]["status"]
-    assert Application.from_object(first).write_source().kustomize_images == ("a:1",)
+    first = Application.from_object(compact_object(listed("a")))
+    second = Application.from_object(compact_object(listed("b")))
+    assert first.namespace is second.namespace
+    one, two = first.write_source(), second.write_source()
+    assert one.repo_url is two.repo_url
+    assert one.kustomize_images[0] is two.kustomize_images[0]
+    assert one.kustomize_images == ("a:1",)
+    # the object itself is kept as compact JSON text and given back whole
+    assert isinstance(first.kept, bytes)
+    assert first.raw == compact_object(listed("a"))
+    assert one.raw == listed("a")["spec"]["source"]

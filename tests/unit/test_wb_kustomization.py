@@ -281,7 +281,7 @@ def test_images_for_plan_applies_the_kustomize_edits_to_the_source() -> None:
     source = AppSource(
         spec_path=("source",),
         has_kustomize=True,
-        raw={"kustomize": {"images": ["keep/me:1", "org/app:1.0"]}},
+        kept={"kustomize": {"images": ["keep/me:1", "org/app:1.0"]}},
     )
     managed = [
         ParamEdit("kustomize", "org/app", "org/app:1.1", changed=True),

@@ -27,7 +27,7 @@ def source(**blocks: Any) -> AppSource:
         has_helm="helm" in blocks,
         has_kustomize="kustomize" in blocks,
         has_plugin="plugin" in blocks,
-        raw=blocks,
+        kept=blocks,
     )
 
 
@@ -252,7 +252,7 @@ def test_ov16_merged_by_name_and_sorted() -> None:
 
 
 def test_ov17_hydrator_dry_source() -> None:
-    dry = AppSource(spec_path=("sourceHydrator", "drySource"), has_helm=True, raw={"helm": {}})
+    dry = AppSource(spec_path=("sourceHydrator", "drySource"), has_helm=True, kept={"helm": {}})
     edits = [helm_edit("image.name", "nginx"), helm_edit("image.tag", "v1.0.0")]
     result = render_override(None, dry, "Helm", edits)
     assert result is not None and "value: v1.0.0" in result

@@ -1,8 +1,9 @@
 """A typed, read-only view over an Argo CD ``Application`` object.
 
 The object is the mapping returned by the Kubernetes API (or the Argo CD API, which has the same
-JSON shape). Only the fields the updater reads are exposed; :attr:`Application.raw` keeps the
-whole mapping for writers that patch it.
+JSON shape). Only the fields the updater reads are exposed; :attr:`Application.raw` gives the
+whole mapping back for writers that patch it (kept as compact JSON text, a fraction of the
+objects: a controller keeps the views of thousands of Applications from one cycle to the next).
 
 Source-type detection and the choice of the source to write to follow the original:
 
@@ -20,13 +21,13 @@ Source-type detection and the choice of the source to write to follow the origin
 from __future__ import annotations
 
 import enum
+import json
 import posixpath
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
-
-from argocd_image_updater.kits.interning import intern_strings
 
 DEFAULT_TARGET_FILE_PREFIX: Final = ".argocd-source-"
 KUSTOMIZATION_PREFIX: Final = "kustomization"
@@ -92,7 +93,9 @@ class AppSource:
     ``spec_path`` locates it inside ``spec``: ``("source",)``, ``("sources", i)`` or
     ``("sourceHydrator", "drySource")``. ``index`` is ``i`` for multi-source apps.
     ``kind`` names the configuration block present (Helm, Kustomize, Plugin, Directory) or
-    ``UNKNOWN`` when there is none.
+    ``UNKNOWN`` when there is none. ``kept`` holds :attr:`raw`: the source's mapping itself, or
+    the JSON text of the whole Application it belongs to (see :func:`_kept`), read at
+    ``spec_path``.
     """
 
     spec_path: SpecPath
@@ -110,7 +113,19 @@ class AppSource:
     kustomize_images: tuple[str, ...] = ()
     plugin_name: str = ""
     plugin_env: tuple[EnvEntry, ...] = ()
-    raw: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False, repr=False)
+    kept: bytes | Mapping[str, Any] = field(
+        default_factory=lambda: _EMPTY, compare=False, repr=False
+    )
+
+    @property
+    def raw(self) -> Mapping[str, Any]:
+        """The source's object (decoded anew from the kept text: the caller may change it)."""
+        if not isinstance(self.kept, bytes):
+            return self.kept
+        value: Any = json.loads(self.kept)["spec"]
+        for step in self.spec_path:
+            value = value[step]
+        return value  # type: ignore[no-any-return]
 
     @property
     def index(self) -> int | None:
@@ -206,9 +221,11 @@ class _Reader:
         value = obj.get(key)
         if value is None:
             return ""
-        if not isinstance(value, str):
-            raise self.fail(path, "a string", value)
-        return value
+        if type(value) is not str:
+            if not isinstance(value, str):
+                raise self.fail(path, "a string", value)
+            return value
+        return sys.intern(value)  # kept by the view: many Applications repeat it
 
     def boolean(self, obj: Mapping[str, Any], key: str, path: str) -> bool:
         value = obj.get(key)
@@ -231,7 +248,7 @@ class _Reader:
         for i, item in enumerate(items):
             if not isinstance(item, str):
                 raise self.fail(f"{path}[{i}]", "a string", item)
-        return tuple(items)
+        return tuple(sys.intern(item) if type(item) is str else item for item in items)
 
     def string_map(self, obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, str]:
         value = self.mapping(obj, key, path)
@@ -240,7 +257,9 @@ class _Reader:
         for k, v in value.items():
             if not isinstance(v, str):
                 raise self.fail(f"{path}.{k}", "a string", v)
-        return MappingProxyType(dict(value))
+        return MappingProxyType(
+            {sys.intern(k): sys.intern(v) if type(v) is str else v for k, v in value.items()}
+        )
 
     def objects(
         self, obj: Mapping[str, Any], key: str, path: str
@@ -253,7 +272,13 @@ class _Reader:
         return out
 
 
-def _read_source(r: _Reader, obj: Mapping[str, Any], path: str, spec_path: SpecPath) -> AppSource:
+def _read_source(
+    r: _Reader,
+    obj: Mapping[str, Any],
+    path: str,
+    spec_path: SpecPath,
+    kept: bytes | Mapping[str, Any],
+) -> AppSource:
     helm = r.mapping(obj, "helm", f"{path}.helm")
     kustomize = r.mapping(obj, "kustomize", f"{path}.kustomize")
     plugin = r.mapping(obj, "plugin", f"{path}.plugin")
@@ -298,7 +323,7 @@ def _read_source(r: _Reader, obj: Mapping[str, Any], path: str, spec_path: SpecP
         kustomize_images=images,
         plugin_name=plugin_name,
         plugin_env=tuple(env),
-        raw=obj,
+        kept=kept if isinstance(kept, bytes) else obj,
     )
 
 
@@ -340,9 +365,8 @@ def compact_object(obj: Any) -> Any:
     Everything else (``status.resources``, ``status.history``, ``status.operationState``'s
     results, ``managedFields``, …) is left out, so that the Applications kept from one cycle to
     the next hold a fraction of the listed objects. The values kept are the same objects, not
-    copies, with their strings interned in place (:func:`~argocd_image_updater.kits.interning.intern_strings`: the object as listed
-    is read once and then dropped); malformed parts are kept as they are, so that
-    :meth:`Application.from_object` reports them as it would have."""
+    copies (the object as listed is read once and then dropped); malformed parts are kept as
+    they are, so that :meth:`Application.from_object` reports them as it would have."""
     if not isinstance(obj, dict):
         return obj
     out = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
@@ -359,8 +383,18 @@ def compact_object(obj: Any) -> Any:
         out["status"] = kept
     elif "status" in obj:
         out["status"] = status
-    intern_strings(out)
     return out
+
+
+def _kept(obj: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
+    """How a view keeps its object: as compact JSON text, one object where the mapping is
+    dozens (with its strings, about a fifth of the memory), decoded again by the few that read
+    it (the writers, on a change). An object JSON cannot hold (a YAML timestamp in a local
+    manifest) is kept as it is."""
+    try:
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError):
+        return obj
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -376,7 +410,8 @@ class Application:
     annotations: Mapping[str, str]
     resource_version: str
     uid: str
-    raw: Mapping[str, Any] = field(repr=False)
+    kept: bytes | Mapping[str, Any] = field(repr=False)
+    """What :attr:`raw` gives back (see :func:`_kept`)."""
     single_source: AppSource | None
     multi_sources: tuple[AppSource, ...]
     source_hydrator: AppSource | None
@@ -406,9 +441,10 @@ class Application:
         spec = r.mapping(obj, "spec", "spec") or _EMPTY
         status = r.mapping(obj, "status", "status") or _EMPTY
 
+        kept = _kept(obj)
         single = r.mapping(spec, "source", "spec.source")
         multi = tuple(
-            _read_source(r, s, p, ("sources", i))
+            _read_source(r, s, p, ("sources", i), kept)
             for i, (p, s) in enumerate(r.objects(spec, "sources", "spec.sources"))
         )
         hydrator = r.mapping(spec, "sourceHydrator", "spec.sourceHydrator")
@@ -417,7 +453,11 @@ class Application:
             dry_obj = r.mapping(hydrator, "drySource", "spec.sourceHydrator.drySource")
             if dry_obj is not None:
                 dry = _read_source(
-                    r, dry_obj, "spec.sourceHydrator.drySource", ("sourceHydrator", "drySource")
+                    r,
+                    dry_obj,
+                    "spec.sourceHydrator.drySource",
+                    ("sourceHydrator", "drySource"),
+                    kept,
                 )
         summary = r.mapping(status, "summary", "status.summary") or _EMPTY
         return cls(
@@ -427,9 +467,11 @@ class Application:
             annotations=r.string_map(meta, "annotations", "metadata.annotations"),
             resource_version=r.string(meta, "resourceVersion", "metadata.resourceVersion"),
             uid=r.string(meta, "uid", "metadata.uid"),
-            raw=obj,
+            kept=kept,
             single_source=(
-                _read_source(r, single, "spec.source", ("source",)) if single is not None else None
+                _read_source(r, single, "spec.source", ("source",), kept)
+                if single is not None
+                else None
             ),
             multi_sources=multi,
             source_hydrator=dry,
@@ -437,6 +479,14 @@ class Application:
             status_source_types=r.strings(status, "sourceTypes", "status.sourceTypes"),
             live_images=r.strings(summary, "images", "status.summary.images"),
         )
+
+    @property
+    def raw(self) -> Mapping[str, Any]:
+        """The object the view was built from (decoded anew from the kept text: the caller may
+        change it)."""
+        if isinstance(self.kept, bytes):
+            return json.loads(self.kept)  # type: ignore[no-any-return]
+        return self.kept
 
     @property
     def qualified_name(self) -> str:

@@ -97,21 +97,22 @@ class ShipTracker:
         self._index = None
         listed = (
             {
-                f"{config.app.namespace}/{config.app.name}": config.app.raw
+                f"{config.app.namespace}/{config.app.name}": config.app
                 for config, _ in collected.configs
             }
             if self._pending or self._done
             else {}
         )
         finished: list[Shipment] = []
-        views = {
-            key: AppView.from_object(raw)
+        raws = {
+            key: app.raw
             for key, shipment in self._pending.items()
-            if (raw := listed.get(shipment.app)) is not None
+            if (app := listed.get(shipment.app)) is not None
         }
+        views = {key: AppView.from_object(raw) for key, raw in raws.items()}
         ancestry = await self._ancestry(views)
         for key, shipment in list(self._pending.items()):
-            raw = listed.get(shipment.app)
+            raw = raws.get(key)
             if raw is None and partial:
                 continue
             view = views.get(key)

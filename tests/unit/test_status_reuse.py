@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -87,3 +88,21 @@ def test_only_the_image_updaters_of_the_last_report_are_kept() -> None:
     assert len(reporter.reuse) == 2
     reporter.reuse.retain([("argocd", "b")])
     assert len(reporter.reuse) == 1
+
+
+def test_a_kept_status_is_made_of_the_listed_one_not_a_second_copy() -> None:
+    reporter = Reporter()
+    first = cr()
+    mine = [outcome(first, "a", [up_to_date("web", "nginx", "1.2")])]
+    written = reporter.status(first, mine, T0)
+    listed = json.loads(json.dumps(written))  # as decoded from the next listing
+    state = stored(first, listed, "11")
+    reporter.status(state, mine, T1)  # computed over the listed status, then kept
+    kept = reporter.reuse._kept[(state.namespace, state.name)].body
+    assert kept["conditions"] is listed["conditions"]
+    relisted = json.loads(json.dumps(written))  # listed again: the kept one follows it
+    reused = reporter.status(stored(state, relisted, "11"), mine, T2)
+    assert reporter.reuse.reused == 1
+    kept = reporter.reuse._kept[(state.namespace, state.name)].body
+    assert kept["conditions"] is relisted["conditions"]
+    assert reused == written | {"lastCheckedAt": "2026-03-01T12:04:00Z"}

@@ -46,7 +46,8 @@ class _Kept:
     plan: AppPlan | None = None
     choices: tuple[object, ...] = ()
     writes: Mapping[str, WriteRecord] = field(default_factory=dict)
-    live: frozenset[str] = frozenset()
+    live: tuple[str, ...] = ()
+    """What planning told the holds of the live images (a tuple: most hold one)."""
 
 
 def _choices(jobs: AppJobs, scans: object) -> tuple[object, ...] | None:
@@ -149,4 +150,4 @@ class PlanReuse:
         if choices is None:
             return
         kept.plan, kept.choices = plan, choices
-        kept.writes, kept.live = holds.writes, frozenset(holds.live)
+        kept.writes, kept.live = holds.writes, tuple(holds.live)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import signal
 import time
@@ -70,6 +71,29 @@ def _settle_heap(*, after_first_cycle: bool = False) -> None:
     gc.collect(1)
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or ``None`` where the C library has none (musl, macOS)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
+def _return_free_memory() -> None:
+    """After a cycle: hand the C heap's free pages back to the system. A cycle's transient
+    objects (listed pages, their text, the plans of changed Applications) are freed between
+    the objects kept for the next cycle, and glibc keeps the pages they held; at 10,000
+    Applications that is about 6 MB more resident memory every cycle starts from. A few ms."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 @dataclass(slots=True)
@@ -138,6 +162,7 @@ class Controller:
             await self.reporter.report(collected, result, dry_run=self.dry_run)
         if self.cycles == 0:
             _settle_heap(after_first_cycle=True)
+        _return_free_memory()
         self.cycles += 1
         metrics.LAST_SUCCESSFUL_CYCLE.set(time.time())
         if self.health is not None:

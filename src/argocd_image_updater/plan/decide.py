@@ -28,6 +28,7 @@ deciding one image becomes that image's error (``internal-error``); the others a
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias
@@ -361,8 +362,10 @@ class _Planner:
             if picked is not None:
                 live = picked
         new_image = job.cfg.with_tag(chosen.name, chosen.digest)
-        new_text = new_image.full_name_with_tag
-        current = live.full_name_with_tag if live is not None else None
+        # Interned: the plans kept for the next cycle hold these texts, and the Applications
+        # of one image (its environments) repeat them.
+        new_text = sys.intern(new_image.full_name_with_tag)
+        current = sys.intern(live.full_name_with_tag) if live is not None else None
 
         def result(outcome: Outcome, reason: ImageReason, message: str) -> None:
             self.results.append(
@@ -390,7 +393,7 @@ class _Planner:
             result(
                 Outcome.UP_TO_DATE,
                 ImageReason.UP_TO_DATE,
-                f"Image '{live.full_name_with_tag}' already on latest allowed version",
+                sys.intern(f"Image '{current}' already on latest allowed version"),
             )
             return
         held = (

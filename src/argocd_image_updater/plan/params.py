@@ -22,6 +22,7 @@ already holds the value; :func:`apply_edits` produces the edited source.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -193,7 +194,8 @@ def set_kustomize_image(images: Sequence[str], entry: str) -> list[str]:
 def kustomize_entry(kustomize_name: str, image: ImageRef) -> str:
     """``<name>=<registry/repo:tag[@digest]>``, or without ``<name>=`` when there is no name."""
     full = image.full_name_with_tag
-    return f"{kustomize_name}={full}" if kustomize_name else full
+    # Interned: kept plans hold it, and the Applications of one image repeat it.
+    return sys.intern(f"{kustomize_name}={full}" if kustomize_name else full)
 
 
 def kustomize_edits(

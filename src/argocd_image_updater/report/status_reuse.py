@@ -78,10 +78,11 @@ class StatusReuse:
             and all(now_ is then for now_, then in zip(plans, kept.plans, strict=True))
         ):
             self.reused += 1
+            self._kept[key] = _Kept(inputs, plans, _shared(kept.body, previous))
             return {**kept.body, _CHECKED: format_time(now)}
         body = compute()
         if all(previous.get(k) == v for k, v in body.items() if k != _CHECKED):
-            self._kept[key] = _Kept(inputs, plans, body)
+            self._kept[key] = _Kept(inputs, plans, _shared(body, previous))
         else:
             self._kept.pop(key, None)
         return body
@@ -91,3 +92,10 @@ class StatusReuse:
         self.reused = 0
         for key in self._kept.keys() - set(crs):
             del self._kept[key]
+
+
+def _shared(body: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+    """``body``, whose fields but ``lastCheckedAt`` equal ``stored``'s, made of ``stored``'s
+    values: what is kept is then the listed status itself, not a second copy of it (an
+    ImageUpdater's status lists its images: a few kB each, thousands of ImageUpdaters)."""
+    return {k: v if k == _CHECKED or k not in stored else stored[k] for k, v in body.items()}

@@ -451,7 +451,9 @@ def test_status_and_metadata_extras_are_accepted() -> None:
     obj = cr({"applicationRefs": [ref()]})
     obj["metadata"]["managedFields"] = [{"manager": "kubectl"}]
     obj["status"] = {"applicationsMatched": 2}
-    assert parse_image_updater(obj).status == {"applicationsMatched": 2}
+    # accepted, and not copied: the status is read from the listed object
+    assert parse_image_updater(obj).status == {}
+    assert obj["status"] == {"applicationsMatched": 2}
 
 
 # WB-20 / WB-21

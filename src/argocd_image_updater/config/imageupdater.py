@@ -473,8 +473,13 @@ def parse_image_updater(obj: Mapping[str, Any]) -> ImageUpdater:
         who = f"ImageUpdater '{ns}/{meta['name']}'" if isinstance(ns, str) and ns else who
         if who == "ImageUpdater":
             who = f"ImageUpdater '{meta['name']}'"
+    data = dict(obj)
+    if isinstance(data.get("status"), dict):
+        # The status is read from the listed object, never from the model: the model is kept
+        # from one cycle to the next, so it holds no copy of a status that has moved on.
+        data["status"] = {}
     try:
-        return ImageUpdater.model_validate(dict(obj))
+        return ImageUpdater.model_validate(data)
     except ValidationError as exc:
         errors = describe_errors(exc)
         raise ImageUpdaterError(

@@ -11,6 +11,7 @@ from argocd_image_updater.config.imageupdater import (
     MSG_VERIFICATION,
     ImageUpdater,
     ImageUpdaterError,
+    compact_image_updater,
     parse_image_updater,
     ref_settings,
     ref_verification,
@@ -614,3 +615,34 @@ def test_write_back_layers_merge() -> None:
         "git", GitSettings(repository="r", branch="dev", write_back_target="kustomization")
     )
     assert WriteBack.from_layers() == WriteBack("argocd", GitSettings())
+
+
+def test_a_listed_image_updater_keeps_only_what_is_read() -> None:
+    obj = cr({"applicationRefs": [ref()]})
+    obj["metadata"].update(
+        uid="u-1",
+        resourceVersion="7",
+        generation=2,
+        labels={"team": "a"},
+        annotations={
+            "kubectl.kubernetes.io/last-applied-configuration": '{"spec": {}}',
+            "note": "kept",
+        },
+        managedFields=[{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+        creationTimestamp="2026-01-01T00:00:00Z",
+    )
+    obj["status"] = {"applicationsMatched": 2}
+    compact = compact_image_updater(obj)
+    assert compact["metadata"] == {
+        "name": obj["metadata"]["name"],
+        "namespace": obj["metadata"]["namespace"],
+        "uid": "u-1",
+        "resourceVersion": "7",
+        "generation": 2,
+        "labels": {"team": "a"},
+        "annotations": {"note": "kept"},
+    }
+    assert compact["spec"] is obj["spec"] and compact["status"] is obj["status"]
+    assert parse_image_updater(compact) == parse_image_updater(obj)
+    assert compact_image_updater("not an object") == "not an object"
+    assert compact_image_updater({"spec": {}}) == {"spec": {}}

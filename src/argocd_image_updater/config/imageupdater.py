@@ -459,6 +459,34 @@ def ref_verification(
 # --- parsing -----------------------------------------------------------------------------------
 
 
+_LISTED_METADATA: Final = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "labels",
+    "annotations",
+)
+_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def compact_image_updater(obj: Any) -> Any:
+    """``obj`` (an ImageUpdater as listed) without what nothing reads: ``managedFields`` (a
+    tree per field manager, the status writes' included), kubectl's copy of the last applied
+    object and the rest of ``metadata`` but what identifies it and its labels and annotations.
+    A cycle keeps the listed ImageUpdaters until the next listing. The values kept are the
+    same objects; anything malformed is kept as it is for parsing to report."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+        return obj
+    meta = obj["metadata"]
+    kept = {key: meta[key] for key in _LISTED_METADATA if key in meta}
+    annotations = kept.get("annotations")
+    if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
+        kept["annotations"] = {k: v for k, v in annotations.items() if k != _LAST_APPLIED}
+    return {**obj, "metadata": kept}
+
+
 def parse_image_updater(obj: Mapping[str, Any]) -> ImageUpdater:
     """Validate an ImageUpdater object (as read from the API or a YAML file)."""
     if not isinstance(obj, Mapping):

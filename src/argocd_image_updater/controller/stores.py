@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
+from argocd_image_updater.config.imageupdater import compact_image_updater
 from argocd_image_updater.kits.interning import intern_strings
 from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient, KubeError
 from argocd_image_updater.model.application import compact_object
@@ -35,11 +36,13 @@ class KubeStore:
     async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]:
         """The ImageUpdaters, read a page at a time (with their statuses, a listing of
         thousands is tens of MB of JSON: read at once, its text, its decoding and the
-        connection's read buffer would be that large together), their strings interned
-        (they are kept until the next listing: see
+        connection's read buffer would be that large together), each without what nothing
+        reads (:func:`~argocd_image_updater.config.imageupdater.compact_image_updater`), their
+        strings interned (they are kept until the next listing: see
         :mod:`~argocd_image_updater.kits.interning`)."""
         items: list[dict[str, Any]] = []
         async for page in self.kube.list_pages(IMAGE_UPDATERS, namespace):
+            page = [compact_image_updater(obj) for obj in page]
             intern_strings(page)
             items.extend(page)
         return items
@@ -83,6 +86,7 @@ class ArgoCDStore:
         if self.kube is None:
             return []
         items, _ = await self.kube.list_objects(IMAGE_UPDATERS, namespace)
+        items = [compact_image_updater(obj) for obj in items]
         intern_strings(items)
         return items
 

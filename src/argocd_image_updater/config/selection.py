@@ -336,8 +336,10 @@ class SelectionMemory:
     __slots__ = ("_kept", "_seen")
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[Application, _Piece]] = {}
-        self._seen: dict[str, tuple[Application, _Piece]] = {}
+        # By name: an ImageUpdater selects the Applications of its own namespace (and a piece
+        # is recalled only for the very view it was made of).
+        self._kept: dict[str, _Piece] = {}
+        self._seen: dict[str, _Piece] = {}
 
     def _begin(self) -> None:
         self._seen = {}
@@ -346,14 +348,16 @@ class SelectionMemory:
         self._kept, self._seen = self._seen, {}
 
     def _recall(self, app: Application) -> _Piece | None:
-        kept = self._kept.get(app.qualified_name)
-        return kept[1] if kept is not None and kept[0] is app else None
+        kept = self._kept.get(app.name)
+        return kept if kept is not None and kept[0] is app else None
 
-    def _keep(self, app: Application, piece: _Piece) -> None:
-        self._seen[app.qualified_name] = (app, piece)
+    def _keep(self, piece: _Piece) -> None:
+        self._seen[piece[0].name] = piece
 
 
-_Piece = tuple[tuple[AppUpdateConfig, ...], tuple[tuple[str, str], ...], tuple[str, ...]]
+_Piece = tuple[
+    Application, tuple[AppUpdateConfig, ...], tuple[tuple[str, str], ...], tuple[str, ...]
+]
 """What the selection made of one Application: its configurations, skips and warnings."""
 
 
@@ -393,12 +397,12 @@ def select_applications(
                 one.skipped.append((app.qualified_name, reason))
             if memory is None:
                 continue
-            kept = (tuple(one.configs), tuple(one.skipped), tuple(one.warnings))
+            kept = (app, tuple(one.configs), tuple(one.skipped), tuple(one.warnings))
         assert memory is not None
-        memory._keep(app, kept)
-        result.configs.extend(kept[0])
-        result.skipped.extend(kept[1])
-        result.warnings.extend(kept[2])
+        memory._keep(kept)
+        result.configs.extend(kept[1])
+        result.skipped.extend(kept[2])
+        result.warnings.extend(kept[3])
     if memory is not None:
         memory._end()
     return result

@@ -18,7 +18,6 @@ from argocd_image_updater.config.selection import SelectionMemory
 from argocd_image_updater.model.application import Application, compact_object
 
 _Key = tuple[str, str]
-_Stamp = tuple[str, str]  # (uid, resourceVersion)
 _Entry = TypeVar("_Entry")
 
 
@@ -40,7 +39,7 @@ class _KeptPerCycle(Generic[_Entry]):
         self._kept, self._seen = self._seen, {}
 
 
-class ApplicationViews(_KeptPerCycle[tuple[_Stamp, Application]]):
+class ApplicationViews(_KeptPerCycle[Application]):
     """Views by ``namespace/name``, kept for the Applications the last cycle listed."""
 
     def view(self, obj: Mapping[str, Any], *, compact: bool = False) -> Application:
@@ -55,14 +54,18 @@ class ApplicationViews(_KeptPerCycle[tuple[_Stamp, Application]]):
             return Application.from_object(compact_object(obj) if compact else obj)
         assert isinstance(meta, Mapping)
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-        stamp = (str(meta.get("uid", "")), version)
         kept = self._kept.get(key)
-        if kept is not None and kept[0] == stamp:
+        # The kept view's own uid and resourceVersion are its stamp.
+        if (
+            kept is not None
+            and kept.resource_version == version
+            and kept.uid == (meta.get("uid") or "")
+        ):
             self.reused += 1
-            app = kept[1]
+            app = kept
         else:
             app = Application.from_object(compact_object(obj) if compact else obj)
-        self._seen[key] = (stamp, app)
+        self._seen[key] = app
         return app
 
 

@@ -56,7 +56,7 @@ SETTING_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
 )
 """``UpdateSettings`` attribute → ``commonUpdateSettings`` field name."""
 
-_NO_ORIGINS: Mapping[str, str] = MappingProxyType({})
+_EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +80,7 @@ class UpdateSettings:
     """A Go duration: tags younger than this are not chosen (``policy.min_age``)."""
     min_age_from: str | None = None
     """``seen`` (default) or ``created``: where a tag's age counts from."""
-    origins: Mapping[str, str] = field(
-        default_factory=lambda: _NO_ORIGINS, compare=False, hash=False
-    )
+    origins: Mapping[str, str] = field(default_factory=lambda: _EMPTY, compare=False, hash=False)
 
     def merged(self, over: UpdateSettings | None) -> UpdateSettings:
         """``self`` with every field that ``over`` sets replaced by ``over``'s value."""
@@ -490,7 +488,7 @@ class AppUpdateConfig:
     the configured chart reference)."""
     charts: tuple[ChartSpec, ...] = ()
     """Helm charts and OCI artifacts whose versions are managed (see ``model.chart``)."""
-    chart_versions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    chart_versions: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     """Current chart versions read from a ``chartfile:`` write-back target, by chart key; the
     versions of charts matched to a source are that source's ``targetRevision``."""
 

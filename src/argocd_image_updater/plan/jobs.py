@@ -458,6 +458,12 @@ def skipped_result(skipped: SkippedImage) -> ImageResult:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _in_spec(spec_path: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """``("spec", *spec_path)``, one tuple per path (every kept plan holds one)."""
+    return ("spec", *spec_path)
+
+
 def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
     """Phase 1 for one application (pure): what to scan for each configured image.
 
@@ -498,7 +504,7 @@ def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
     return AppJobs(
         config=config,
         source=source,
-        source_path=("spec", *source.spec_path),
+        source_path=_in_spec(source.spec_path),
         source_type=source_type,
         items=items,
         charts=charts,

@@ -205,7 +205,8 @@ def kustomize_edits(
     entry = kustomize_entry(kustomize_name, image)
     images = kustomize_images(source)
     changed = set_kustomize_image(images, entry) != images
-    return (ParamEdit("kustomize", kustomize_name or image.full_name, entry, changed=changed),)
+    name = kustomize_name or sys.intern(image.full_name)  # kept plans hold it: see above
+    return (ParamEdit("kustomize", name, entry, changed=changed),)
 
 
 def kustomize_image(source: Mapping[str, Any], kustomize_name: str, image: ImageRef) -> str:

@@ -218,6 +218,28 @@ async def test_read_timeout_and_the_connection_is_not_reused(client_for):
     assert peer.connections == 2
 
 
+async def test_a_body_that_stalls_after_the_head_times_out(client_for):
+    """The read timeout covers the body too when it did not arrive with the head."""
+    release = asyncio.Event()
+
+    async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n012")
+        await writer.drain()
+        await release.wait()
+        writer.close()
+
+    timeout = httpx.Timeout(5.0, read=0.2)
+    async with Peer(raw=stall) as peer:
+        async with client_for(timeout=timeout) as client:
+            with pytest.raises(httpx.ReadTimeout, match="reading the response body"):
+                await client.get(peer.url)
+        async with async_client(timeout=timeout) as client:
+            with pytest.raises(httpx.ReadTimeout, match="reading the response body"):
+                await fetch(client, "GET", peer.url)
+        release.set()
+
+
 async def test_connect_refused_is_a_connect_error(client_for):
     server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]

@@ -27,6 +27,7 @@ from argocd_image_updater.config.selection import (
     sort_refs,
     specificity,
 )
+from argocd_image_updater.kits.globs import GlobError, compile_glob
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.update_config import (
     GitSettings,
@@ -127,6 +128,17 @@ def test_malformed_patterns_raise(pattern: str) -> None:
     with pytest.raises(PatternError, match="syntax error in pattern"):
         go_path_match(pattern, "zzz-does-not-match")
     with pytest.raises(PatternError):
+        check_pattern(pattern)
+
+
+@given(st.text(alphabet="ab-*?[]^\\/", max_size=8))
+def test_check_pattern_rejects_exactly_the_globs_that_do_not_compile(pattern: str) -> None:
+    try:
+        compile_glob(pattern)
+    except GlobError:
+        with pytest.raises(PatternError):
+            check_pattern(pattern)
+    else:
         check_pattern(pattern)
 
 

@@ -54,6 +54,9 @@ def go_path_match(pattern: str, name: str) -> bool:
 
 def check_pattern(pattern: str) -> None:
     """Raise :class:`PatternError` when ``pattern`` is malformed."""
+    meta = _META.search(pattern)
+    if meta is None or (meta.start() == len(pattern) - 1 and pattern[-1] == "*"):
+        return  # `app`, `app-*`: nothing that can be malformed (no regular expression built)
     try:
         compile_glob(pattern)
     except GlobError:

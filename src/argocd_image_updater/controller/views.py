@@ -9,12 +9,12 @@ reading the object again. Objects without a resourceVersion are always read.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
 from argocd_image_updater.config.imageupdater import ImageUpdater, parse_image_updater
 from argocd_image_updater.config.selection import SelectionMemory
+from argocd_image_updater.kits.json_copy import json_copy
 from argocd_image_updater.model.application import Application, compact_object
 
 _Key = tuple[str, str]
@@ -101,5 +101,6 @@ class ImageUpdaterViews(_KeptPerCycle[_ParsedImageUpdater]):
             return kept[1], kept[2]
         parsed = parse_image_updater(obj)
         memory = SelectionMemory()
-        self._seen[key] = (copy.deepcopy(stamp), parsed, memory)
+        # Kept apart from ``obj``, which its lister may change: the spec is a JSON document.
+        self._seen[key] = (tuple(json_copy(part) for part in stamp), parsed, memory)
         return parsed, memory

@@ -248,6 +248,9 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
             raise RuntimeError("the HTTP transport is closed")
         if self._slots is None:
             return
+        if not self._slots.locked():
+            await self._slots.acquire()  # a free slot is taken at once: no wait to time
+            return
         try:
             async with asyncio.timeout(wait):
                 await self._slots.acquire()
@@ -447,7 +450,9 @@ class _Body(httpx.AsyncByteStream):
         elif framing.length is not None:
             remaining = framing.length
             if remaining <= _WHOLE_BODY:
-                yield await self._step(reader.readexactly(remaining))
+                # Mostly the body arrived with the head: then no wait to time.
+                timed = len(getattr(reader, "_buffer", b"")) < remaining
+                yield await self._step(reader.readexactly(remaining), timed)
             else:
                 while remaining:
                     data = await self._step(reader.read(min(remaining, _WHOLE_BODY)))
@@ -463,11 +468,15 @@ class _Body(httpx.AsyncByteStream):
                 yield data
         self._done = True
 
-    async def _step(self, read: Any) -> bytes:
-        """One read under the read timeout, its errors as httpx's."""
+    async def _step(self, read: Any, timed: bool = True) -> bytes:
+        """One read under the read timeout (not ``timed``: a read of bytes already buffered,
+        which cannot wait), its errors as httpx's."""
         try:
-            async with asyncio.timeout(self._timeout):
+            if not timed:
                 data: bytes = await read
+                return data
+            async with asyncio.timeout(self._timeout):
+                data = await read
                 return data
         except TimeoutError:
             raise httpx.ReadTimeout(

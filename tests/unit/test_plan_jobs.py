@@ -26,6 +26,7 @@ from argocd_image_updater.model.update_config import (
 from argocd_image_updater.plan.jobs import (
     AppJobs,
     ImageJob,
+    build_policy,
     cycle_scan_keys,
     edit_kind,
     find_live,
@@ -172,6 +173,30 @@ def test_invalid_configuration_is_an_error(image_spec: ImageSpec, fragment: str)
     assert result.reason == ImageReason.INVALID_CONFIG
     assert fragment in result.message
     assert result.considered
+
+
+@pytest.mark.parametrize(
+    "image_spec",
+    [spec("a", "nginx:1.x", strategy="latest", allow_tags="^1"), spec("a", "nginx:stable")],
+)
+def test_applications_sharing_an_image_spec_share_its_policy(image_spec: ImageSpec) -> None:
+    """One policy (or the same error) per ImageSpec object, as each planning would build."""
+    first, second = (plan(app(["nginx:1.0"], name=n), image_spec) for n in ("a", "b"))
+    first_item, second_item = only(first), only(second)
+    if isinstance(first_item, ImageJob):
+        assert isinstance(second_item, ImageJob)
+        assert second_item.policy is first_item.policy
+        assert second_item.warnings == first_item.warnings
+        assert first_item.policy == build_policy(image_spec, first_item.cfg)[0]
+    else:
+        assert isinstance(second_item, ImageResult)
+        assert (second_item.reason, second_item.message) == (
+            first_item.reason,
+            first_item.message,
+        )
+        assert first_item.reason == ImageReason.INVALID_CONFIG
+    equal = ImageSpec(image_spec.alias, image_spec.image, image_spec.settings)
+    assert only(plan(app(["nginx:1.0"]), equal)) == first_item
 
 
 def test_non_live_image_is_skipped_before_config_is_checked() -> None:

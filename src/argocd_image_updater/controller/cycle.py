@@ -53,7 +53,7 @@ from argocd_image_updater.registry.credentials import (
     auto_detected_credentials,
 )
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
-from argocd_image_updater.verify.gate import Gate, verified_plan
+from argocd_image_updater.verify.gate import Gate, unverified_plan, verified_plan
 from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
 
@@ -294,9 +294,28 @@ async def process_app(
 ) -> AppOutcome:
     """Plan one application and write its changes; ``reuse`` keeps the plan for the next
     cycle."""
+    plan = await verified_plan(config, jobs, scans, gate, holds)
+    outcome, write = planned_outcome(config, jobs, scans, plan, writer, dry_run, holds, reuse)
+    if not write:
+        return outcome
+    assert writer is not None
+    return await write_app(outcome, config, scans, writer, replan, may_write, gate, holds)
+
+
+def planned_outcome(
+    config: AppUpdateConfig,
+    jobs: AppJobs,
+    scans: Mapping[ScanKey, Any],
+    plan: AppPlan,
+    writer: AppWriter | None,
+    dry_run: bool,
+    holds: HoldContext | None = None,
+    reuse: PlanReuse | None = None,
+) -> tuple[AppOutcome, bool]:
+    """The outcome of one application's verified ``plan`` (logged; kept in ``reuse`` for the
+    next cycle), and whether ``writer`` is to write it now (:func:`write_app`)."""
     app = config.app
     app_key = f"{app.namespace}/{app.name}"
-    plan = await verified_plan(config, jobs, scans, gate, holds)
     if reuse is not None:
         reuse.keep(jobs, scans, holds, plan)
     if writer is not None:
@@ -304,16 +323,34 @@ async def process_app(
     _log_plan(plan, app_key, _origin_fields(config), updates=writer is not None or dry_run)
     outcome = AppOutcome(app=app_key, plan=plan)
     if not plan.has_changes:
-        return outcome
+        return outcome, False
     if dry_run:
         log.info(
             "Dry run - not committing %d changes to application",
             len(plan.changes),
             application=app_key,
         )
-        return outcome
-    if writer is None:  # written later, together with the other apps of its repository
-        return outcome
+        return outcome, False
+    # Without a writer, written later together with the other apps of its repository.
+    return outcome, writer is not None
+
+
+async def write_app(
+    outcome: AppOutcome,
+    config: AppUpdateConfig,
+    scans: Mapping[ScanKey, Any],
+    writer: AppWriter,
+    replan: Callable[[Application], Awaitable[tuple[AppUpdateConfig, AppJobs]]] | None = None,
+    may_write: Callable[[], bool] | None = None,
+    gate: Gate | None = None,
+    holds: HoldContext | None = None,
+) -> AppOutcome:
+    """Write the changes of ``outcome``'s plan (:func:`planned_outcome`) with ``writer``,
+    planning again (``replan``) when the Application changed meanwhile."""
+    app = config.app
+    app_key = outcome.app
+    plan = outcome.plan
+    assert plan is not None
     for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
         if may_write is not None and not may_write():
             outcome.error = f"not writing {app_key}: this replica is no longer the leader"
@@ -547,14 +584,40 @@ async def run_cycle(
         holds = hold_context(state, config, cr, now)
         plan = plans.plan(jobs, scans, holds) if plans is not None else None
         if plan is None:
-            return one(config, cr, jobs, holds)
+            return plan_now(config, cr, jobs, holds)
         app_key = f"{config.app.namespace}/{config.app.name}"
         _log_plan(plan, app_key, _origin_fields(config))
         return finish(config, cr, jobs, holds, AppOutcome(app=app_key, plan=plan))
 
-    async def one(
+    def plan_now(
         config: AppUpdateConfig, cr: CRState | None, jobs: AppJobs, holds: HoldContext
+    ) -> AppOutcome | Awaitable[AppOutcome]:
+        """The outcome of an application planned at once, or the work of what waits (a
+        signature check, a write): most applications of a cycle change nothing and need no
+        task of their own."""
+        try:
+            plan, checking = unverified_plan(jobs, scans, holds)
+            if checking:
+                return one(config, cr, jobs, holds)
+            writer = writer_for(config)
+            outcome, write = planned_outcome(
+                config, jobs, scans, plan, writer, dry_run, holds, plans
+            )
+        except Exception as err:  # one application never stops the cycle
+            return finish(config, cr, jobs, holds, _failed(config, "update", err))
+        if not write:
+            return finish(config, cr, jobs, holds, outcome)
+        assert writer is not None
+        return one(config, cr, jobs, holds, (outcome, writer))
+
+    async def one(
+        config: AppUpdateConfig,
+        cr: CRState | None,
+        jobs: AppJobs,
+        holds: HoldContext,
+        settled: tuple[AppOutcome, AppWriter] | None = None,
     ) -> AppOutcome:
+        """Plan (unless ``settled``: its outcome and writer) and write one application."""
         async with limit:
 
             async def again(app: Application) -> tuple[AppUpdateConfig, AppJobs]:
@@ -562,18 +625,23 @@ async def run_cycle(
                 return fresh, plan_scans(fresh, registries.endpoint_for)
 
             try:
-                outcome = await process_app(
-                    config,
-                    jobs,
-                    scans,
-                    writer_for(config),
-                    dry_run,
-                    again,
-                    may_write,
-                    gate,
-                    holds,
-                    plans,
-                )
+                if settled is not None:
+                    outcome = await write_app(
+                        settled[0], config, scans, settled[1], again, may_write, gate, holds
+                    )
+                else:
+                    outcome = await process_app(
+                        config,
+                        jobs,
+                        scans,
+                        writer_for(config),
+                        dry_run,
+                        again,
+                        may_write,
+                        gate,
+                        holds,
+                        plans,
+                    )
             except Exception as err:  # one application never stops the cycle
                 outcome = _failed(config, "update", err)
             return finish(config, cr, jobs, holds, outcome)

@@ -308,6 +308,30 @@ def build_policy(spec: ImageSpec, cfg: ImageRef) -> tuple[Policy, tuple[str, ...
     return policy, tuple(warnings)
 
 
+_POLICIES_KEPT: Final = 4096
+_policies: dict[int, tuple[ImageSpec, tuple[Policy, tuple[str, ...]] | str]] = {}
+""":func:`build_policy`'s result (or error message) per ImageSpec object, the object kept with
+it so that its id is not reused meanwhile."""
+
+
+def policy_of(spec: ImageSpec, cfg: ImageRef) -> tuple[Policy, tuple[str, ...]]:
+    """:func:`build_policy`, once per ImageSpec object: the Applications an applicationRef
+    selects share its specs (a spec and ``cfg``, parsed from it alone, are immutable), so the
+    five Applications of a component have one policy."""
+    kept = _policies.get(id(spec))
+    if kept is None or kept[0] is not spec:
+        try:
+            result: tuple[Policy, tuple[str, ...]] | str = build_policy(spec, cfg)
+        except PolicyError as err:
+            result = str(err)
+        if len(_policies) >= _POLICIES_KEPT:
+            _policies.clear()
+        kept = _policies[id(spec)] = (spec, result)
+    if isinstance(kept[1], str):
+        raise PolicyError(kept[1])
+    return kept[1]
+
+
 def edit_kind(
     source_type: SourceType, target: ManifestTarget | None, write_back: WriteBack
 ) -> tuple[EditKind, ParamNames, str]:
@@ -389,7 +413,7 @@ def _plan_image(
     current = matched.full_name_with_tag if matched is not None else None
 
     try:
-        policy, warnings = build_policy(spec, cfg)
+        policy, warnings = policy_of(spec, cfg)
     except PolicyError as err:
         return _error(spec, ImageReason.INVALID_CONFIG, str(err), current)
 

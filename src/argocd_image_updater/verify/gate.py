@@ -110,6 +110,27 @@ class Gate:
         return SignatureCheck(tag, verdict.digest if verdict.passed else "", verdict.error)
 
 
+def _pending(jobs: AppJobs, plan: AppPlan) -> list[tuple[ImageJob, str]]:
+    """The images of ``plan`` whose chosen tag waits for its signature check."""
+    if not any(result.detail == SIGNATURE_CHECK_PENDING for result in plan.results):
+        return []
+    by_key = {job.key: job for job in jobs.jobs}
+    return [
+        (by_key[result.alias or result.image], result.chosen or "")
+        for result in plan.results
+        if result.detail == SIGNATURE_CHECK_PENDING and (result.alias or result.image) in by_key
+    ]
+
+
+def unverified_plan(
+    jobs: AppJobs, scans: Mapping[ScanKey, Any], holds: HoldContext | None = None
+) -> tuple[AppPlan, bool]:
+    """The application's plan before any signature check, and whether one is pending (then
+    :func:`verified_plan` completes it; else it is the verified plan already)."""
+    plan = plan_app(jobs, scans, holds=holds)
+    return plan, bool(_pending(jobs, plan))
+
+
 async def verified_plan(
     config: AppUpdateConfig,
     jobs: AppJobs,
@@ -120,12 +141,7 @@ async def verified_plan(
     """The application's plan, its updates of verified images pinned to the verified digest;
     ``holds`` keeps held images from being written."""
     plan = plan_app(jobs, scans, holds=holds)
-    by_key = {job.key: job for job in jobs.jobs}
-    pending = [
-        (by_key[result.alias or result.image], result.chosen or "")
-        for result in plan.results
-        if result.detail == SIGNATURE_CHECK_PENDING and (result.alias or result.image) in by_key
-    ]
+    pending = _pending(jobs, plan)
     if not pending:
         return plan
     if gate is None:

@@ -41,3 +41,10 @@ def test_repositories_listing_the_same_names_share_their_tags() -> None:
         listed.new_round()
         listed.tags("other", ("1.1", "2.0"))
     assert listed.tags("repo", ("1.0",)) == (TagInfo("1.0"),)
+
+
+def test_a_name_listed_twice_is_one_tag() -> None:
+    listed = ListedTags()
+    listed.new_round()
+    tags = listed.tags("repo", ("1.0", "2.0", "1.0"))
+    assert [t.name for t in tags] == ["1.0", "2.0", "1.0"] and tags[0] is tags[2]

@@ -339,6 +339,11 @@ class Constraint:
         return _parse_constraint(text)
 
     @property
+    def admits_every_release(self) -> bool:
+        """True for ``*`` (and ``""``), which every release version satisfies."""
+        return (self.text if self.text.strip() else "*") == "*"
+
+    @property
     def has_prerelease(self) -> bool:
         """True when some AND group admits pre-release versions."""
         return any(self.group_has_prerelease)

@@ -53,6 +53,8 @@ class ListedTags:
             tags = kept[2]
         else:
             infos = self._infos
-            tags = tuple(infos.get(name) or infos.setdefault(name, TagInfo(name)) for name in names)
+            for name in set(names).difference(infos):
+                infos[name] = TagInfo(name)
+            tags = tuple(map(infos.__getitem__, names))  # no Python code per name
         self._entries[key] = (self._round, names, tags)
         return tags

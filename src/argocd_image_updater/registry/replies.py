@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import repeat
 from typing import Any, Final
 
 from argocd_image_updater.http1 import Answer
@@ -121,7 +122,7 @@ def parse_tag_page(reply: Reply, registry: str, repository: str, page: int) -> l
     tags = data.get("tags") if isinstance(data, dict) else None
     if isinstance(data, dict) and tags is None and "tags" in data:
         return []  # a repository without tags answers "tags": null
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+    if not isinstance(tags, list) or not all(map(isinstance, tags, repeat(str))):
         raise protocol_error(
             registry, repository, f"tag list page {page} has no 'tags' string list"
         )

@@ -27,6 +27,8 @@ def shown(constraint: str) -> str:
 class _Ranker(Ranker):
     def __init__(self, constraint: Constraint, text: str) -> None:
         self._check = constraint.check_key
+        # No constraint (``*``, the most common): every release satisfies it, no test to run.
+        self._every_release = constraint.admits_every_release
         self._prerelease = Rejection(
             TagVerdict.PRERELEASE,
             f"pre-release; constraint '{shown(text)}' has no pre-release part "
@@ -43,6 +45,8 @@ class _Ranker(Ranker):
         key = version_key(name)
         if key is None:
             return _NOT_SEMVER
+        if key[3] and self._every_release:
+            return (key, name)
         if self._check(key):
             return (key, name)
         if not key[3] and self._check(key, True):

@@ -126,6 +126,10 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
         conn, head, framing = await self._open(key, method, head_out, body, None, timeouts)
         reader = _Body(self, key, conn, framing, None, timeouts.get("read"))
         try:
+            length = framing.length
+            if length is not None and length <= limit and length <= _WHOLE_BODY:
+                # Most answers: a known length, read at once (no iteration over the body).
+                return head, await reader.whole(), False
             body, truncated = await read_within(reader, limit)
         finally:
             await reader.aclose()
@@ -467,6 +471,19 @@ class _Body(httpx.AsyncByteStream):
             while data := await self._step(reader.read(_WHOLE_BODY)):
                 yield data
         self._done = True
+
+    async def whole(self) -> bytes:
+        """The body of a known length up to :data:`_WHOLE_BODY`, read at once (what
+        iterating would yield, joined)."""
+        length = self._framing.length
+        assert length is not None and not self._framing.chunked
+        if not self._done:
+            reader = self._conn.reader
+            timed = len(getattr(reader, "_buffer", b"")) < length
+            data = await self._step(reader.readexactly(length), timed)
+            self._done = True
+            return data
+        return b""
 
     async def _step(self, read: Any, timed: bool = True) -> bytes:
         """One read under the read timeout (not ``timed``: a read of bytes already buffered,

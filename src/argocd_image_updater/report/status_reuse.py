@@ -2,8 +2,10 @@
 
 :func:`~argocd_image_updater.report.status.compute_status` builds an ImageUpdater's whole status
 from its stored status, its generation and error and its Applications' outcomes. In a cycle where
-none of these changed, the result differs from the last one only by ``lastCheckedAt``: the last
-result is handed out again with the new time. The outcomes are recognised by their plans'
+none of these changed, the result differs from the last one only by ``lastCheckedAt``, and the
+last one equalled the stored status but for that time: the stored status's fields are handed out
+again with the new time (only their names are kept, so no second copy of any status lives
+between cycles). The outcomes are recognised by their plans'
 identity (a plan reused from the last cycle is the same object:
 :mod:`argocd_image_updater.controller.plan_reuse`), the stored status by the ImageUpdater's
 resourceVersion. A result is kept only when its fields but ``lastCheckedAt`` equal the stored
@@ -29,7 +31,9 @@ _CHECKED = "lastCheckedAt"
 class _Kept:
     inputs: tuple[object, ...]
     plans: tuple[AppPlan | None, ...]
-    body: Mapping[str, Any]
+    fields: tuple[str, ...]
+    """The status's fields, in order: their values are the stored status's (see
+    :meth:`StatusReuse.status`), so none is kept here."""
 
 
 class StatusReuse:
@@ -77,12 +81,13 @@ class StatusReuse:
             and len(kept.plans) == len(plans)
             and all(now_ is then for now_, then in zip(plans, kept.plans, strict=True))
         ):
+            # The stored status is the one the kept result equalled (same resourceVersion).
             self.reused += 1
-            self._kept[key] = _Kept(inputs, plans, _shared(kept.body, previous))
-            return {**kept.body, _CHECKED: format_time(now)}
+            checked = format_time(now)
+            return {k: checked if k == _CHECKED else previous.get(k) for k in kept.fields}
         body = compute()
         if all(previous.get(k) == v for k, v in body.items() if k != _CHECKED):
-            self._kept[key] = _Kept(inputs, plans, _shared(body, previous))
+            self._kept[key] = _Kept(inputs, plans, tuple(body))
         else:
             self._kept.pop(key, None)
         return body
@@ -92,10 +97,3 @@ class StatusReuse:
         self.reused = 0
         for key in self._kept.keys() - set(crs):
             del self._kept[key]
-
-
-def _shared(body: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
-    """``body``, whose fields but ``lastCheckedAt`` equal ``stored``'s, made of ``stored``'s
-    values: what is kept is then the listed status itself, not a second copy of it (an
-    ImageUpdater's status lists its images: a few kB each, thousands of ImageUpdaters)."""
-    return {k: v if k == _CHECKED or k not in stored else stored[k] for k, v in body.items()}

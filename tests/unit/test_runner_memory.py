@@ -19,12 +19,14 @@ def test_malloc_trim_is_found_and_callable_on_glibc() -> None:
     runner._return_free_memory()
 
 
-def test_the_kept_selection_lets_the_listed_statuses_go() -> None:
+def test_the_kept_selection_lets_the_listed_statuses_and_names_go() -> None:
     listed = {"metadata": {"name": "a"}, "spec": {"applicationRefs": []}, "status": {"x": 1}}
     collected = Collected(
-        crs=[CRState("argocd", "a", 1, "5", raw=listed), CRState("argocd", "b", 1, "6")]
+        crs=[CRState("argocd", "a", 1, "5", raw=listed), CRState("argocd", "b", 1, "6")],
+        listed={"argocd/app"},
     )
-    runner._let_statuses_go(collected)
+    runner._trim_kept_selection(collected)
     assert collected.crs[0].raw == {"metadata": {"name": "a"}, "spec": {"applicationRefs": []}}
     assert listed["status"] == {"x": 1}  # the listed object itself is not changed
     assert collected.crs[1].raw == {}
+    assert collected.listed == set()

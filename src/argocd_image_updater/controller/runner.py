@@ -96,10 +96,12 @@ def _return_free_memory() -> None:
         trim(0)
 
 
-def _let_statuses_go(collected: Collected) -> None:
-    """The cycle's selection is kept for webhook events, which write no status: the listed
-    statuses of its ImageUpdaters are let go once reported (a few kB each), so that the next
-    listing's are not read while the last one's are still kept."""
+def _trim_kept_selection(collected: Collected) -> None:
+    """The cycle's selection is kept for webhook events, which write no status and forget no
+    Application: the listed statuses of its ImageUpdaters (a few kB each) and the names of
+    every listed Application are let go once the cycle is reported, so that the next listing's
+    are not read while the last one's are still kept."""
+    collected.listed = set()
     for cr in collected.crs:
         if "status" in cr.raw:
             cr.raw = {key: value for key, value in cr.raw.items() if key != "status"}
@@ -169,7 +171,7 @@ class Controller:
         result = await self.update(collected, full=True)
         if self.reporter is not None:
             await self.reporter.report(collected, result, dry_run=self.dry_run)
-        _let_statuses_go(collected)
+        _trim_kept_selection(collected)
         if self.cycles == 0:
             _settle_heap(after_first_cycle=True)
         _return_free_memory()

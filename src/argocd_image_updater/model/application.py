@@ -218,14 +218,18 @@ class _Reader:
         return value
 
     def string(self, obj: Mapping[str, Any], key: str, path: str) -> str:
+        value = self.unique_string(obj, key, path)
+        return sys.intern(value) if type(value) is str else value  # Applications repeat it
+
+    def unique_string(self, obj: Mapping[str, Any], key: str, path: str) -> str:
+        """A string no other Application holds (its name, uid, resourceVersion): not interned,
+        which would only grow the table of interned strings."""
         value = obj.get(key)
         if value is None:
             return ""
-        if type(value) is not str:
-            if not isinstance(value, str):
-                raise self.fail(path, "a string", value)
-            return value
-        return sys.intern(value)  # kept by the view: many Applications repeat it
+        if not isinstance(value, str):
+            raise self.fail(path, "a string", value)
+        return value
 
     def boolean(self, obj: Mapping[str, Any], key: str, path: str) -> bool:
         value = obj.get(key)
@@ -437,7 +441,7 @@ class Application:
         meta = r.mapping(obj, "metadata", "metadata")
         if meta is None:
             raise ApplicationError("Application: metadata: required field is missing")
-        name = r.string(meta, "name", "metadata.name")
+        name = r.unique_string(meta, "name", "metadata.name")
         if not name:
             raise ApplicationError("Application: metadata.name: required field is missing")
         namespace = r.string(meta, "namespace", "metadata.namespace")
@@ -469,8 +473,8 @@ class Application:
             namespace=namespace,
             labels=r.string_map(meta, "labels", "metadata.labels"),
             annotations=r.string_map(meta, "annotations", "metadata.annotations"),
-            resource_version=r.string(meta, "resourceVersion", "metadata.resourceVersion"),
-            uid=r.string(meta, "uid", "metadata.uid"),
+            resource_version=r.unique_string(meta, "resourceVersion", "metadata.resourceVersion"),
+            uid=r.unique_string(meta, "uid", "metadata.uid"),
             kept=kept,
             single_source=(
                 _read_source(r, single, "spec.source", ("source",), kept)

@@ -44,7 +44,12 @@ class AppCounters(Collector):
             apps = self._series.setdefault(key, {})
             values = apps.get(app)
             if values is None:
-                apps[app] = [float(updated), float(errors), time.time()]
+                # 0.0: one shared object (most Applications count no update and no error)
+                apps[app] = [
+                    float(updated) if updated else 0.0,
+                    float(errors) if errors else 0.0,
+                    time.time(),
+                ]
             else:
                 values[_UPDATED] += updated
                 values[_ERRORS] += errors

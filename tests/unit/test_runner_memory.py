@@ -30,3 +30,24 @@ def test_the_kept_selection_lets_the_listed_statuses_and_names_go() -> None:
     assert listed["status"] == {"x": 1}  # the listed object itself is not changed
     assert collected.crs[1].raw == {}
     assert collected.listed == set()
+
+
+def test_the_collector_is_paused_during_a_cycle_and_restored_after() -> None:
+    import gc
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with runner._collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()  # a process that turned it off keeps it off
+        with runner._collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        gc.enable()
+        with pytest.raises(RuntimeError), runner._collector_paused():
+            raise RuntimeError("a failed cycle")
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -10,7 +10,7 @@ import functools
 import gc
 import signal
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -71,6 +71,21 @@ def _settle_heap(*, after_first_cycle: bool = False) -> None:
     gc.collect(1)
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a cycle runs: what a cycle allocates is freed by
+    reference counting (a full collection after one finds about a hundred objects), and every
+    young collection during it traverses the objects the cycle keeps, again and again (5% of
+    a cold cycle's CPU at 1,000 Applications). One young collection follows the cycle."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @functools.cache
@@ -158,6 +173,20 @@ class Controller:
     async def cycle(self) -> CycleResult:
         if self.cycles == 0:
             _settle_heap()
+        with _collector_paused():
+            result = await self._cycle()
+        if self.cycles == 0:
+            _settle_heap(after_first_cycle=True)
+        else:
+            gc.collect(0)  # the cycle's young objects, once (see _collector_paused)
+        _return_free_memory()
+        self.cycles += 1
+        metrics.LAST_SUCCESSFUL_CYCLE.set(time.time())
+        if self.health is not None:
+            self.health.cycle_finished()
+        return result
+
+    async def _cycle(self) -> CycleResult:
         collected = await collect(
             self.store, self.namespaces, self.legacy, self.read_crs, self.views, self.cr_views
         )
@@ -172,13 +201,6 @@ class Controller:
         if self.reporter is not None:
             await self.reporter.report(collected, result, dry_run=self.dry_run)
         _trim_kept_selection(collected)
-        if self.cycles == 0:
-            _settle_heap(after_first_cycle=True)
-        _return_free_memory()
-        self.cycles += 1
-        metrics.LAST_SUCCESSFUL_CYCLE.set(time.time())
-        if self.health is not None:
-            self.health.cycle_finished()
         return result
 
     async def update(self, collected: Collected, *, full: bool = False) -> CycleResult:

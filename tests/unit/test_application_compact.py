@@ -120,7 +120,7 @@ def test_views_keep_repeated_strings_once_and_the_object_as_text() -> None:
     assert one.repo_url is two.repo_url
     assert one.kustomize_images[0] is two.kustomize_images[0]
     assert one.kustomize_images == ("a:1",)
-    # the object itself is kept as compact JSON text and given back whole
+    # the object itself is kept serialized and given back whole
     assert isinstance(first.kept, bytes)
     assert first.raw == compact_object(listed("a"))
     assert one.raw == listed("a")["spec"]["source"]

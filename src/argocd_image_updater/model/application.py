@@ -2,8 +2,8 @@
 
 The object is the mapping returned by the Kubernetes API (or the Argo CD API, which has the same
 JSON shape). Only the fields the updater reads are exposed; :attr:`Application.raw` gives the
-whole mapping back for writers that patch it (kept as compact JSON text, a fraction of the
-objects: a controller keeps the views of thousands of Applications from one cycle to the next).
+whole mapping back for writers that patch it (kept serialized, a fraction of the objects: a
+controller keeps the views of thousands of Applications from one cycle to the next).
 
 Source-type detection and the choice of the source to write to follow the original:
 
@@ -21,13 +21,13 @@ Source-type detection and the choice of the source to write to follow the origin
 from __future__ import annotations
 
 import enum
-import json
+import marshal
 import posixpath
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 DEFAULT_TARGET_FILE_PREFIX: Final = ".argocd-source-"
 KUSTOMIZATION_PREFIX: Final = "kustomization"
@@ -94,7 +94,7 @@ class AppSource:
     ``("sourceHydrator", "drySource")``. ``index`` is ``i`` for multi-source apps.
     ``kind`` names the configuration block present (Helm, Kustomize, Plugin, Directory) or
     ``UNKNOWN`` when there is none. ``kept`` holds :attr:`raw`: the source's mapping itself, or
-    the JSON text of the whole Application it belongs to (see :func:`_kept`), read at
+    the whole Application it belongs to, serialized (see :func:`_kept`), read at
     ``spec_path``.
     """
 
@@ -119,10 +119,10 @@ class AppSource:
 
     @property
     def raw(self) -> Mapping[str, Any]:
-        """The source's object (decoded anew from the kept text: the caller may change it)."""
+        """The source's object (read anew from what is kept: the caller may change it)."""
         if not isinstance(self.kept, bytes):
             return self.kept
-        value: Any = json.loads(self.kept)["spec"]
+        value: Any = _unkept(self.kept)["spec"]
         for step in self.spec_path:
             value = value[step]
         return value  # type: ignore[no-any-return]
@@ -391,18 +391,21 @@ def compact_object(obj: Any) -> Any:
 
 
 def _kept(obj: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
-    """How a view keeps its object: as compact JSON text, one object where the mapping is
-    dozens (with its strings, about a fifth of the memory), decoded again by the few that read
-    it (the writers, on a change). An object JSON cannot hold (a YAML timestamp in a local
-    manifest) is kept as it is."""
+    """How a view keeps its object: serialized, one object where the mapping is dozens (with
+    its strings, about a fifth of the memory), read again by the few that need it (planning
+    reads its source, the writers the whole object). ``marshal``, not JSON: five times faster
+    to write and twice as fast to read, a little smaller; it only ever reads back what this
+    process wrote (never stored, never received). An object it cannot hold (a YAML timestamp
+    in a local manifest) is kept as it is."""
     try:
-        return _encode(obj).encode()
-    except (TypeError, ValueError):
+        return marshal.dumps(cast(dict[str, Any], obj))  # another mapping: ValueError
+    except ValueError:
         return obj
 
 
-# One encoder: ``json.dumps`` with options builds a new one per call (a third of its time).
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+def _unkept(kept: bytes) -> Any:
+    """The object :func:`_kept` serialized (a new copy: the caller may change it)."""
+    return marshal.loads(kept)  # noqa: S302 - our own bytes, from _kept in this process
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -490,10 +493,10 @@ class Application:
 
     @property
     def raw(self) -> Mapping[str, Any]:
-        """The object the view was built from (decoded anew from the kept text: the caller may
-        change it)."""
+        """The object the view was built from (read anew from what is kept: the caller may change
+        it)."""
         if isinstance(self.kept, bytes):
-            return json.loads(self.kept)  # type: ignore[no-any-return]
+            return _unkept(self.kept)  # type: ignore[no-any-return]
         return self.kept
 
     @property

@@ -49,6 +49,7 @@ from argocd_image_updater.config.notifications import Notifications
 from argocd_image_updater.kits.gotemplate import TemplateError
 from argocd_image_updater.model import update_config as uc
 from argocd_image_updater.model.chart import ChartSpec
+from argocd_image_updater.model.resources import METADATA_READ
 
 GROUP: Final = "argocd-image-updater.argoproj.io"
 API_VERSION: Final = f"{GROUP}/v1alpha1"
@@ -459,15 +460,6 @@ def ref_verification(
 # --- parsing -----------------------------------------------------------------------------------
 
 
-_LISTED_METADATA: Final = (
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "labels",
-    "annotations",
-)
 _LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 
 
@@ -480,7 +472,7 @@ def compact_image_updater(obj: Any) -> Any:
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
         return obj
     meta = obj["metadata"]
-    kept = {key: meta[key] for key in _LISTED_METADATA if key in meta}
+    kept = {key: meta[key] for key in METADATA_READ if key in meta}
     annotations = kept.get("annotations")
     if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
         kept["annotations"] = {k: v for k, v in annotations.items() if k != _LAST_APPLIED}

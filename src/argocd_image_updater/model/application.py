@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, cast
 
+from argocd_image_updater.model.resources import METADATA_READ
+
 DEFAULT_TARGET_FILE_PREFIX: Final = ".argocd-source-"
 KUSTOMIZATION_PREFIX: Final = "kustomization"
 HELMVALUES_PREFIX: Final = "helmvalues"
@@ -331,15 +333,6 @@ def _read_source(
     )
 
 
-_KEPT_METADATA: Final = (
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "labels",
-    "annotations",
-)
 _KEPT_SPEC: Final = ("source", "sources", "sourceHydrator")
 _KEPT_STATUS: Final[Mapping[str, tuple[str, ...] | None]] = MappingProxyType(
     {
@@ -375,7 +368,7 @@ def compact_object(obj: Any) -> Any:
         return obj
     out = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
     if "metadata" in obj:
-        out["metadata"] = _pick(obj["metadata"], _KEPT_METADATA)
+        out["metadata"] = _pick(obj["metadata"], METADATA_READ)
     if "spec" in obj:
         out["spec"] = _pick(obj["spec"], _KEPT_SPEC)
     status = obj.get("status")

@@ -213,8 +213,8 @@ class _Reader:
 
     def mapping(self, obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any] | None:
         value = obj.get(key)
-        if value is None:
-            return None
+        if value is None or type(value) is dict:  # decoded JSON: no ABC check
+            return value
         if not isinstance(value, Mapping):
             raise self.fail(path, "an object", value)
         return value
@@ -245,6 +245,8 @@ class _Reader:
         value = obj.get(key)
         if value is None:
             return ()
+        if type(value) is list:  # decoded JSON: no ABC check
+            return value
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
             raise self.fail(path, "a list", value)
         return value

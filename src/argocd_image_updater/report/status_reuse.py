@@ -2,15 +2,14 @@
 
 :func:`~argocd_image_updater.report.status.compute_status` builds an ImageUpdater's whole status
 from its stored status, its generation and error and its Applications' outcomes. In a cycle where
-none of these changed, the result differs from the last one only by ``lastCheckedAt``, and the
-last one equalled the stored status but for that time: the stored status's fields are handed out
-again with the new time (only their names are kept, so no second copy of any status lives
-between cycles). The outcomes are recognised by their plans'
-identity (a plan reused from the last cycle is the same object:
-:mod:`argocd_image_updater.controller.plan_reuse`), the stored status by the ImageUpdater's
-resourceVersion. A result is kept only when its fields but ``lastCheckedAt`` equal the stored
-ones (so no condition changed in it, and no time in it is this cycle's), and only for the
-ImageUpdaters of the last report.
+none of these changed, the result differs from the last one only by ``lastCheckedAt``, and the last
+one equalled the stored status but for that time: the stored status's fields are handed out again
+with the new time (only their names are kept, so no second copy of any status lives between cycles).
+The outcomes are recognised by their plans' identity (a plan reused from the last cycle is the same
+object: :mod:`argocd_image_updater.controller.plan_reuse`), the stored status by the ImageUpdater's
+resourceVersion. A result is kept only when its fields but ``lastCheckedAt`` equal the stored ones
+(so no condition changed in it, and no time in it is this cycle's), and only for the ImageUpdaters
+of the last report.
 """
 
 from __future__ import annotations

@@ -291,10 +291,11 @@ async def process_app(
     gate: Gate | None = None,
     holds: HoldContext | None = None,
     reuse: PlanReuse | None = None,
+    unverified: AppPlan | None = None,
 ) -> AppOutcome:
     """Plan one application and write its changes; ``reuse`` keeps the plan for the next
-    cycle."""
-    plan = await verified_plan(config, jobs, scans, gate, holds)
+    cycle; ``unverified``: its plan before signature checks, when made already."""
+    plan = await verified_plan(config, jobs, scans, gate, holds, unverified)
     outcome, write = planned_outcome(config, jobs, scans, plan, writer, dry_run, holds, reuse)
     if not write:
         return outcome
@@ -598,7 +599,7 @@ async def run_cycle(
         try:
             plan, checking = unverified_plan(jobs, scans, holds)
             if checking:
-                return one(config, cr, jobs, holds)
+                return one(config, cr, jobs, holds, unverified=plan)
             writer = writer_for(config)
             outcome, write = planned_outcome(
                 config, jobs, scans, plan, writer, dry_run, holds, plans
@@ -616,8 +617,10 @@ async def run_cycle(
         jobs: AppJobs,
         holds: HoldContext,
         settled: tuple[AppOutcome, AppWriter] | None = None,
+        unverified: AppPlan | None = None,
     ) -> AppOutcome:
-        """Plan (unless ``settled``: its outcome and writer) and write one application."""
+        """Plan (unless ``settled``: its outcome and writer; ``unverified``: its plan before
+        signature checks) and write one application."""
         async with limit:
 
             async def again(app: Application) -> tuple[AppUpdateConfig, AppJobs]:
@@ -641,6 +644,7 @@ async def run_cycle(
                         gate,
                         holds,
                         plans,
+                        unverified,
                     )
             except Exception as err:  # one application never stops the cycle
                 outcome = _failed(config, "update", err)

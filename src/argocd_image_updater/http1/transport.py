@@ -455,8 +455,7 @@ class _Body(httpx.AsyncByteStream):
             remaining = framing.length
             if remaining <= _WHOLE_BODY:
                 # Mostly the body arrived with the head: then no wait to time.
-                timed = len(getattr(reader, "_buffer", b"")) < remaining
-                yield await self._step(reader.readexactly(remaining), timed)
+                yield await self._step(reader.readexactly(remaining), _waits(reader, remaining))
             else:
                 while remaining:
                     data = await self._step(reader.read(min(remaining, _WHOLE_BODY)))
@@ -479,8 +478,7 @@ class _Body(httpx.AsyncByteStream):
         assert length is not None and not self._framing.chunked
         if not self._done:
             reader = self._conn.reader
-            timed = len(getattr(reader, "_buffer", b"")) < length
-            data = await self._step(reader.readexactly(length), timed)
+            data = await self._step(reader.readexactly(length), _waits(reader, length))
             self._done = True
             return data
         return b""
@@ -520,3 +518,10 @@ class _Body(httpx.AsyncByteStream):
         else:
             self._conn.close()
         self._transport._release()
+
+
+def _waits(reader: asyncio.StreamReader, length: int) -> bool:
+    """Whether reading ``length`` bytes from ``reader`` may wait (they are not all buffered
+    yet). asyncio's reader has no public count of its buffered bytes: without its buffer
+    attribute, every read is taken to wait (and is timed)."""
+    return len(getattr(reader, "_buffer", b"")) < length

@@ -137,10 +137,12 @@ async def verified_plan(
     scans: Mapping[ScanKey, Any],
     gate: Gate | None,
     holds: HoldContext | None = None,
+    unverified: AppPlan | None = None,
 ) -> AppPlan:
     """The application's plan, its updates of verified images pinned to the verified digest;
-    ``holds`` keeps held images from being written."""
-    plan = plan_app(jobs, scans, holds=holds)
+    ``holds`` keeps held images from being written. ``unverified``: the plan before any check,
+    when :func:`unverified_plan` made it already."""
+    plan = unverified if unverified is not None else plan_app(jobs, scans, holds=holds)
     pending = _pending(jobs, plan)
     if not pending:
         return plan

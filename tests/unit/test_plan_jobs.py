@@ -31,10 +31,10 @@ from argocd_image_updater.plan.jobs import (
     edit_kind,
     find_live,
     plan_scans,
-    pull_secret_namespace,
 )
 from argocd_image_updater.plan.model import ImageReason, ImageResult, Outcome
 from argocd_image_updater.plan.params import ParamNames
+from argocd_image_updater.plan.scans import pull_secret_namespace
 from argocd_image_updater.policy.strategies import named
 
 CR = "imageupdater ns/iu"

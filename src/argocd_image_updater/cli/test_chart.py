@@ -13,7 +13,7 @@ import dataclasses
 
 import click
 
-from argocd_image_updater.cli.test_run import (
+from argocd_image_updater.cli.test_setup import (
     Explained,
     TestFailed,
     TestOptions,

@@ -1,6 +1,6 @@
 """``run`` against a cluster: Applications from the Kubernetes API or Argo CD's API, status and
-events written back. Kept apart from :mod:`argocd_image_updater.cli.run_cmd` so that local mode
-never loads the Kubernetes client."""
+events written back. Kept apart from local mode (:mod:`argocd_image_updater.cli.run_local`),
+which never loads the Kubernetes client."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient
-from argocd_image_updater.cli.run_cmd import (
+from argocd_image_updater.cli.run_setup import (
     IMAGE_UPDATER_SECRET,
     StartupError,
     build_git_writer,
@@ -23,7 +23,7 @@ from argocd_image_updater.config.notifications_file import (
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
-from argocd_image_updater.controller.cycle import CredentialsCache
+from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.secrets import KubeSecretReader
 from argocd_image_updater.controller.state_store import ConfigMapStateStore

@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.controller.cycle import CredentialsCache, run_cycle
+from argocd_image_updater.controller.credentials import CredentialsCache
+from argocd_image_updater.controller.cycle import CycleContext, run_cycle
 from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
@@ -209,8 +210,8 @@ class Controller:
         if self.verifier is None:
             self.verifier = Verifier(self.scanner)
         state, keep = await self._load_state()
-        result = await run_cycle(
-            await self.prepare(collected) if self.prepare is not None else collected,
+        prepared = await self.prepare(collected) if self.prepare is not None else collected
+        context = CycleContext(
             self.registries,
             self.scanner,
             self.credentials,
@@ -226,6 +227,7 @@ class Controller:
             state=state,
             now=self.clock(),
         )
+        result = await run_cycle(prepared, context)
         if full:
             state.prune_apps(collected.listed, self.namespaces)
         if keep and not self.dry_run and self.is_leader():

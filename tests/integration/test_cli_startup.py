@@ -24,6 +24,16 @@ def test_help_and_version_load_no_cluster_client(args: tuple[str, ...]) -> None:
     assert result.heavy == ()
 
 
+@pytest.mark.parametrize(
+    "args", [("run", "--help"), ("hold", "--help"), ("release", "--help")], ids=" ".join
+)
+def test_command_help_loads_nothing_of_the_controller(args: tuple[str, ...]) -> None:
+    # any module of the package loads the package itself
+    result = run_cli(*args, watched=("argocd_image_updater.controller",))
+    assert result.returncode == 0, result.output
+    assert result.heavy == ()
+
+
 @pytest.mark.parametrize("args", [("--help",), ("version",), ("test", "--help")], ids=" ".join)
 def test_help_loads_no_http_client_yaml_parser_or_model_library(args: tuple[str, ...]) -> None:
     result = run_cli(*args, watched=("httpx", "pydantic", "ruamel.yaml", "cryptography"))

@@ -44,7 +44,7 @@ SHORT_HELP: Final = {
 }
 # Commands that import their work only when they run: they resume the garbage collector once
 # it is imported (see collector); every other command resumes it when it starts.
-IMPORT_WHEN_RUN: Final = frozenset({"test"})
+IMPORT_WHEN_RUN: Final = frozenset({"test", "run"})
 # Commands that other distributions add: the development package registers `demo` here, so the
 # product ships no test double and still offers the demo from a checkout.
 PLUGIN_GROUP: Final = "argocd_image_updater.commands"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from argocd_image_updater import __version__
+from argocd_image_updater.cli import collector
 from argocd_image_updater.cli.options import load_settings, settings_options
 from argocd_image_updater.config.durations import format_go_duration
 from argocd_image_updater.config.settings import Settings
@@ -266,6 +267,13 @@ def start_fields(settings: Settings) -> dict[str, Any]:
 @click.command("run", help="Runs the argocd-image-updater with a set of options")
 @settings_options("run")
 def run_command(**params: Any) -> None:
+    # The controller (and local mode, as small as it is) is imported now that the command runs;
+    # the collector then resumes, as for every command (see cli.collector). The cluster part
+    # is imported later, only for a cluster.
+    import argocd_image_updater.cli.run_local  # noqa: F401
+    from argocd_image_updater.cli.run_setup import StartupError
+
+    collector.resume()
     settings = load_settings("run", params)
     try:
         logging_setup.setup(str(settings.loglevel), str(settings.logformat))
@@ -278,8 +286,6 @@ def run_command(**params: Any) -> None:
             "interval %s is shorter than 1m: watch your registries' rate limits",
             format_go_duration(interval),
         )
-    from argocd_image_updater.cli.run_setup import StartupError
-
     try:
         code = asyncio.run(_main(settings))
     except StartupError as err:

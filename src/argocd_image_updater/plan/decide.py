@@ -88,7 +88,13 @@ _Choice: TypeAlias = tuple[tuple[TagInfo, ...], Mapping[str, int] | None, Select
 class ChoiceMemory:
     """The tag choices of the last cycle, kept by the controller across cycles: a scan that
     lists the same tags as last time (the steady state) reuses its choice instead of choosing
-    again, so a cycle where nothing changed costs a comparison of tag lists per scan."""
+    again, so a cycle where nothing changed costs a comparison of tag lists per scan.
+
+    Fast path of the cycle's choose stage. Measured with ``benchmarks/cycle.py`` (1,000
+    Applications, 200 repositories): with the choice made once per (scan, policy), 200 choices
+    instead of 1,000 per cycle, and none in a steady cycle; together with the other changes of
+    that day the steady cycle's CPU fell by 40–60% in interleaved pairs (benchmarks/RESULTS.md,
+    *Controller cycle*, "a cycle's cost grows with what changed")."""
 
     __slots__ = ("_last",)
 

@@ -23,10 +23,10 @@ from argocd_image_updater.config.labels import (
 from argocd_image_updater.config.selection import (
     AppIndex,
     select_applications,
-    select_applications_v0,
     sort_refs,
     specificity,
 )
+from argocd_image_updater.config.selection_v0 import select_applications_v0
 from argocd_image_updater.kits.globs import GlobError, compile_glob
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.update_config import (

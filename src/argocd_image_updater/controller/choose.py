@@ -1,8 +1,8 @@
 """The cycle's **choose** stage, between the scans and the plans.
 
-A tag is chosen by :meth:`~argocd_image_updater.plan.decide.ScanResults.choose`: once per
+A tag is chosen by :meth:`~argocd_image_updater.plan.choices.ScanResults.choose`: once per
 (scan, policy) per cycle, on first use, from the scan's tags (or last cycle's choice when the
-scan listed exactly the same tags: :class:`~argocd_image_updater.plan.decide.ChoiceMemory`).
+scan listed exactly the same tags: :class:`~argocd_image_updater.plan.choices.ChoiceMemory`).
 This stage gives the choices what they are made from and asks the registry what follows from
 them before any application is planned: when each tag of an image with a ``minAge`` was first
 seen, the digest of the tag chosen for each pinned image (:mod:`.pins`: those are chosen here),
@@ -19,7 +19,7 @@ from argocd_image_updater.controller.moved_tags import note_moved_tags
 from argocd_image_updater.controller.pins import pin_digests
 from argocd_image_updater.controller.remembered import age_tags
 from argocd_image_updater.pipeline.records import CycleApp
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 from argocd_image_updater.plan.moved import TagKey, TagMove
 
 Moves = Mapping[TagKey, TagMove]

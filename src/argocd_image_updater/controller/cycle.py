@@ -20,7 +20,7 @@ from argocd_image_updater.controller.write import write_deferred
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import Collected, CycleResult
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 
 log = get_logger("cycle")
 

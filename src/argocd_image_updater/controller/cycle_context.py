@@ -15,7 +15,7 @@ from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.pipeline.ports import AppWriter, BatchWriter
-from argocd_image_updater.plan.decide import ChoiceMemory
+from argocd_image_updater.plan.choices import ChoiceMemory
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.verify.gate import Gate
 from argocd_image_updater.verify.policy import ConfigMapReader

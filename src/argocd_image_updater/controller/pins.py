@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 from argocd_image_updater.plan.jobs import AppJobs
 from argocd_image_updater.plan.pins import PinRequest, wanted_pins
 from argocd_image_updater.registry.scanner import Scanner

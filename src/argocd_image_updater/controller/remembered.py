@@ -15,7 +15,7 @@ from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleApp
 from argocd_image_updater.plan.charts import ChartJob
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 from argocd_image_updater.plan.holds import HOLD_ANNOUNCE, HoldContext
 from argocd_image_updater.plan.jobs import ImageJob, ScanKey
 from argocd_image_updater.plan.model import Outcome

@@ -36,7 +36,7 @@ from argocd_image_updater.pipeline.ports import (
     StoreError,
 )
 from argocd_image_updater.pipeline.records import Collected, CycleResult
-from argocd_image_updater.plan.decide import ChoiceMemory
+from argocd_image_updater.plan.choices import ChoiceMemory
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.cycle_metrics import forget_cr
 from argocd_image_updater.report.reporter import Reporter

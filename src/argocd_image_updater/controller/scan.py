@@ -23,7 +23,7 @@ from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import AppOutcome, Collected, CycleApp
 from argocd_image_updater.plan.charts import ChartJob
-from argocd_image_updater.plan.decide import ChoiceMemory, ScanResults
+from argocd_image_updater.plan.choices import ChoiceMemory, ScanResults
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 

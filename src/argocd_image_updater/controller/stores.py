@@ -11,7 +11,7 @@ from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
 from argocd_image_updater.config.imageupdater import compact_image_updater
 from argocd_image_updater.kits.interning import intern_strings
 from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient, KubeError
-from argocd_image_updater.model.application import compact_object
+from argocd_image_updater.model.app_object import compact_object
 from argocd_image_updater.pipeline.ports import ConflictError, StoreError
 
 
@@ -21,7 +21,7 @@ class KubeStore:
 
     async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]:
         """The Applications, read a page at a time and each reduced to what the updater reads
-        (:func:`~argocd_image_updater.model.application.compact_object`): a cycle holds the
+        (:func:`~argocd_image_updater.model.app_object.compact_object`): a cycle holds the
         whole listing only in that form."""
         items: list[dict[str, Any]] = []
         async for page in self.kube.list_pages(APPLICATIONS, namespace):

@@ -1,7 +1,7 @@
 """The cycle's **plan → verify → write** stages, per application.
 
 Each application is planned from the cycle's scans (its tags chosen:
-:meth:`~argocd_image_updater.plan.decide.ScanResults.choose`), the tags chosen for images whose
+:meth:`~argocd_image_updater.plan.choices.ScanResults.choose`), the tags chosen for images whose
 verification is enabled are checked (:mod:`argocd_image_updater.verify.gate`) and it is planned
 again with the verdicts, then :meth:`AppUpdates.decide_write` decides whether it is written now
 (its own writer: :func:`~argocd_image_updater.controller.write.write_app`), later with the others
@@ -23,7 +23,7 @@ from argocd_image_updater.controller.remembered import hold_context, remember_ho
 from argocd_image_updater.controller.write import Replan, settled, write_app
 from argocd_image_updater.pipeline.ports import AppWriter
 from argocd_image_updater.pipeline.records import AppOutcome, CycleApp
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 from argocd_image_updater.plan.holds import HoldContext
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.moved import moves_of

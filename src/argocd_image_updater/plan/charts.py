@@ -283,7 +283,7 @@ class _HelmVersions:
         )
 
 
-"""``(job, scan) → selection``: the cycle's shared choice (``plan.decide.ScanResults``)."""
+"""``(job, scan) → selection``: the cycle's shared choice (``plan.choices.ScanResults``)."""
 
 
 def chart_image(ref: ChartRef, alias: str) -> ImageRef:

@@ -17,8 +17,8 @@ from argocd_image_updater.config.imageupdater import (
     MSG_VERIFICATION,
     ImageUpdaterError,
     parse_image_updater,
-    ref_verification,
 )
+from argocd_image_updater.config.imageupdater_refs import ref_verification
 from argocd_image_updater.model.update_config import UpdateSettings, Verification
 from argocd_image_updater.verify.keyless import (
     KeylessPolicy,

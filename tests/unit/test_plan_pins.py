@@ -14,11 +14,8 @@ from argocd_image_updater.config.annotations import (
     config_from_annotations_v0,
     read_update_settings,
 )
-from argocd_image_updater.config.imageupdater import (
-    image_specs,
-    parse_image_updater,
-    ref_settings,
-)
+from argocd_image_updater.config.imageupdater import parse_image_updater
+from argocd_image_updater.config.imageupdater_refs import image_specs, ref_settings
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.image import ImageRef

@@ -6,8 +6,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from argocd_image_updater.kits.gotemplate.errors import ExecError, TemplateError
-from argocd_image_updater.kits.gotemplate.exec import State
+from argocd_image_updater.kits.gotemplate.exec import Budget, State
 from argocd_image_updater.kits.gotemplate.lexer import Lexer
+from argocd_image_updater.kits.gotemplate.limits import DEFAULT_LIMITS, Limits
 from argocd_image_updater.kits.gotemplate.parser import Parser, Text
 
 
@@ -83,9 +84,11 @@ class Template:
         tmpl.nodes = Parser(text, toks, tmpl._fail, tmpl.funcs, associate).parse()
         return tmpl
 
-    def render(self, data: Any) -> str:
-        """Execute the template with ``data`` as ``.`` and ``$``; raise :class:`TemplateError`."""
-        state = State(self, data)
+    def render(self, data: Any, limits: Limits | None = None) -> str:
+        """Execute the template with ``data`` as ``.`` and ``$``; raise :class:`TemplateError`
+        (:class:`~.errors.OutputLimitError` or :class:`~.errors.StepLimitError` past ``limits``,
+        by default :data:`~.limits.DEFAULT_LIMITS`)."""
+        state = State(self, data, Budget(self, limits or DEFAULT_LIMITS))
         try:
             state.walk(data, self.nodes)
         except ExecError as exc:  # raised outside a command, e.g. by a variable assignment

@@ -86,8 +86,7 @@ class Budget:
         self.steps -= count
         if self.steps < 0:
             raise StepLimitError(
-                f"{self._prefix()}: execution exceeds the limit of "
-                f"{self.limits.max_steps} steps"
+                f"{self._prefix()}: execution exceeds the limit of {self.limits.max_steps} steps"
             )
 
     def too_long(self) -> OutputLimitError:

@@ -185,9 +185,7 @@ def format_value(value: Any, spec: Spec) -> str:
     if isinstance(value, list | tuple):
         return "[" + _join((format_value(v, spec) for v in value), spec) + "]"
     if isinstance(value, Mapping):
-        items = (
-            f"{format_value(k, spec)}:{format_value(v, spec)}" for k, v in sorted_items(value)
-        )
+        items = (f"{format_value(k, spec)}:{format_value(v, spec)}" for k, v in sorted_items(value))
         return "map[" + _join(items, spec) + "]"
     if is_struct(value):
         fields = (
@@ -259,7 +257,11 @@ def _format_str(value: str, spec: Spec) -> str:
         return _pad(value if prec is None else value[:prec], spec)
     if verb == "q":
         text = value if prec is None else value[:prec]
-        if "#" in spec.flags and "`" not in text and all(c.isprintable() or c == "\t" for c in text):
+        if (
+            "#" in spec.flags
+            and "`" not in text
+            and all(c.isprintable() or c == "\t" for c in text)
+        ):
             return _pad(f"`{text}`", spec)
         return _pad(go_quote(text), spec)
     if verb in "xX":

@@ -64,7 +64,7 @@ class _Continue(Exception):
 
 
 def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode())
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class Budget:

@@ -370,6 +370,11 @@ class Parser:
             return Variable(node.name, node.names + names)
         if isinstance(node, Pipe):
             return Chain(node, names)
+        if isinstance(node, Function):  # "fn.Field": call fn, then take the field, like Go
+            tok = self.toks[self.i - len(names) - 1]
+            call = Command(tok.pos, tok.val, [node])
+            self.check_command(call, 0)
+            return Chain(Pipe(tok.pos, [], False, [call]), names)
         self.fail(self.toks[self.i - len(names)].pos, "unexpected . after term")
 
     def term(self) -> Any:

@@ -7,6 +7,7 @@ from typing import Any, NoReturn
 
 from argocd_image_updater.kits.gotemplate.errors import ExecError, TemplateError
 from argocd_image_updater.kits.gotemplate.exec import Budget, State
+from argocd_image_updater.kits.gotemplate.formatting import NO_VALUE
 from argocd_image_updater.kits.gotemplate.lexer import Lexer
 from argocd_image_updater.kits.gotemplate.limits import DEFAULT_LIMITS, Limits
 from argocd_image_updater.kits.gotemplate.parser import Parser, Text
@@ -88,6 +89,8 @@ class Template:
         """Execute the template with ``data`` as ``.`` and ``$``; raise :class:`TemplateError`
         (:class:`~.errors.OutputLimitError` or :class:`~.errors.StepLimitError` past ``limits``,
         by default :data:`~.limits.DEFAULT_LIMITS`)."""
+        if data is None:  # Go's nil data: an invalid value, whose fields are "<no value>"
+            data = NO_VALUE
         state = State(self, data, Budget(self, limits or DEFAULT_LIMITS))
         try:
             state.walk(data, self.nodes)

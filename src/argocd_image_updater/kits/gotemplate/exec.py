@@ -118,9 +118,14 @@ class State:
         self.depth = depth
 
     def fail(self, cmd_pos: int, src: str, msg: str) -> NoReturn:
+        # Like Go's ErrorContext: the line, and the byte offset within it (0-based).
         line, col = self.tmpl.line_col(cmd_pos)
+        start = cmd_pos - col + 1
+        offset = len(self.tmpl.source[start:cmd_pos].encode("utf-8", "surrogatepass"))
         name, file = self.tmpl.name, self.tmpl.file
-        raise TemplateError(f'template: {file}:{line}:{col}: executing "{name}" at <{src}>: {msg}')
+        raise TemplateError(
+            f'template: {file}:{line}:{offset}: executing "{name}" at <{src}>: {msg}'
+        )
 
     def invoke(self, dot: Any, node: Invoke) -> None:
         templates = self.tmpl.templates or {}

@@ -220,13 +220,14 @@ class Parser:
 
     def invoke(self, word: Token) -> Invoke:
         name = self.template_name(word)
+        name_pos = self.toks[self.i - 1].pos  # Go places a {{template}} node at its name
         pipe: Pipe | None = None
         if self.peek_non_space().kind == "}}":
             self.next()
         else:
             pipe = self.pipeline(f"{word.kind} clause", "}}")
         src = self.src[word.pos : self.toks[self.i - 1].pos].strip()
-        node = Invoke(word.pos, "{{" + src + "}}", name, pipe)
+        node = Invoke(name_pos, "{{" + src + "}}", name, pipe)
         if word.kind == "block":
             if pipe is None:
                 self.fail(word.pos, "missing pipeline in block clause")

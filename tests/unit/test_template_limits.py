@@ -154,6 +154,24 @@ def test_a_caller_may_raise_the_limits() -> None:
     assert render("{{range 200000}}{{end}}", limits=Limits(max_steps=300_000)) == ""
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{" + "(" * 101 + "1" + ")" * 101 + "}}",
+        "{{if 1}}" * 101 + "x" + "{{end}}" * 101,
+        "{{range .}}" * 100_000,
+    ],
+)
+def test_nesting_past_the_parse_depth_is_a_parse_error_not_a_recursion_error(text: str) -> None:
+    with pytest.raises(TemplateError, match="max expression depth exceeded"):
+        Template.parse(text, "t")
+
+
+def test_nesting_up_to_the_parse_depth_parses_and_runs() -> None:
+    assert render("{{" + "(" * 100 + "1" + ")" * 100 + "}}") == "1"
+    assert render("{{with 1}}" * 100 + "{{.}}" + "{{end}}" * 100) == "1"
+
+
 def test_limit_errors_are_template_errors_of_distinct_types() -> None:
     assert issubclass(StepLimitError, LimitError) and issubclass(OutputLimitError, LimitError)
     assert issubclass(LimitError, TemplateError)

@@ -290,8 +290,8 @@ class State:
     def call(self, dot: Any, name: str, cmd: Command, args: list[Any], final: Any) -> Any:
         self.budget.step()
         result = self._call(dot, name, cmd, args, final)
-        if isinstance(result, str):
-            self.budget.built(result)
+        if isinstance(result, str) and (name in BUILDS_TEXT or name in self.tmpl.funcs):
+            self.budget.built(result)  # "index" or "and" hand back data, built by no one
         return result
 
     def _call(self, dot: Any, name: str, cmd: Command, args: list[Any], final: Any) -> Any:

@@ -6,7 +6,9 @@ an expansion is bounded the way Go bounds it and a little more:
 * :data:`MAX_FMT_NUMBER`: Go's ``fmt`` refuses a width or precision whose magnitude passes one
   million (``tooLarge``): a ``*`` argument that large prints ``%!(BADWIDTH)`` / ``%!(BADPREC)``,
   a literal that long ends the format (``%!(NOVERB)``). Fixed, as in Go.
-* :data:`MAX_TEMPLATE_DEPTH`: nested ``{{template}}`` calls. Fixed.
+* :data:`MAX_TEMPLATE_DEPTH`: nested ``{{template}}`` calls; :data:`MAX_PARSE_DEPTH`: nested
+  actions (``if``, ``with``, ``range``, ``block``, parentheses) in the source, a parse error
+  ``max expression depth exceeded`` (Go's words for parentheses, which it caps at 10,000). Fixed.
 * :attr:`Limits.max_output` (default :data:`MAX_OUTPUT_BYTES`): the bytes (UTF-8) one expansion
   writes; every text a function builds (``print``, ``printf``, ``println``, an extra function's
   result) is held to it too, so no value larger than the output can be built. Going past it
@@ -36,6 +38,8 @@ MAX_FMT_NUMBER: Final = 1_000_000
 """Go's ``fmt`` bound on a width or precision (``tooLarge``: beyond ±1e6)."""
 MAX_TEMPLATE_DEPTH: Final = 100
 """Nested ``{{template}}`` calls."""
+MAX_PARSE_DEPTH: Final = 100
+"""Nesting of ``if``/``with``/``range``/``block`` and parenthesized pipelines in the source."""
 
 
 @dataclass(frozen=True, slots=True)

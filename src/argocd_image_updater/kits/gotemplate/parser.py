@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from argocd_image_updater.kits.gotemplate.formatting import go_quote
 from argocd_image_updater.kits.gotemplate.funcs import ARITY, UNSUPPORTED_FUNCS, arity_of
 from argocd_image_updater.kits.gotemplate.lexer import Token
+from argocd_image_updater.kits.gotemplate.limits import MAX_PARSE_DEPTH
 
 
 @dataclass(slots=True)
@@ -118,6 +119,7 @@ class Parser:
         self.associate = associate
         self.vars = ["$"]
         self.range_depth = 0
+        self.nesting = 0
         self.arity = dict(ARITY)
         self.arity.update({name: arity_of(f) for name, f in funcs.items()})
 
@@ -231,10 +233,21 @@ class Parser:
         if word.kind == "block":
             if pipe is None:
                 self.fail(word.pos, "missing pipeline in block clause")
+            self.nest(word.pos, 1)
             self.named_body(word, name)
+            self.nest(word.pos, -1)
         return node
 
+    def nest(self, pos: int, step: int) -> None:
+        """Enter (``step`` 1) or leave (-1) a nested control, block or parenthesized pipeline.
+        Go caps only parentheses (at 10,000, on growable stacks); here every kind of nesting
+        counts against :data:`~.limits.MAX_PARSE_DEPTH`, below Python's recursion limit."""
+        self.nesting += step
+        if self.nesting > MAX_PARSE_DEPTH:
+            self.fail(pos, "max expression depth exceeded")
+
     def control(self, word: Token) -> Control:
+        self.nest(word.pos, 1)
         mark = len(self.vars)
         pipe = self.pipeline(word.kind, "}}")
         if word.kind == "range":
@@ -255,6 +268,7 @@ class Parser:
                 if term != "end":
                     self.fail(self.toks[self.i - 1].pos, "expected {{end}}; found {{else}}")
         del self.vars[mark:]
+        self.nest(word.pos, -1)
         return Control(word.kind, pipe, body, else_body)
 
     def pipeline(self, context: str, end: str) -> Pipe:
@@ -400,6 +414,9 @@ class Parser:
         if kind in ("bool", "number", "string"):
             return Literal(tok.value)
         if kind == "(":
-            return self.pipeline("parenthesized pipeline", ")")
+            self.nest(tok.pos, 1)
+            pipe = self.pipeline("parenthesized pipeline", ")")
+            self.nest(tok.pos, -1)
+            return pipe
         self.i -= 1
         return None

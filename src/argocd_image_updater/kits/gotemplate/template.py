@@ -82,7 +82,10 @@ class Template:
         tmpl = cls(name, text, funcs, templates)
         toks = Lexer(text, tmpl._fail).run()
         associate = None if templates is None else tmpl._associate
-        tmpl.nodes = Parser(text, toks, tmpl._fail, tmpl.funcs, associate).parse()
+        try:
+            tmpl.nodes = Parser(text, toks, tmpl._fail, tmpl.funcs, associate).parse()
+        except RecursionError:  # a safety net: MAX_PARSE_DEPTH stops nesting well before
+            raise TemplateError(f"template: {name}: max expression depth exceeded") from None
         return tmpl
 
     def render(self, data: Any, limits: Limits | None = None) -> str:

@@ -140,7 +140,7 @@ class Attempts:
         if after is not None:
             wait = after
         else:
-            backoff = min(policy.cap, policy.base * 2 ** (self.made - 1))
+            backoff = min(policy.cap, policy.base * 2.0 ** (self.made - 1))
             wait = backoff * (0.5 + policy.jitter() / 2)
         if self.waited + wait > policy.budget:
             return None

@@ -854,6 +854,11 @@ class ServedApp(InThread):
         with self._fault_lock:
             self._faults.append(_Fault(verb, resource, status, message, count, 0.0, retry_after))
 
+    def clear_faults(self) -> None:
+        """Forget the failures still to inject (latency rules stay)."""
+        with self._fault_lock:
+            self._faults = [f for f in self._faults if f.remaining < 0]
+
     def set_latency(
         self, seconds: float, *, verb: str | None = None, resource: str | None = None
     ) -> None:
@@ -983,11 +988,11 @@ class KubeApiServer(ServedApp):
             return _reset(request)
         except KubeError as exc:
             response = json_response(exc.status(), exc.code)
-            after = request.get("retry_after", "1")
+            after = request.get(_RETRY_AFTER, "1")
             if exc.code in (429, 503) and after is not None:
                 response.headers["Retry-After"] = after
             return response
-        if request.get("reset_after"):
+        if request.get(_RESET_AFTER):
             return _reset(request)
         return response
 
@@ -1101,9 +1106,9 @@ class KubeApiServer(ServedApp):
         if fault is not None and fault.reset == "before":
             raise _Reset
         if fault is not None and fault.reset == "after":
-            request["reset_after"] = True
+            request[_RESET_AFTER] = True
         elif fault is not None:
-            request["retry_after"] = fault.retry_after
+            request[_RETRY_AFTER] = fault.retry_after
             raise KubeError(fault.status, fault.message or REASONS.get(fault.status, "injected"))
         if verb == "list":
             return self._list(rt, namespace, query)
@@ -1272,6 +1277,10 @@ class Impersonation:
     groups: tuple[str, ...] = ()
     uid: str = ""
     extra: dict[str, list[str]] = field(default_factory=dict)
+
+
+_RESET_AFTER: Final = web.RequestKey("reset_after", bool)
+_RETRY_AFTER: Final = web.RequestKey[str | None]("retry_after")
 
 
 class _Reset(Exception):

@@ -176,7 +176,7 @@ class OidcProvider(KubeAuth):
                 content=urlencode(body).encode(),
                 limit=ANSWER_LIMIT,
             )
-            if answer.status not in (400, 401):
+            if not _client_refused(answer):
                 break
         assert answer is not None
         doc = _json(answer)
@@ -189,6 +189,14 @@ class OidcProvider(KubeAuth):
                 f"(HTTP {answer.status}){detail}"
             )
         return doc
+
+
+def _client_refused(answer: http1.Answer) -> bool:
+    """Whether the issuer refused the client's authentication (not the grant)."""
+    if answer.status == 401:
+        return True
+    doc = _json(answer) if answer.status == 400 else None
+    return doc is not None and doc.get("error") == "invalid_client"
 
 
 def _json(answer: http1.Answer) -> dict[str, Any] | None:

@@ -930,6 +930,9 @@ class KubeApiServer(ServedApp):
         self._streams: set[asyncio.Queue[WatchEvent | None]] = set()
         self.impersonations: list[Impersonation] = []
         """The ``Impersonate-*`` fields of each request that carried them, in order."""
+        self.client_users: list[str] = []
+        """The common name of each request's client certificate (the user the API server's
+        x509 authenticator names), in order."""
 
     def reset_next(
         self,
@@ -1090,6 +1093,9 @@ class KubeApiServer(ServedApp):
             return json_response(VERSION_INFO)
         if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
             raise KubeError(401, "Unauthorized")
+        if request.transport is not None and (peer := request.transport.get_extra_info("peercert")):
+            names = [v for rdn in peer.get("subject", ()) for k, v in rdn if k == "commonName"]
+            self.client_users.append(names[0] if names else "")
         self._impersonation(request)
         if request.method == "GET" and (doc := self._discovery(parts)) is not None:
             return json_response(doc)

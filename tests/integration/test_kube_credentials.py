@@ -131,9 +131,7 @@ def cert_plugin(tmp_path: Path, ca: trustme.CA) -> Path:
     return plugin
 
 
-async def test_an_exec_plugin_certificate_is_renewed(
-    ca: trustme.CA, tmp_path: Path
-) -> None:
+async def test_an_exec_plugin_certificate_is_renewed(ca: trustme.CA, tmp_path: Path) -> None:
     plugin = cert_plugin(tmp_path, ca)
     async with mtls_server(ca) as server:
         server.token = "tok2"

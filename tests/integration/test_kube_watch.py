@@ -101,9 +101,7 @@ async def test_a_410_lists_again(server: KubeApiServer, client: KubeClient) -> N
             server.store.put(objects.image_updater(f"iu{index}", NS))
         server.store.compact()
         server.end_watches()
-        await eventually(
-            lambda: server.request_count("list", "applications") == 2, "a second list"
-        )
+        await eventually(lambda: server.request_count("list", "applications") == 2, "a second list")
         await eventually(lambda: followed.names("ADDED") == ["web", "web"], "the list's objects")
     finally:
         await followed.stop()
@@ -150,7 +148,7 @@ async def test_the_supervised_watch_reports_repeated_failure_and_recovers(
     )
     try:
         await eventually(lambda: not health.healthy()[0], "the failing watch reported")
-        ok, message = health.healthy()
+        _, message = health.healthy()
         assert "watch of ImageUpdaters in argocd" in message and "HTTP 403" in message
         assert server.request_count("list", "imageupdaters") >= FAILURES_UNHEALTHY
         server.clear_faults()

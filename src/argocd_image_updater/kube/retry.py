@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -83,10 +82,7 @@ def is_reset(exc: BaseException) -> bool:
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
         return True
     if isinstance(exc, httpx.ConnectError):
-        cause = exc.__cause__
-        return isinstance(cause, ConnectionResetError | BrokenPipeError) and not isinstance(
-            cause, ssl.SSLError
-        )
+        return isinstance(exc.__cause__, ConnectionResetError | BrokenPipeError)
     return isinstance(exc, ConnectionResetError | BrokenPipeError)
 
 

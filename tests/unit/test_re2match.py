@@ -100,6 +100,14 @@ def test_refused_expressions_give_re2s_reason(expression: str, reason: str) -> N
     )
 
 
+def test_refused_expressions_print_nothing(capfd: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(RegexpError, match="missing"):
+        compile_re2("(unclosed-and-never-seen-before")
+    assert parse_allow_tags("regexp:[also-unclosed").kind == "none"
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+
+
 def test_nested_quantifiers_match_in_linear_time() -> None:
     """``^(a+)+$`` took seconds in Python's ``re`` for 27 characters and never ended for 40."""
     matcher = parse_allow_tags("regexp:^(a+)+$")

@@ -65,9 +65,12 @@ class Regexp:
         return bool(self._compiled.Match(_WHOLE, data, 0, len(data))[0] != _NO_MATCH)
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=256)
 def compile_re2(expression: str) -> Regexp:
-    """Compile ``expression`` with RE2; :class:`RegexpError` with RE2's message when refused."""
+    """Compile ``expression`` with RE2; :class:`RegexpError` with RE2's message when refused.
+
+    Kept compiled: RE2 builds its matching automaton lazily, as texts are matched, within the
+    memory budget; past it, matching goes on in the slower (still linear) way."""
     _refuse_any_byte(expression)
     compiled = _re2.RE2(_utf8(expression), _OPTIONS)
     if not compiled.ok():

@@ -52,7 +52,7 @@ class Stale(Exception):
 async def read_response(
     reader: asyncio.StreamReader,
     method: bytes,
-    timeout: float | None,
+    read_timeout: float | None,
     request: httpx.Request | None,
     reused: bool = False,
 ) -> tuple[ResponseHead, Framing]:
@@ -60,7 +60,7 @@ async def read_response(
     a connection closed before any byte raises :class:`Stale` (the request may be sent again)."""
     for interim in range(MAX_INTERIM + 1):
         data = await _section(
-            reader, HEAD_LIMIT, "response head", timeout, request, reused and interim == 0
+            reader, HEAD_LIMIT, "response head", read_timeout, request, reused and interim == 0
         )
         try:
             head = parse_response_head(data)
@@ -77,7 +77,7 @@ async def _section(
     reader: asyncio.StreamReader,
     limit: int,
     what: str,
-    timeout: float | None,
+    read_timeout: float | None,
     request: httpx.Request | None,
     stale: bool,
 ) -> bytes:
@@ -94,7 +94,7 @@ async def _section(
     size = 0
     while True:
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(read_timeout):
                 line = await reader.readuntil(b"\n")
         except TimeoutError:
             raise httpx.ReadTimeout(f"timed out reading the {what}", request=request) from None
@@ -132,21 +132,21 @@ async def _section(
 async def body_pieces(
     reader: asyncio.StreamReader,
     framing: Framing,
-    timeout: float | None,
+    read_timeout: float | None,
     request: httpx.Request | None,
 ) -> AsyncIterator[bytes]:
     """The body of a response with ``framing``, in pieces of at most :data:`PIECE` bytes (a
     length-delimited body of at most that size in one)."""
     if framing.chunked:
         while True:
-            line = await step(reader.readuntil(b"\r\n"), timeout, request)
+            line = await step(reader.readuntil(b"\r\n"), read_timeout, request)
             try:
                 size = parse_chunk_size(line[:-2])
             except ProtocolError as exc:
                 raise httpx.RemoteProtocolError(str(exc), request=request) from None
             if size == 0:
                 trailers = await _section(
-                    reader, TRAILER_LIMIT, "trailer section", timeout, request, False
+                    reader, TRAILER_LIMIT, "trailer section", read_timeout, request, False
                 )
                 try:
                     parse_trailers(trailers)  # checked, not used
@@ -156,29 +156,29 @@ async def body_pieces(
                     ) from None
                 return
             while size:
-                data = await step(reader.read(min(size, PIECE)), timeout, request)
+                data = await step(reader.read(min(size, PIECE)), read_timeout, request)
                 if not data:
                     raise _incomplete(request)
                 size -= len(data)
                 yield data
-            if await step(reader.readexactly(2), timeout, request) != b"\r\n":
+            if await step(reader.readexactly(2), read_timeout, request) != b"\r\n":
                 raise httpx.RemoteProtocolError("a chunk without its CRLF", request=request)
     elif framing.length is not None:
         remaining = framing.length
         if remaining <= PIECE:
             if remaining:  # mostly the body arrived with the head: then no wait to time
                 yield await step(
-                    reader.readexactly(remaining), timeout, request, waits(reader, remaining)
+                    reader.readexactly(remaining), read_timeout, request, waits(reader, remaining)
                 )
             return
         while remaining:
-            data = await step(reader.read(min(remaining, _READ_AT_MOST)), timeout, request)
+            data = await step(reader.read(min(remaining, _READ_AT_MOST)), read_timeout, request)
             if not data:
                 raise _incomplete(request)
             remaining -= len(data)
             yield data
     else:
-        while data := await step(reader.read(_READ_AT_MOST), timeout, request):
+        while data := await step(reader.read(_READ_AT_MOST), read_timeout, request):
             yield data
 
 
@@ -190,16 +190,16 @@ def _incomplete(request: httpx.Request | None) -> httpx.RemoteProtocolError:
 
 async def step(
     read: Awaitable[bytes],
-    timeout: float | None,
+    read_timeout: float | None,
     request: httpx.Request | None,
     timed: bool = True,
 ) -> bytes:
-    """One read of a body under the read timeout (not ``timed``: a read of bytes already
+    """One read of a body under the read read_timeout (not ``timed``: a read of bytes already
     buffered, which cannot wait), its errors as httpx's."""
     try:
         if not timed:
             return await read
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(read_timeout):
             return await read
     except TimeoutError:
         raise httpx.ReadTimeout("timed out reading the response body", request=request) from None

@@ -425,4 +425,3 @@ class _Body(httpx.AsyncByteStream):
         else:
             self._conn.close()
         self._transport._release()
-

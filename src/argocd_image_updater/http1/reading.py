@@ -194,7 +194,7 @@ async def step(
     request: httpx.Request | None,
     timed: bool = True,
 ) -> bytes:
-    """One read of a body under the read read_timeout (not ``timed``: a read of bytes already
+    """One read of a body under the read timeout (not ``timed``: a read of bytes already
     buffered, which cannot wait), its errors as httpx's."""
     try:
         if not timed:

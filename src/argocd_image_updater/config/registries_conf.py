@@ -105,7 +105,7 @@ class RegistryEntry(BaseModel):
     @field_validator("timeout", mode="before")
     @classmethod
     def _deadline(cls, value: Any) -> Any:
-        if isinstance(value, bool) or isinstance(value, int | float):
+        if isinstance(value, int | float):  # bool included
             raise ValueError(f"{value} is not a duration; write one like '30s' or '2m'")
         if isinstance(value, str):
             try:

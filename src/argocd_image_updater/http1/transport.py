@@ -11,7 +11,8 @@ headers, auth flows, redirects, content decoding, timeouts' configuration.
 
 Scope: plain and TLS connections, keep-alive reuse with an idle limit and expiry, request bodies
 of any length (chunked when httpx asks for it), responses delimited by length, by chunks or by
-the close of the connection, streamed to the caller. Proxies are not spoken here: see
+the close of the connection, streamed to the caller within the limits of :mod:`.reading` (a
+response that breaks one closes its connection). Proxies are not spoken here: see
 :func:`argocd_image_updater.http1.async_client`, which leaves proxied clients to httpx's own
 transport.
 """

@@ -124,6 +124,27 @@ class EndpointHTTP:
         if self._owns_http:
             await self._http.aclose()
 
+    def _unavailable(
+        self, kind: RequestKind, repository: str, exc: httpx.TransportError
+    ) -> RegistryUnavailable:
+        """The error of a request that failed at the transport on its last attempt."""
+        what = f"{kind} of repository '{repository}'"
+        detail = f"{type(exc).__name__}: {exc or 'no detail'}"
+        if isinstance(exc, httpx.RemoteProtocolError):
+            # It answered, but not in valid HTTP/1.1 (or cut the answer off): not a wrong URL.
+            message = (
+                f"registry {self.registry} sent a malformed or cut-off answer for {what} "
+                f"after {self.retry.attempts} attempts ({detail}); the registry, or a proxy in "
+                "front of it, is misbehaving"
+            )
+        else:
+            message = (
+                f"registry {self.registry} could not be reached for {what} after "
+                f"{self.retry.attempts} attempts ({detail}); check that 'api_url' is right and "
+                "the registry is up, then try again"
+            )
+        return RegistryUnavailable(message, registry=self.registry, repository=repository)
+
     def is_own(self, url: str | httpx.URL) -> bool:
         """Whether ``url`` is on the registry's own origin."""
         return httpx.URL(url).copy_with(path="/", query=None, fragment=None) == self.origin
@@ -169,14 +190,7 @@ class EndpointHTTP:
                             registry=self.registry, repository=repository, detail=tls
                         ) from None
                     if last:
-                        raise RegistryUnavailable(
-                            f"registry {self.registry} could not be reached for "
-                            f"{kind} of repository '{repository}' after {attempts} attempts "
-                            f"({type(exc).__name__}: {exc or 'no detail'}); check that "
-                            "'api_url' is right and the registry is up, then try again",
-                            registry=self.registry,
-                            repository=repository,
-                        ) from None
+                        raise self._unavailable(kind, repository, exc) from None
                     delay = self.retry.backoff(attempt)
                     reason = type(exc).__name__
                 else:

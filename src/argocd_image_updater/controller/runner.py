@@ -1,6 +1,7 @@
 """The controller loop: a cycle every ``--interval``, early cycles on ImageUpdater spec changes,
 graceful shutdown (the cycle in flight finishes its writes; a patch is atomic, so nothing is ever
-half-written)."""
+half-written). With leader election a cycle runs only while this replica leads and is cancelled
+when it stops leading (:mod:`~argocd_image_updater.controller.leading`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.cycle import CredentialsCache, run_cycle
+from argocd_image_updater.controller.leading import LeadershipLost, run_as_leader
 from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
@@ -265,7 +267,12 @@ class Controller:
                     continue
                 wake.clear()
                 try:
-                    self.last_result = await self.cycle()
+                    self.last_result = await run_as_leader(
+                        self.elector, self.cycle(), "update cycle"
+                    )
+                except LeadershipLost:
+                    self.last_result = None
+                    continue
                 except (KubeError, OSError) as err:
                     self.last_result = None
                     log.error("update cycle failed: %s", str(err))

@@ -150,6 +150,11 @@ def writes(api: KubeApiServer) -> dict[tuple[str, str], int]:
     }
 
 
+def logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The leader election's log messages so far."""
+    return [r.getMessage() for r in caplog.records if r.name.endswith(".leader")]
+
+
 def processes_in(directory: Path) -> list[int]:
     """Processes whose working directory is in ``directory`` (a replica's git processes)."""
     found = []
@@ -219,6 +224,7 @@ async def test_a_push_stalled_when_the_lease_is_lost_never_lands_and_the_next_le
     registry: RegistryServer,
     repo: str,
     tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     image, remote = await git_fleet(store, registry, repo, git_server)
     home = tmp_path / "home"
@@ -235,6 +241,11 @@ async def test_a_push_stalled_when_the_lease_is_lost_never_lands_and_the_next_le
         api_a.fail_next(100_000, resource="leases", status=503)  # renewals fail from now on
         await eventually(lambda: a.elector.not_leading.is_set(), "replica-a standing down")
         await eventually(lambda: not processes_in(a.clones), "replica-a's git processes killed")
+        lost = (
+            "lost the leadership: cancelled the update cycle and its writes in flight; standing by"
+        )
+        await eventually(lambda: lost in logged(caplog), "the cancellation logged")
+        assert "stopped leading: could not renew the lease within 2.5s" in logged(caplog)
         # The network recovers: the bytes of the killed push are gone with their connection.
         git_server.release()
         await eventually(lambda: git_server.dropped == 1, "the killed push dropped")

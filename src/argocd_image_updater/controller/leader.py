@@ -294,7 +294,7 @@ class LeaderElector:
                 remaining = deadline - self._clock()
                 if remaining <= 0:
                     self._set_leading(
-                        False, f"could not renew the lease within {self.renew_deadline}s"
+                        False, f"could not renew the lease within {self.renew_deadline:g}s"
                     )
                     return
                 started = self._clock()

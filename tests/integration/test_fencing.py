@@ -25,8 +25,9 @@ from waiting import eventually
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.leader import LeaderElector
+from argocd_image_updater.controller.leading import NOT_LEADER, LeadershipLost, run_as_leader
 from argocd_image_updater.controller.runner import Controller
-from argocd_image_updater.kube.client import REQUEST_TIMEOUT
+from argocd_image_updater.kube.client import REQUEST_TIMEOUT, KubeClient
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.git_servers import (
     GitHttpServer,
@@ -356,3 +357,23 @@ async def test_no_write_starts_after_the_renew_deadline_even_before_the_elector_
     finally:
         git_server.release()
         await replicas.close()
+
+
+async def test_work_never_starts_on_a_replica_that_does_not_lead(tmp_path: Path) -> None:
+    """A webhook event queued before the leadership was lost is not started after it."""
+    unused = KubeApiServer()  # never started: no request is made
+    kube = await KubeClient.connect(str(unused.write_kubeconfig(tmp_path / "config")))
+    elector = LeaderElector(kube, namespace=NS, identity="follower")
+    started = []
+
+    async def work() -> int:
+        started.append(True)
+        return 42
+
+    try:
+        with pytest.raises(LeadershipLost, match=f"^not starting the webhook event: {NOT_LEADER}$"):
+            await run_as_leader(elector, work(), "webhook event")
+        assert started == []
+        assert await run_as_leader(None, work(), "webhook event") == 42  # no leader election
+    finally:
+        await kube.close()

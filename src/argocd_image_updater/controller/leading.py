@@ -58,6 +58,7 @@ async def run_as_leader(
         return await work
     if not elector.is_leader():
         work.close()
+        log.warning("not starting the %s: %s", what, NOT_LEADER, identity=elector.identity)
         raise LeadershipLost(f"not starting the {what}: {NOT_LEADER}")
     task = asyncio.create_task(work, context=fenced_context(elector.is_leader, NOT_LEADER))
     lost = asyncio.create_task(elector.not_leading.wait())

@@ -263,7 +263,11 @@ class Controller:
                 if self.elector is not None and not self.elector.is_leader():
                     if self.health is not None:
                         self.health.standing_by()
-                    await _wait_any(stop, self.elector.leading, 5.0)
+                    # Past the renew deadline but not stepped down yet: wait for that first.
+                    leading = self.elector.leading
+                    await _wait_any(
+                        stop, self.elector.not_leading if leading.is_set() else leading, 5.0
+                    )
                     continue
                 wake.clear()
                 try:

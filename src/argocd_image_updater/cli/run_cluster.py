@@ -4,6 +4,8 @@ never loads the Kubernetes client."""
 
 from __future__ import annotations
 
+import socket
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +26,7 @@ from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.controller.cycle import CredentialsCache
+from argocd_image_updater.controller.leader import LeaderElector
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.secrets import KubeSecretReader
 from argocd_image_updater.controller.state_store import ConfigMapStateStore
@@ -162,3 +165,22 @@ def default_notifications(settings: Settings) -> NotificationsFile:
         return NotificationsFile(path)
     except NotificationsFileError as err:
         raise StartupError(f"notifications configuration: {err}") from None
+
+
+def leader_elector(settings: Settings, kube: KubeClient) -> LeaderElector:
+    """The elector of ``run --leader-election`` (the default); :class:`StartupError` unless
+    retry period < renew deadline < lease duration."""
+    try:
+        return LeaderElector(
+            kube,
+            namespace=str(settings.leader_election_namespace) or kube.namespace,
+            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+            lease_duration=settings.leader_election_lease_duration.total_seconds(),
+            renew_deadline=settings.leader_election_renew_deadline.total_seconds(),
+            retry_period=settings.leader_election_retry_period.total_seconds(),
+        )
+    except ValueError as err:
+        raise StartupError(
+            f"{err} (--leader-election-retry-period, --leader-election-renew-deadline, "
+            "--leader-election-lease-duration)"
+        ) from None

@@ -1,6 +1,7 @@
 """The controller loop: a cycle every ``--interval``, early cycles on ImageUpdater spec changes,
 graceful shutdown (the cycle in flight finishes its writes; a patch is atomic, so nothing is ever
-half-written)."""
+half-written). With leader election a cycle runs only while this replica leads and is cancelled
+when it stops leading (:mod:`~argocd_image_updater.controller.leading`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.cycle import CredentialsCache, run_cycle
+from argocd_image_updater.controller.leading import LeadershipLost, run_as_leader
 from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.controller.spec_watch import Restarts, watch_specs
@@ -264,11 +266,20 @@ class Controller:
                 if self.elector is not None and not self.elector.is_leader():
                     if self.health is not None:
                         self.health.standing_by()
-                    await _wait_any(stop, self.elector.leading, 5.0)
+                    # Past the renew deadline but not stepped down yet: wait for that first.
+                    leading = self.elector.leading
+                    await _wait_any(
+                        stop, self.elector.not_leading if leading.is_set() else leading, 5.0
+                    )
                     continue
                 wake.clear()
                 try:
-                    self.last_result = await self.cycle()
+                    self.last_result = await run_as_leader(
+                        self.elector, self.cycle(), "update cycle"
+                    )
+                except LeadershipLost:
+                    self.last_result = None
+                    continue
                 except (KubeError, OSError) as err:
                     self.last_result = None
                     log.error("update cycle failed: %s", str(err))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from argocd_image_updater.kits.fence import WriteFenced, check_fence
 from argocd_image_updater.kits.json_copy import json_copy
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import ConflictError, StatusStore, StoreError
@@ -460,6 +461,7 @@ class StatusWriter:
             if version:
                 patch["metadata"] = {"resourceVersion": version}
             try:
+                check_fence(f"writing the status of ImageUpdater {cr.namespace}/{cr.name}")
                 result = await self._store.patch_status(cr.namespace, cr.name, patch)
             except ConflictError as err:
                 if attempt == self._attempts:
@@ -477,7 +479,7 @@ class StatusWriter:
                 found = fresh.get("status")
                 stored = found if isinstance(found, dict) else None
                 continue
-            except StoreError as err:
+            except (StoreError, WriteFenced) as err:
                 log.error("could not write the status: %s", str(err), **fields)
                 return False
             if result is None:

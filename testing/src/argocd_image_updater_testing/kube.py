@@ -803,6 +803,8 @@ class ServedApp(InThread):
     def __init__(self, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.host, self.port, self.ssl_context = "127.0.0.1", 0, ssl_context
         self.requests: Counter[tuple[str, str]] = Counter()
+        self.abandoned: Counter[tuple[str, str]] = Counter()
+        """Requests whose client went away while they were delayed (never served)."""
         self._faults: list[_Fault] = []
         self._fault_lock = threading.Lock()
         self._runner: web.AppRunner | None = None
@@ -886,7 +888,11 @@ class ServedApp(InThread):
                 fault.remaining -= 1
                 self._faults = [f for f in self._faults if f.remaining != 0]
         if delay:
-            await asyncio.sleep(delay)
+            try:
+                await asyncio.sleep(delay)
+            except asyncio.CancelledError:  # the client gave up: the request is never served
+                self.abandoned[(verb, resource)] += 1
+                raise
         return fault
 
 

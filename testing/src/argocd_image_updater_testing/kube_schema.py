@@ -143,7 +143,9 @@ CEL_RULES: Final[Mapping[str, Callable[[Any], bool]]] = {
     "self.enabled == false || has(self.cosignKey)": (
         lambda o: o.get("enabled") is False or _has(o, "cosignKey")
     ),
-    "(has(self.github) ? 1 : 0) + (has(self.gitlab) ? 1 : 0) == 1": _exactly_one("github", "gitlab"),
+    "(has(self.github) ? 1 : 0) + (has(self.gitlab) ? 1 : 0) == 1": _exactly_one(
+        "github", "gitlab"
+    ),
     "!(has(self.useAnnotations) && self.useAnnotations == true) ? "
     "(has(self.images) && size(self.images) > 0) : true": (
         lambda o: o.get("useAnnotations") is True or len(o.get("images") or ()) > 0
@@ -727,6 +729,10 @@ IMAGEUPDATER_CRD: Final = (
     / "argocd-image-updater.argoproj.io_imageupdaters.yaml"
 )
 APPLICATION_CRD: Final = "argocd-application-crd.yaml"
+ORIGINAL_IMAGEUPDATER_CRD: Final = (
+    Path(__file__).resolve().parent / "data" / ("original-imageupdater-crd.yaml")
+)
+"""The original project's ImageUpdater CRD (no ``status.shipments``, ``spec.holds``, …)."""
 
 
 @functools.cache

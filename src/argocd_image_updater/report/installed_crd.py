@@ -95,8 +95,9 @@ class InstalledCrd:
         return status if isinstance(status, Mapping) else None
 
     def keep_status(self, status: Mapping[str, Any]) -> dict[str, Any]:
-        """``status`` as the API server keeps it."""
-        if self.schema is None and not self.learned:
+        """``status`` as the API server keeps it (with nothing missing, all of it: the
+        controller writes only fields it knows)."""
+        if not self.missing:
             return dict(status)
         kept = prune(dict(status), self._status_schema(), self.learned, "status")
         return kept if isinstance(kept, dict) else {}

@@ -163,11 +163,11 @@ async def test_a_steady_cycle_writes_no_status(
     tmp_path: Path,
     logs: list[logging.LogRecord],
 ) -> None:
-    await seed_fleet(kube, registry, repo, apps=6, updaters=3)
+    await seed_fleet(kube, registry, repo, apps=40, updaters=8)
     controller, closers = await make_controller(kube, registry, tmp_path)
     try:
-        assert (await controller.cycle()).images_updated == 6
-        assert kube.request_count("patch", STATUS) >= 3
+        assert (await controller.cycle()).images_updated == 40
+        assert kube.request_count("patch", STATUS) >= 8
         stored = kube.store.get("imageupdaters", NS, "team-0")["status"]
         assert ("shipments" in stored) is not is_original(kube)
         await controller.cycle()  # the Applications now hold the new tag

@@ -10,6 +10,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from argocd_image_updater.config.imageupdater import LAST_APPLIED, compact_image_updater
 from argocd_image_updater.controller.crd_check import served_schema
 from argocd_image_updater.report.crd_schema import (
     INSTALL_COMMAND,
@@ -169,3 +170,18 @@ def test_a_failed_reconcile_keeps_its_reason() -> None:
     status = ready_status("False", "ReconcileFailed")
     [ready] = crd.mark(status, {}, status, NOW)["conditions"]
     assert ready["reason"] == "ReconcileFailed" and "CRD is outdated" in ready["message"]
+
+
+def test_the_listing_keeps_the_last_applied_copy_only_when_it_may_hold_a_dropped_field() -> None:
+    crd = InstalledCrd()
+    obj = applied_with({"holds": [{"alias": "web"}]})
+    assert LAST_APPLIED not in compact_image_updater(obj)["metadata"]["annotations"]
+    assert LAST_APPLIED not in compact_image_updater(obj, crd.keeps_applied)["metadata"].get(
+        "annotations", {}
+    )
+    crd.use_schema(ORIGINAL)
+    assert LAST_APPLIED in compact_image_updater(obj, crd.keeps_applied)["metadata"]["annotations"]
+    plain = applied_with({"applicationRefs": [{"namePattern": "*"}]})
+    assert LAST_APPLIED not in compact_image_updater(plain, crd.keeps_applied)["metadata"].get(
+        "annotations", {}
+    )

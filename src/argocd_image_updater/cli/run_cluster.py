@@ -130,6 +130,9 @@ async def build_cluster_controller(
         default=notifications.current,
     )
     closers.append(notifier)
+    status_writer = StatusWriter(KubeStatusStore(kube)) if kube is not None else None
+    if status_writer is not None:
+        status_writer.crd = crd
     controller = Controller(
         store=store,
         registries=registries,
@@ -150,7 +153,7 @@ async def build_cluster_controller(
         ),
         state_store=state_store,
         reporter=Reporter(
-            StatusWriter(KubeStatusStore(kube), crd=crd) if kube is not None else None,
+            status_writer,
             EventRecorder(kube, enabled=not settings.disable_kube_events)
             if kube is not None
             else None,

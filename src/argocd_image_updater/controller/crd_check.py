@@ -75,7 +75,12 @@ class CrdCheck:
     async def _again(self) -> None:
         while True:
             await asyncio.sleep(self.period)
-            await self.check()
+            try:
+                await self.check()
+            except Exception as err:  # a surprise in one read never ends the re-reads
+                log.error(
+                    "checking the ImageUpdater CRD failed: %s: %s", type(err).__name__, str(err)
+                )
 
     async def close(self) -> None:
         if self._task is not None:

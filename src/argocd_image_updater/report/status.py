@@ -437,22 +437,17 @@ class StatusWriter:
     read again and the write retried (at most ``attempts`` times); a function given as status is
     re-evaluated against the fresh stored status. A CR deleted meanwhile is ignored. A status
     that differs from the stored one only by a ``lastCheckedAt`` less than ``heartbeat`` later is
-    not written (see :func:`unchanged`). With ``crd``, what the installed CRD keeps of a status
-    is compared (the server prunes the rest), and every answer teaches ``crd`` what it pruned.
+    not written (see :func:`unchanged`). With :attr:`crd` set, what the installed CRD keeps of a
+    status is compared (the server prunes the rest), and each answer teaches it what was pruned.
     """
 
     def __init__(
-        self,
-        store: StatusStore,
-        *,
-        attempts: int = 5,
-        heartbeat: timedelta = HEARTBEAT,
-        crd: InstalledCrd | None = None,
+        self, store: StatusStore, *, attempts: int = 5, heartbeat: timedelta = HEARTBEAT
     ) -> None:
         self._store = store
         self._attempts = attempts
         self._heartbeat = heartbeat
-        self.crd = crd
+        self.crd: InstalledCrd | None = None
         self.skipped = 0
         """How many writes were left out because the stored status was current."""
 

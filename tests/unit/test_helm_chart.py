@@ -215,15 +215,19 @@ def test_defaults_are_cluster_wide_like_the_original_and_namespaced_on_request()
     assert "--watch-namespaces=*" not in container(objs)["args"]
     for values in ({"rbac": {"clusterWide": False}}, {"createClusterRoles": False}):
         narrow = render(values)
-        # cluster-scoped: only reading the ImageUpdater CRD
         cluster = [o for o in narrow if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
-        assert {o["metadata"]["name"] for o in cluster} == {"argocd-image-updater-crd-reader"}
-        reader = one(narrow, "ClusterRole", "argocd-image-updater-crd-reader")
-        assert reader["rules"] == [CRD_READER_RULE]
+        if "rbac" in values:  # cluster-scoped: only reading the ImageUpdater CRD
+            assert {o["metadata"]["name"] for o in cluster} == {"argocd-image-updater-crd-reader"}
+            reader = one(narrow, "ClusterRole", "argocd-image-updater-crd-reader")
+            assert reader["rules"] == [CRD_READER_RULE]
+        else:  # the original's key: no ClusterRole at all
+            assert cluster == []
         assert "applications" in rules_of(one(narrow, "Role", "argocd-image-updater"))
         assert "--watch-namespaces=*" not in container(narrow)["args"]
-        values["rbac"] = {**values.get("rbac", {}), "crdReader": False}
-        assert not {o["kind"] for o in render(values)} & {"ClusterRole", "ClusterRoleBinding"}
+    narrow = render({"rbac": {"clusterWide": False, "crdReader": False}})
+    assert not {o["kind"] for o in narrow} & {"ClusterRole", "ClusterRoleBinding"}
+    wide = render({"rbac": {"crdReader": False}})
+    assert CRD_READER_RULE not in one(wide, "ClusterRole", "argocd-image-updater")["rules"]
     for values in ({"rbac": {"create": False}}, {"rbac": {"enabled": False}}):
         assert not {o["kind"] for o in render(values)} & {"Role", "ClusterRole", "RoleBinding"}
 

@@ -25,6 +25,7 @@ from argocd_image_updater.config.notifications_file import (
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
+from argocd_image_updater.controller.crd_check import CrdCheck
 from argocd_image_updater.controller.cycle import CredentialsCache
 from argocd_image_updater.controller.leader import LeaderElector
 from argocd_image_updater.controller.runner import Controller
@@ -39,6 +40,7 @@ from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter, Sta
 from argocd_image_updater.registry.helmrepo_secrets import HelmRepoSecrets
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.events import EventRecorder
+from argocd_image_updater.report.installed_crd import InstalledCrd
 from argocd_image_updater.report.reporter import Reporter
 from argocd_image_updater.report.ship_tracker import ShipTracker
 from argocd_image_updater.report.status import StatusWriter
@@ -77,6 +79,11 @@ async def build_cluster_controller(
     elif settings.applications_api != "argocd":
         raise StartupError("--disable-kubernetes requires --applications-api argocd")
 
+    crd = InstalledCrd() if kube is not None else None
+    if kube is not None and crd is not None:
+        check = CrdCheck(kube, crd)
+        await check.start()
+        closers.append(check)
     store: ApplicationStore
     writer: AppWriter
     if settings.applications_api == "argocd":
@@ -93,11 +100,11 @@ async def build_cluster_controller(
         except ValueError as err:
             raise StartupError(str(err)) from None
         closers.append(client)
-        store = ArgoCDStore(client, kube, str(settings.match_application_label))
+        store = ArgoCDStore(client, kube, str(settings.match_application_label), crd)
         writer = ArgoCDAppWriter(client)
     else:
         assert kube is not None
-        store = KubeStore(kube)
+        store = KubeStore(kube, crd)
         writer = KubeAppWriter(kube)
 
     secrets: SecretReader | None = KubeSecretReader(kube) if kube is not None else None
@@ -126,6 +133,9 @@ async def build_cluster_controller(
         default=notifications.current,
     )
     closers.append(notifier)
+    status_writer = StatusWriter(KubeStatusStore(kube)) if kube is not None else None
+    if status_writer is not None:
+        status_writer.crd = crd
     controller = Controller(
         store=store,
         registries=registries,
@@ -146,12 +156,13 @@ async def build_cluster_controller(
         ),
         state_store=state_store,
         reporter=Reporter(
-            StatusWriter(KubeStatusStore(kube)) if kube is not None else None,
+            status_writer,
             EventRecorder(kube, enabled=not settings.disable_kube_events)
             if kube is not None
             else None,
             notifier,
             ShipTracker(batch_writer.cache),
+            crd=crd,
         ),
     )
     return controller, closers

@@ -4,11 +4,13 @@ It keeps objects in memory and behaves like kube-apiserver for what the product 
 list (label and field selectors, pagination), get, create, replace, merge / JSON / strategic merge
 patch, delete (with finalizers), watch; resourceVersion (one global counter), uid, generation,
 the status subresource, optimistic concurrency (409 Conflict), structural schemas of the shipped
-CRDs with pruning, defaulting and CEL rules (422 Invalid), and Status bodies shaped like the
-real ones. Tests can count requests, inject faults (an error status with or without
-``Retry-After``, a connection reset before or after the request is applied) and latency, see
-the ``Impersonate-*`` fields requests carried (:attr:`KubeApiServer.impersonations`), and change
-objects directly through :attr:`KubeApiServer.store`; direct changes emit watch events too.
+CRDs with pruning, defaulting and CEL rules (422 Invalid), the CustomResourceDefinitions
+themselves (of the project's ImageUpdater CRD, or another one such as the original project's),
+and Status bodies shaped like the real ones. Tests can count requests, inject faults (an error
+status with or without ``Retry-After``, a connection reset before or after the request is
+applied) and latency, see the ``Impersonate-*`` fields requests carried
+(:attr:`KubeApiServer.impersonations`), and change objects directly through
+:attr:`KubeApiServer.store`; direct changes emit watch events too.
 """
 
 from __future__ import annotations
@@ -389,6 +391,7 @@ class KubeStore:
         self._watches: set[_Watch] = set()
         for namespace in (*SYSTEM_NAMESPACES, *namespaces):
             self.ensure_namespace(namespace)
+        self._define_custom_types()
 
     def resolve(self, ref: str | ResourceType) -> ResourceType:
         if isinstance(ref, ResourceType):
@@ -423,6 +426,23 @@ class KubeStore:
         if obj is None:
             raise not_found(rt, name)
         return obj
+
+    def _define_custom_types(self) -> None:
+        """Store the CustomResourceDefinition of each custom type, as the API server serves it
+        (``get``/``list``/``watch customresourcedefinitions``)."""
+        if not any(rt.plural == "customresourcedefinitions" for rt in self.types):
+            return
+        for rt in self.types:
+            if rt.definition is not None:
+                crd = copy.deepcopy(dict(rt.definition))
+                crd["status"] = {
+                    "acceptedNames": dict(crd["spec"]["names"]),
+                    "conditions": [
+                        {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"}
+                    ],
+                    "storedVersions": [rt.version],
+                }
+                self.put(crd)
 
     # -- reads --
 
@@ -916,12 +936,14 @@ _VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch",
 class KubeApiServer(ServedApp):
     """The Kubernetes API fake. ``token``: require ``Authorization: Bearer <token>``;
     ``namespaces``: created besides the system ones; ``ca_pem``: the CA of ``ssl_context``'s
-    certificate, for :meth:`write_kubeconfig`."""
+    certificate, for :meth:`write_kubeconfig`; ``imageupdater_crd``: the ImageUpdater CRD to
+    serve and prune by (the project's by default; the original project's one, say)."""
 
     def __init__(
         self,
         store: KubeStore | None = None,
         *,
+        imageupdater_crd: str | Path | None = None,
         token: str | None = None,
         namespaces: Iterable[str] = ("argocd",),
         bookmark_interval: float = 60.0,
@@ -929,6 +951,8 @@ class KubeApiServer(ServedApp):
         ca_pem: bytes | None = None,
     ) -> None:
         super().__init__(ssl_context=ssl_context)
+        if store is None and imageupdater_crd is not None:
+            store = KubeStore(default_types(Path(imageupdater_crd)))
         self.store = store or KubeStore()
         for namespace in namespaces:
             self.store.ensure_namespace(namespace)

@@ -15,7 +15,14 @@ from argocd_image_updater_testing.registry import RegistryServer
 
 @pytest.mark.parametrize(
     "args",
-    [("--help",), ("version",), ("test", "--help"), ("run", "--help"), ("demo", "--help")],
+    [
+        ("--help",),
+        ("version",),
+        ("test", "--help"),
+        ("run", "--help"),
+        ("demo", "--help"),
+        ("status", "--help"),
+    ],
     ids=" ".join,
 )
 def test_help_and_version_load_no_cluster_client(args: tuple[str, ...]) -> None:

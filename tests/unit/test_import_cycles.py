@@ -20,6 +20,10 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
         frozenset({f"{PACKAGE}.kits.gotemplate.exec", f"{PACKAGE}.kits.gotemplate.template"}),
         # a registries.conf key is being added in these two modules
         frozenset({f"{PACKAGE}.config.registries_conf", f"{PACKAGE}.config.registries_file"}),
+        # the Kubernetes client is being changed (the watch names the client's types)
+        frozenset({f"{PACKAGE}.kube.client", f"{PACKAGE}.kube.watch"}),
+        # the status writer is being changed (it names the installed CRD's type)
+        frozenset({f"{PACKAGE}.report.installed_crd", f"{PACKAGE}.report.status"}),
     }
 )
 

@@ -228,6 +228,19 @@ def test_specificity(pattern: str, selector: dict[str, Any] | None, score: int) 
     assert specificity(model_ref(pattern, selector)) == score
 
 
+@given(st.text(alphabet="ab[]\n*", max_size=12))
+def test_specificity_drops_classes_as_the_originals_expression_does(pattern: str) -> None:
+    literals = re.sub(r"\[.*?]", "", pattern).replace("*", "").replace("?", "")
+    exact = 0 if any(c in pattern for c in "*?[]") else 1_000_000
+    assert specificity(model_ref(pattern)) == exact + len(literals.encode())
+
+
+def test_specificity_of_unclosed_brackets_is_linear() -> None:
+    """From every ``[`` no ``]`` closes, a backtracking search scanned to the end."""
+    assert specificity(model_ref("\\[" * 100_000)) == 200_000
+    assert specificity(model_ref("[" * 100_000 + "\n]")) == 100_002
+
+
 def test_sort_refs_most_specific_first_and_stable() -> None:
     labels = {"matchLabels": {"env": "prod"}}
     refs = [

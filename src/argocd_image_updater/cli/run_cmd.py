@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import socket
+import contextlib
 import sys
-import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -117,6 +116,7 @@ async def start_webhook(
     """The webhook server of ``run --enable-webhook`` and of the ``webhook`` command."""
     from argocd_image_updater.cli.run_setup import StartupError
     from argocd_image_updater.controller.events import handle_event
+    from argocd_image_updater.controller.leading import LeadershipLost, run_as_leader
     from argocd_image_updater.model.registry_event import RegistryEvent
     from argocd_image_updater.webhook.dispatch import EventDispatcher
     from argocd_image_updater.webhook.server import WebhookServer
@@ -136,7 +136,10 @@ async def start_webhook(
         raise StartupError(f"webhook TLS: {err}") from None
 
     async def handle(event: RegistryEvent) -> None:
-        await handle_event(controller, event)
+        with contextlib.suppress(LeadershipLost):  # logged where it is noticed
+            await run_as_leader(
+                controller.elector, handle_event(controller, event), "webhook event"
+            )
 
     dispatcher = EventDispatcher(
         handle,
@@ -199,18 +202,13 @@ async def _main(settings: Settings) -> int:
     controller.health = Health(stall_after=max(3 * interval, 600.0) if interval > 0 else 0.0)
     elector_task: asyncio.Task[None] | None = None
     elector_stop = asyncio.Event()
-    if settings.leader_election and not settings.once and controller.kube is not None:
-        from argocd_image_updater.controller.leader import LeaderElector
-
-        kube = controller.kube
-        controller.elector = LeaderElector(
-            kube,
-            namespace=str(settings.leader_election_namespace) or kube.namespace,
-            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
-        )
-        elector_task = asyncio.create_task(controller.elector.run(elector_stop))
     once = runs_once(settings) or controller.interval <= timedelta(0)
     try:
+        if settings.leader_election and not settings.once and controller.kube is not None:
+            from argocd_image_updater.cli.run_cluster import leader_elector
+
+            controller.elector = leader_elector(settings, controller.kube)
+            elector_task = asyncio.create_task(controller.elector.run(elector_stop))
         await _start_servers(settings, controller.health, closers)
         if settings.enable_webhook:
             await start_webhook(settings, controller, int(settings.webhook_port), closers)

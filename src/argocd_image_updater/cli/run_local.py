@@ -22,6 +22,7 @@ from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.local.prepare import LocalPreparer, RepoFiles
 from argocd_image_updater.local.secrets import DirectoryObjects
+from argocd_image_updater.local.status_file import local_reporter
 from argocd_image_updater.local.store import DirectorySource, LocalStore, RepoSource
 from argocd_image_updater.local.writer import LocalManifestWriter, SplitBatchWriter
 from argocd_image_updater.observe.log import get_logger
@@ -111,6 +112,7 @@ async def build_local_controller(
         ),
         config_maps=objects,
         state_store=local_state_store(settings),
+        reporter=local_reporter(str(settings.state_dir or "")),
     )
     log.info("reading Applications from manifests", path=str(source))
     return controller, [scanner, git_writer]

@@ -15,7 +15,7 @@ descriptions in ``config.cr_validation``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import (
@@ -408,22 +408,26 @@ class ImageUpdater(CRModel):
 # --- parsing -----------------------------------------------------------------------------------
 
 
-_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def compact_image_updater(obj: Any) -> Any:
+def compact_image_updater(obj: Any, keep_applied: Callable[[str], bool] | None = None) -> Any:
     """``obj`` (an ImageUpdater as listed) without what nothing reads: ``managedFields`` (a
     tree per field manager, the status writes' included), kubectl's copy of the last applied
     object and the rest of ``metadata`` but what identifies it and its labels and annotations.
     A cycle keeps the listed ImageUpdaters until the next listing. The values kept are the
-    same objects; anything malformed is kept as it is for parsing to report."""
+    same objects; anything malformed is kept as it is for parsing to report. ``keep_applied``:
+    keep kubectl's copy when it says so of the copy's text (it may hold fields an outdated CRD
+    made the API server drop)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
         return obj
     meta = obj["metadata"]
     kept = {key: meta[key] for key in METADATA_READ if key in meta}
     annotations = kept.get("annotations")
-    if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
-        kept["annotations"] = {k: v for k, v in annotations.items() if k != _LAST_APPLIED}
+    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+        text = annotations[LAST_APPLIED]
+        if keep_applied is None or not isinstance(text, str) or not keep_applied(text):
+            kept["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
     return {**obj, "metadata": kept}
 
 

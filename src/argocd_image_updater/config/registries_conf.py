@@ -31,7 +31,11 @@ from argocd_image_updater.config.registries_file import (
     load_registries_conf,
 )
 from argocd_image_updater.config.yaml_errors import yaml_error_position
-from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
+from argocd_image_updater.model.registry import (
+    DEFAULT_REQUEST_DEADLINE,
+    RegistryEndpoint,
+    TagSortMode,
+)
 from argocd_image_updater.observe.log import get_logger
 
 _TAG_SORT_MODES: Final[Mapping[str, TagSortMode]] = {
@@ -62,6 +66,7 @@ class RegistryEntry(BaseModel):
     defaultns: str = ""
     limit: float = 0.0
     default: bool = False
+    timeout: timedelta | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -94,6 +99,21 @@ class RegistryEntry(BaseModel):
                 raise ValueError(str(exc)) from None
             if parsed < timedelta(0):
                 raise ValueError(f"'{value}' is negative; use 0 to keep credentials forever")
+            return parsed
+        return value
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _deadline(cls, value: Any) -> Any:
+        if isinstance(value, int | float):  # bool included
+            raise ValueError(f"{value} is not a duration; write one like '30s' or '2m'")
+        if isinstance(value, str):
+            try:
+                parsed = parse_go_duration(value)
+            except DurationError as exc:
+                raise ValueError(str(exc)) from None
+            if parsed <= timedelta(0):
+                raise ValueError(f"'{value}' is not positive; write a duration like '30s' or '2m'")
             return parsed
         return value
 
@@ -304,6 +324,11 @@ def _build_endpoints(
                 limit=max(entry.limit, 0.0),
                 tag_sort_mode=mode,
                 is_default=entry.default,
+                timeout=(
+                    entry.timeout.total_seconds()
+                    if entry.timeout is not None
+                    else DEFAULT_REQUEST_DEADLINE
+                ),
             )
         )
     return endpoints, problems

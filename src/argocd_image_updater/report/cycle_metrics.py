@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Final
 
-from prometheus_client import Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
@@ -29,6 +29,12 @@ TIME_TO_LIVE: Final = Histogram(
     "per write-back method",
     ("method",),
     buckets=(30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600),
+    registry=REGISTRY,
+)
+NOT_SHIPPED: Final = Counter(
+    _P + "images_not_shipped",
+    "Image changes not live within their ImageUpdater's spec.shipTimeout, per write-back method",
+    ("method",),
     registry=REGISTRY,
 )
 APPLICATIONS_WATCHED: Final = Gauge(

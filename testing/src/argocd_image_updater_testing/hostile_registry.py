@@ -45,14 +45,14 @@ class HostileRegistry(InThread):
         self.requests: list[str] = []
         """The request target of every request, in order."""
         self._server: asyncio.Server | None = None
+        self._port = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def port(self) -> int:
-        if self._server is None:
+        if not self._port:
             raise RuntimeError("the HostileRegistry is not running")
-        port: int = self._server.sockets[0].getsockname()[1]
-        return port
+        return self._port
 
     @property
     def host(self) -> str:
@@ -64,6 +64,7 @@ class HostileRegistry(InThread):
 
     async def start(self) -> HostileRegistry:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self._port = self._server.sockets[0].getsockname()[1]
         return self
 
     async def close(self) -> None:

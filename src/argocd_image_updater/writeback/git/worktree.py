@@ -33,6 +33,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path, PurePosixPath
 from typing import Final
 
+from argocd_image_updater.kits.fence import check_fence
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.git.clone import (
     BranchNotFound,
@@ -357,6 +358,7 @@ class WorkTree(Clone):
             # (our commits descend from it, so this stays a fast-forward).
             args.append(f"--force-with-lease=refs/heads/{name}:{self.remote_head}")
         args += ["origin", f"HEAD:refs/heads/{name}"]
+        check_fence(f"pushing to branch {name} of {self.url}")
         result = await run_git(
             args,
             cwd=self.path,

@@ -12,21 +12,6 @@ import grimp
 
 PACKAGE = "argocd_image_updater"
 
-# Known cycles, to be broken by the changes under way in these modules; this list only shrinks
-# (a test below fails when an entry no longer is a cycle, so that it is removed).
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        # template limits are being changed in the Go template kit
-        frozenset({f"{PACKAGE}.kits.gotemplate.exec", f"{PACKAGE}.kits.gotemplate.template"}),
-        # a registries.conf key is being added in these two modules
-        frozenset({f"{PACKAGE}.config.registries_conf", f"{PACKAGE}.config.registries_file"}),
-        # the Kubernetes client is being changed (the watch names the client's types)
-        frozenset({f"{PACKAGE}.kube.client", f"{PACKAGE}.kube.watch"}),
-        # the status writer is being changed (it names the installed CRD's type)
-        frozenset({f"{PACKAGE}.report.installed_crd", f"{PACKAGE}.report.status"}),
-    }
-)
-
 
 def import_cycles(graph: grimp.ImportGraph, package: str) -> list[frozenset[str]]:
     """The strongly connected components of more than one module of ``package`` (Tarjan's
@@ -86,15 +71,9 @@ def _graph() -> grimp.ImportGraph:
 
 
 def test_no_module_imports_another_that_imports_it_back() -> None:
-    cycles = [c for c in import_cycles(_graph(), PACKAGE) if c not in KNOWN_CYCLES]
+    cycles = import_cycles(_graph(), PACKAGE)
     listed = "\n".join(" <-> ".join(sorted(c)) for c in cycles)
     assert not cycles, f"modules importing each other (directly or through others):\n{listed}"
-
-
-def test_every_known_cycle_is_still_one() -> None:
-    cycles = set(import_cycles(_graph(), PACKAGE))
-    gone = [" <-> ".join(sorted(c)) for c in KNOWN_CYCLES - cycles]
-    assert not gone, f"no longer a cycle, remove from KNOWN_CYCLES: {gone}"
 
 
 def test_a_cycle_is_found() -> None:

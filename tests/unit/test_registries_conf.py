@@ -8,12 +8,9 @@ from pathlib import Path
 import pytest
 import trustme
 
-from argocd_image_updater.config.registries import DOCKER_HUB, RegistryConfig
-from argocd_image_updater.config.registries_conf import (
-    RegistriesConfError,
-    load_registries_conf,
-    parse_registries_conf,
-)
+from argocd_image_updater.config.registries import DOCKER_HUB, RegistriesConfError, RegistryConfig
+from argocd_image_updater.config.registries_conf import parse_registries_conf
+from argocd_image_updater.config.registries_file import load_registries_conf
 from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
 from argocd_image_updater.observe import log
 

@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.registries_file import RegistriesConfError
+from argocd_image_updater.config.registries import RegistriesConfError, RegistryConfig
 from argocd_image_updater.config.reloading import ReloadingRegistryConfig
 from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.controller.sources import LegacyFilter

@@ -19,7 +19,7 @@ from argocd_image_updater.cli.test_setup import (
     load_registries,
     registry_access,
 )
-from argocd_image_updater.config.registries_file import RegistriesConfError
+from argocd_image_updater.config.registries import RegistriesConfError
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform, PlatformFilter, runtime_platform
 from argocd_image_updater.observe import log as logging_setup

@@ -1,9 +1,10 @@
 """``registries.conf``: the file that configures the registries.
 
 The file is YAML with a top-level ``registries:`` list, parsed strictly (unknown keys are errors).
-:func:`load_registries_conf` / :func:`parse_registries_conf` turn it into a
+:func:`parse_registries_conf` turns its text into a
 :class:`~argocd_image_updater.config.registries.RegistryConfig`. docs/registries.md describes
-every key.
+every key. Reading the file (and only then importing this parser) is
+:mod:`argocd_image_updater.config.registries_file`'s part.
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
-from argocd_image_updater.config.registries import RegistryConfig, canonical_registry
-from argocd_image_updater.config.registries_file import (
-    DEFAULT_PATH,
+from argocd_image_updater.config.registries import (
     DEFAULT_TLS_DIR,
     RegistriesConfError,
-    RegistriesConfLoad,
-    load_registries_conf,
+    RegistryConfig,
+    canonical_registry,
 )
 from argocd_image_updater.config.yaml_errors import yaml_error_position
 from argocd_image_updater.model.registry import (
@@ -365,12 +364,4 @@ def parse_registries_conf(
     return RegistryConfig(endpoints)
 
 
-__all__ = [
-    "DEFAULT_PATH",
-    "DEFAULT_TLS_DIR",
-    "RegistriesConfError",
-    "RegistriesConfLoad",
-    "RegistryEntry",
-    "load_registries_conf",
-    "parse_registries_conf",
-]
+__all__ = ["RegistriesConfError", "RegistryEntry", "parse_registries_conf"]

@@ -38,7 +38,7 @@ from argocd_image_updater.kube.config import (
 )
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.kube.retry import RetryPolicy, Safety, retrying, safety
-from argocd_image_updater.kube.watch import WATCH_LINE_LIMIT, event_lines, parse_event
+from argocd_image_updater.kube.watch_stream import WATCH_LINE_LIMIT, event_lines, parse_event
 from argocd_image_updater.model.resources import APPLICATIONS, IMAGE_UPDATERS
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger

@@ -28,17 +28,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from argocd_image_updater.kits.fence import WriteFenced, check_fence
 from argocd_image_updater.kits.json_copy import json_copy
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.pipeline.ports import ConflictError, StatusStore, StoreError
+from argocd_image_updater.pipeline.ports import ConflictError, KeptFields, StatusStore, StoreError
 from argocd_image_updater.pipeline.records import AppOutcome, CRState
 from argocd_image_updater.plan.model import ImageChange, ImageResult, Outcome
-
-if TYPE_CHECKING:
-    from argocd_image_updater.report.installed_crd import InstalledCrd
 
 log = get_logger("status")
 
@@ -448,7 +445,7 @@ class StatusWriter:
         self._store = store
         self._attempts = attempts
         self._heartbeat = heartbeat
-        self.crd: InstalledCrd | None = None
+        self.crd: KeptFields | None = None
         self.skipped = 0
         """How many writes were left out because the stored status was current."""
 

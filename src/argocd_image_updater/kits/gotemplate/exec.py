@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NoReturn, Protocol
 
 from argocd_image_updater.kits.gotemplate.errors import (
     ExecError,
@@ -38,8 +38,26 @@ from argocd_image_updater.kits.gotemplate.parser import (
     Variable,
 )
 
-if TYPE_CHECKING:
-    from argocd_image_updater.kits.gotemplate.template import Template
+
+class Parsed(Protocol):
+    """What execution reads of a parsed template (:class:`~.template.Template` is one): the
+    names it gives in errors, its source for error positions, its parse tree, its extra
+    functions and the templates ``{{template}}`` may call."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def nodes(self) -> list[Any]: ...
+    @property
+    def funcs(self) -> Mapping[str, Callable[..., Any]]: ...
+    @property
+    def templates(self) -> Mapping[str, Parsed] | None: ...
+    def line_col(self, pos: int) -> tuple[int, int]: ...
+
 
 _NO_FINAL = object()  # no value piped in from a previous command
 
@@ -73,7 +91,7 @@ class Budget:
 
     __slots__ = ("limits", "steps", "tmpl", "written")
 
-    def __init__(self, tmpl: Template, limits: Limits) -> None:
+    def __init__(self, tmpl: Parsed, limits: Limits) -> None:
         self.tmpl = tmpl
         self.limits = limits
         self.steps = limits.max_steps
@@ -110,7 +128,7 @@ class Budget:
 
 
 class State:
-    def __init__(self, tmpl: Template, data: Any, budget: Budget, depth: int = 0) -> None:
+    def __init__(self, tmpl: Parsed, data: Any, budget: Budget, depth: int = 0) -> None:
         self.tmpl = tmpl
         self.vars: list[list[Any]] = [["$", data]]
         self.out: list[str] = []

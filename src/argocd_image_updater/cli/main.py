@@ -32,6 +32,7 @@ LAZY_COMMANDS: Final = {
     "hold": "argocd_image_updater.cli.hold_cmd:hold_command",
     "release": "argocd_image_updater.cli.hold_cmd:release_command",
     "status": "argocd_image_updater.cli.status_cmd:status_command",
+    "set": "argocd_image_updater.cli.set_cmd:set_command",
 }
 SHORT_HELP: Final = {
     "run": "Runs the argocd-image-updater with a set of options",
@@ -43,6 +44,8 @@ SHORT_HELP: Final = {
     "hold": "Hold images of an Application: they are not updated until released (or until --until)",
     "release": "Release held images of an Application (manual holds and rollback holds)",
     "status": "Show per image why it was (not) updated, its last write and whether it shipped",
+    "set": "Set an image of an Application to a chosen tag now (through its write-back method) "
+    "and hold it there until released",
 }
 # Commands that import their work only when they run: they resume the garbage collector once
 # it is imported (see collector); every other command resumes it when it starts.

@@ -92,9 +92,7 @@ async def test_set_writes_an_older_tag_holds_it_and_release_lets_the_cycle_updat
     message = await set_run.set_version(
         settings(kube, tmp_path, conf), "shop", "", "web=1.0.0", "", ""
     )
-    assert message == (
-        f"set web of Application argocd/shop to {image}:1.0.0; held until released"
-    )
+    assert message == (f"set web of Application argocd/shop to {image}:1.0.0; held until released")
     assert kustomize_tag(kube) == "1.0.0"
     annotations = app_obj(kube, "shop")["metadata"]["annotations"]
     assert annotations[HOLD_ANNOTATION] == "web"
@@ -215,3 +213,92 @@ async def test_set_commits_to_git_over_smart_http(
     )
     annotations = app_obj(kube, "shop")["metadata"]["annotations"]
     assert annotations[HOLD_ANNOTATION] == "web=2099-01-01T00:00:00Z"
+
+
+async def test_set_in_local_mode_edits_the_manifest(
+    registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    from test_holds_local import write_apps
+
+    await push_tags(registry, repo, ["1.0.0", "1.1.0"])
+    image = f"{registry.host}/{repo}"
+    apps = tmp_path / "apps"
+    manifest = write_apps(apps, image, "1.1.0")
+    local = resolve(
+        "run",
+        {
+            "applications_api": "local",
+            "local_path": str(apps),
+            "registries_conf_path": str(registries_conf(tmp_path, registry)),
+            "git_cache_dir": str(tmp_path / "clones"),
+            "once": True,
+        },
+        env={},
+    )
+    message = await set_run.set_version(local, "shop", "", "web=1.0.0", "", "rollback")
+    assert message == f"set web of Application argocd/shop to {image}:1.0.0; held until released"
+    text = manifest.read_text()
+    assert f"{image}:1.0.0" in text and f"{image}:1.1.0" not in text
+    assert f"{HOLD_ANNOTATION}: web" in text and f"{HOLD_REASON_ANNOTATION}: rollback" in text
+    released = await hold_run.release("shop", "", ["web"], "", "local", str(apps), "", "")
+    assert released.startswith("released web of Application argocd/shop")
+    assert HOLD_ANNOTATION not in manifest.read_text()
+
+
+def hydrator_app(image: str, url: str) -> dict[str, Any]:
+    """An Application whose manifests the source hydrator renders: ``spec.sourceHydrator``
+    (the Argo CD Application CRD's fields), no ``spec.source``."""
+    app = objects.application("shop", NS, images=[f"{image}:1.0.0"], repo_url=url)
+    del app["spec"]["source"]
+    app["spec"]["sourceHydrator"] = {
+        "drySource": {"repoURL": url, "path": "dry/shop", "targetRevision": "main"},
+        "syncSource": {"targetBranch": "env/prod", "path": "shop"},
+    }
+    return app
+
+
+@pytest.mark.parametrize("mode", [CRD, LEGACY])
+async def test_a_hydrator_app_is_updated_in_its_dry_source(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, mode: str
+) -> None:
+    from test_controller_argocd import push_tags as push
+
+    await push(registry, repo, ["1.0.0", "1.1.0"])
+    image = f"{registry.host}/{repo}"
+    kustomization = KUSTOMIZATION + f"images:\n- name: {image}\n  newTag: {{tag}}\n"
+    root = tmp_path / "srv"
+    remote = bare_repo(
+        root / "org" / "deploy.git",
+        files={"dry/shop/kustomization.yaml": kustomization.format(tag="1.0.0")},
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    token = "hydrator-t0ken"
+    with GitHttpServer(root, users={"bot": token}) as git_http:
+        url = git_http.url_for("org/deploy.git")
+        kube.store.put(
+            objects.secret(
+                "repo-deploy",
+                NS,
+                {"url": url, "username": "bot", "password": token, "insecure": "true"},
+                labels={"argocd.argoproj.io/secret-type": "repository"},
+            )
+        )
+        write_back = {"method": "git", "gitConfig": {"writeBackTarget": "kustomization"}}
+        configure(kube, mode, image, hydrator_app(image, url), write_back)
+        controller, closers = await make_controller(
+            kube,
+            tmp_path,
+            registries_conf(tmp_path, registry),
+            git_cache_dir=str(tmp_path / "clones"),
+            git_commit_message_path=str(tmp_path / "no-template"),
+        )
+        try:
+            result = await controller.cycle()
+        finally:
+            await close_all(closers)
+    assert result.errors == 0, [a.error for a in result.apps]
+    assert result.images_updated == 1
+    written = show(remote, "main", "dry/shop/kustomization.yaml", home=home)
+    assert written == kustomization.format(tag="1.1.0")
+    assert show(remote, "env/prod", "shop/kustomization.yaml", home=home) is None

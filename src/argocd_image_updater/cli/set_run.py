@@ -26,7 +26,7 @@ from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.set_version import SetError, parse_assignment, set_selection
 from argocd_image_updater.controller.sources import collect
 from argocd_image_updater.model.holds import HOLD_ANNOTATION
-from argocd_image_updater.pipeline.records import CycleResult
+from argocd_image_updater.pipeline.records import Collected, CycleResult
 from argocd_image_updater.plan.model import ImageReason, Outcome
 
 SET_ERRORS: Final = (SetError, hold_run.HoldError, StartupError)
@@ -61,6 +61,14 @@ async def set_version(
                 controller.store, controller.namespaces, controller.legacy, controller.read_crs
             )
             selection = set_selection(collected, namespace, app, alias, tag)
+            prepare = controller.prepare
+
+            async def prepared(selected: Collected) -> Collected:
+                # after the live images are read (local mode reads the manifests again)
+                ready = await prepare(selected) if prepare is not None else selected
+                return set_selection(ready, namespace, app, alias, tag)
+
+            controller.prepare = prepared
             controller.state_store = None  # the running controller's record is its own
             controller.reporter = None
             result = await controller.update(selection)

@@ -25,12 +25,14 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from argocd_image_updater.model.holds import HOLD_ANNOTATION, HOLD_REASON_ANNOTATION
-from argocd_image_updater.model.image import ImageRef, ImageRefError
+from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.model.update_config import AppUpdateConfig, ImageSpec
 from argocd_image_updater.pipeline.records import Collected, CRState
 
 SET_STRATEGY: Final = "alphabetical"
 """The strategy of the one-tag policy (with one allowed tag, any strategy chooses it)."""
+_TAG: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+"""A tag as the OCI distribution specification allows it."""
 
 
 class SetError(Exception):
@@ -47,9 +49,7 @@ def parse_assignment(text: str) -> tuple[str, str]:
             f"--image {text!r}: give the tag to set; a digest alone names no tag to write "
             "(with pinDigest or the digest strategy the tag is written with its digest)"
         )
-    try:
-        ImageRef.parse(f"image:{value}")
-    except ImageRefError:
+    if not _TAG.fullmatch(value):
         raise SetError(f"--image {text!r}: '{value}' is not a valid tag") from None
     return alias, value
 

@@ -71,10 +71,21 @@ class PluginTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class YamlTarget:
+    """``manifestTargets.yaml``: in a ``directory`` write-back target, objects of ``kind``
+    (``Kind`` or ``group/Kind``) hold a pod spec at the dotted ``path``."""
+
+    kind: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class ManifestTarget:
     helm: HelmTarget | None = None
     kustomize: KustomizeTarget | None = None
     plugin: PluginTarget | None = None
+    yaml: YamlTarget | None = None
+    """Not one of :attr:`kinds`: it adds where a plain manifest holds images."""
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -100,6 +111,16 @@ class GitSettings:
     branch: str | None = None
     write_back_target: str | None = None
     pull_request: PullRequestSettings | None = None
+    more_targets: tuple[str, ...] = ()
+    """The targets after the first when ``writeBackTarget`` is a list (set, and merged, with
+    ``write_back_target``)."""
+
+    @property
+    def write_back_targets(self) -> tuple[str, ...]:
+        """Every write-back target, in order (``()`` when unset)."""
+        if self.write_back_target is None:
+            return ()
+        return (self.write_back_target, *self.more_targets)
 
     def merged(self, over: GitSettings | None) -> GitSettings:
         if over is None:
@@ -113,6 +134,9 @@ class GitSettings:
                 else self.write_back_target
             ),
             pull_request=over.pull_request if over.pull_request is not None else self.pull_request,
+            more_targets=(
+                over.more_targets if over.write_back_target is not None else self.more_targets
+            ),
         )
 
 
@@ -179,6 +203,11 @@ class WriteBack:
     def write_back_target(self) -> str | None:
         """The explicit git write-back target (``None`` for the argocd method)."""
         return self.git.write_back_target if self.is_git else None
+
+    @property
+    def write_back_targets(self) -> tuple[str | None, ...]:
+        """Every git write-back target, in order: ``(None,)`` for the default target."""
+        return (self.git.write_back_targets if self.is_git else ()) or (None,)
 
     @property
     def base_branch(self) -> str:

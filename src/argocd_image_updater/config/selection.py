@@ -54,7 +54,6 @@ from argocd_image_updater.model.application import (
     Application,
     ApplicationError,
     SourceType,
-    updatable,
 )
 from argocd_image_updater.model.chart import ChartSpec
 from argocd_image_updater.model.update_config import (
@@ -65,6 +64,7 @@ from argocd_image_updater.model.update_config import (
     Verification,
     WriteBack,
     WriteBackError,
+    updatable,
 )
 
 _EXACT_BONUS: Final = 1_000_000

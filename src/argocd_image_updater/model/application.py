@@ -199,12 +199,6 @@ def forced_source_type(target: str | None) -> SourceType | None:
     return None
 
 
-def updatable(source_type: SourceType, target: str | None) -> bool:
-    """Whether an app of ``source_type`` can be updated with the git write-back ``target``:
-    Helm, Kustomize and Plugin sources, and plain manifests written with ``directory``."""
-    return source_type.is_supported or forced_source_type(target) is SourceType.DIRECTORY
-
-
 class _Reader:
     """Type-checked access to a JSON-like mapping, naming the field path on errors."""
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.application import Application, SourceType, forced_source_type
 
 # Part of an application's configuration; its own module as a chart's configuration holds one too.
 from argocd_image_updater.model.update_settings import UpdateSettings as UpdateSettings
@@ -36,6 +36,12 @@ DEFAULT_GIT_CREDENTIALS: Final = "repocreds"
 
 PullRequestProvider = str
 """The key of a pull request host (``model.pr_hosts``): ``github``, ``gitlab``, ``gitea``, …"""
+
+
+def updatable(source_type: SourceType, target: str | None) -> bool:
+    """Whether an app of ``source_type`` can be updated with the git write-back ``target``:
+    Helm, Kustomize and Plugin sources, and plain manifests written with ``directory``."""
+    return source_type.is_supported or forced_source_type(target) is SourceType.DIRECTORY
 
 
 class WriteBackError(ValueError):

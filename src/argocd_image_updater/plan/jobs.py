@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from argocd_image_updater.model.application import AppSource, SourceType, updatable
+from argocd_image_updater.model.application import AppSource, SourceType
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import PlatformFilter, runtime_platform
 from argocd_image_updater.model.registry import RegistryEndpoint
@@ -33,6 +33,7 @@ from argocd_image_updater.model.update_config import (
     ManifestTarget,
     Verification,
     WriteBack,
+    updatable,
 )
 from argocd_image_updater.plan.charts import ChartJob, plan_chart_scans
 from argocd_image_updater.plan.model import EditKind, ImageReason, ImageResult, Outcome, SourcePath

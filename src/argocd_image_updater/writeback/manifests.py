@@ -13,8 +13,8 @@ Service). In a pod spec, the ``image`` of every element of ``containers``, ``ini
 and ``ephemeralContainers``.
 
 An image is matched like kustomize's ``images:`` do: by its name without tag and digest, equal
-to the entry's ``name`` (or the same registry and repository once both are normalised,
-``nginx`` = ``docker.io/library/nginx``).
+to the entry's ``name`` (or the same registry and repository as
+:class:`~argocd_image_updater.model.image.ImageRef` reads them).
 """
 
 from __future__ import annotations

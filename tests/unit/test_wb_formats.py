@@ -30,7 +30,13 @@ IMAGE = "ghcr.io/example/web"
 
 
 def test_formats_are_found_by_name_in_position_order() -> None:
-    assert [f.name for f in formats()] == ["chartfile", "kustomization", "override", "helmvalues"]
+    assert [f.name for f in formats()] == [
+        "chartfile",
+        "kustomization",
+        "override",
+        "helmvalues",
+        "directory",
+    ]
     assert named(DEFAULT_FORMAT).prefix is None
     assert all(named(f.name) is f for f in formats())
     with pytest.raises(KeyError):

@@ -42,6 +42,7 @@ from argocd_image_updater.model.update_config import (
     WriteBack,
     WriteBackError,
     WriteBackLayer,
+    YamlTarget,
 )
 
 PREFIX: Final = "argocd-image-updater.argoproj.io"
@@ -222,7 +223,8 @@ def read_manifest_target(app: Application, alias: str) -> ManifestTarget | None:
     tag = _trimmed(ann, image_key(alias, "helm.image-tag"))
     spec = _trimmed(ann, image_key(alias, "helm.image-spec"))
     helm = HelmTarget(name, tag, spec) if (name or tag or spec) else None
-    if helm is None and kustomize is None:
+    yaml = yaml_target(ann, alias)
+    if helm is None and kustomize is None and yaml is None:
         return None
     if helm is not None and kustomize is not None:
         raise AnnotationError(
@@ -232,8 +234,34 @@ def read_manifest_target(app: Application, alias: str) -> ManifestTarget | None:
             "application's source type"
         )
     return ManifestTarget(
-        helm=helm, kustomize=KustomizeTarget(kustomize) if kustomize is not None else None
+        helm=helm,
+        kustomize=KustomizeTarget(kustomize) if kustomize is not None else None,
+        yaml=yaml,
     )
+
+
+def yaml_target(ann: Mapping[str, str], alias: str) -> YamlTarget | None:
+    """``<alias>.yaml.kind`` and ``<alias>.yaml.path``: a kind holding a pod spec, for the
+    ``directory`` write-back target; ``None`` when neither is set."""
+    kind = _trimmed(ann, image_key(alias, "yaml.kind"))
+    path = _trimmed(ann, image_key(alias, "yaml.path"))
+    if kind is None and path is None:
+        return None
+    if kind is None or path is None:
+        raise AnnotationError(
+            f"annotations {image_key(alias, 'yaml.kind')} and {image_key(alias, 'yaml.path')} "
+            "are set together: the kind of the objects and the dotted path of their pod spec"
+        )
+    return YamlTarget(kind, path)
+
+
+def split_targets(value: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """``write-back-target``: one target, or several separated by ``,``; the first and the
+    others (blanks dropped)."""
+    if value is None:
+        return None, ()
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    return (parts[0], tuple(parts[1:])) if parts else (None, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,12 +309,14 @@ def read_write_back(app: Application) -> WriteBackLayer | None:
     """The write-back annotations; ``None`` when none is set (blank values count as unset)."""
     ann = app.annotations
     method = _trimmed(ann, WRITE_BACK_METHOD_KEY)
-    target = _trimmed(ann, WRITE_BACK_TARGET_KEY)
+    target, more = split_targets(_trimmed(ann, WRITE_BACK_TARGET_KEY))
     branch = _trimmed(ann, GIT_BRANCH_KEY)
     repository = _trimmed(ann, GIT_REPOSITORY_KEY)
     git: GitSettings | None = None
     if target is not None or branch is not None or repository is not None:
-        git = GitSettings(repository=repository, branch=branch, write_back_target=target)
+        git = GitSettings(
+            repository=repository, branch=branch, write_back_target=target, more_targets=more
+        )
     if method is None and git is None:
         return None
     return WriteBackLayer(method=method, git=git)
@@ -383,10 +413,13 @@ def _target_v0(ann: Mapping[str, str], alias: str) -> ManifestTarget | None:
         helm = HelmTarget(spec=spec)
     elif name is not None or tag is not None:
         helm = HelmTarget(name=name, tag=tag)
-    if helm is None and kustomize is None:
+    yaml = yaml_target(ann, key)
+    if helm is None and kustomize is None and yaml is None:
         return None
     return ManifestTarget(
-        helm=helm, kustomize=KustomizeTarget(kustomize) if kustomize is not None else None
+        helm=helm,
+        kustomize=KustomizeTarget(kustomize) if kustomize is not None else None,
+        yaml=yaml,
     )
 
 

@@ -1,5 +1,6 @@
 """The write-back blocks of the ``ImageUpdater`` resource: ``writeBackConfig`` (method, Git
-settings, the pull request host) and ``manifestTargets`` (Helm, Kustomize, plugin), validated as
+settings, the pull request host) and ``manifestTargets`` (Helm, Kustomize, plugin, and
+the kinds holding a pod spec for plain manifests), validated as
 the CRD validates them and turned into ``model.update_config`` values."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pydantic import Field, ValidationInfo, create_model, field_validator, model
 from argocd_image_updater.config.cr_validation import CRModel, invalid
 from argocd_image_updater.config.image_templates import check_template
 from argocd_image_updater.kits.gotemplate import TemplateError
+from argocd_image_updater.kits.yamltext import YamlEditError, parse_dot_path
 from argocd_image_updater.model import update_config as uc
 from argocd_image_updater.model.pr_hosts import ONE_HOST_MESSAGE, PR_HOST_KEYS, normalize_labels
 
@@ -76,14 +78,35 @@ class PluginTarget(CRModel):
         return self
 
 
+class YamlTarget(CRModel):
+    """Objects of ``kind`` (``Kind`` or ``group/Kind``) hold a pod spec at the dotted ``path``
+    (``writeBackTarget: directory``)."""
+
+    kind: str = Field(min_length=1, max_length=253)
+    path: str = Field(min_length=1, max_length=253)
+
+    @field_validator("path")
+    @classmethod
+    def _dotted(cls, value: str) -> str:
+        try:
+            parse_dot_path(value)
+        except YamlEditError as err:
+            raise invalid(
+                f"{value!r} is not a dotted path (e.g. spec.template.spec): {err}"
+            ) from None
+        return value
+
+
 class ManifestTarget(CRModel):
     helm: HelmTarget | None = None
     kustomize: KustomizeTarget | None = None
     plugin: PluginTarget | None = None
+    yaml: YamlTarget | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ManifestTarget:
-        if sum(t is not None for t in (self.helm, self.kustomize, self.plugin)) != 1:
+        count = sum(t is not None for t in (self.helm, self.kustomize, self.plugin))
+        if count != 1 and not (self.yaml is not None and count == 0):
             raise invalid(MSG_ONE_TARGET)
         return self
 
@@ -102,6 +125,7 @@ class ManifestTarget(CRModel):
                 if self.plugin is not None
                 else None
             ),
+            yaml=uc.YamlTarget(self.yaml.kind, self.yaml.path) if self.yaml else None,
         )
 
 
@@ -170,8 +194,21 @@ class PullRequest(PullRequestHosts):
 class GitConfig(CRModel):
     repository: str | None = None
     branch: str | None = None
-    write_back_target: str | None = None
+    write_back_target: str | list[str] | None = None
     pull_request: PullRequest | None = None
+
+    @field_validator("write_back_target")
+    @classmethod
+    def _targets(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list):
+            if not value:
+                raise invalid("a list of write-back targets holds at least one target")
+            for i, item in enumerate(value):
+                if not item.strip():
+                    raise invalid("a write-back target in a list may not be blank", f"[{i}]")
+            if len(set(value)) != len(value):
+                raise invalid("the list of write-back targets names a target twice")
+        return value
 
     @model_validator(mode="after")
     def _branch_format(self) -> GitConfig:
@@ -195,7 +232,16 @@ class GitConfig(CRModel):
         return uc.GitSettings(
             repository=self.repository,
             branch=self.branch,
-            write_back_target=self.write_back_target,
+            write_back_target=(
+                self.write_back_target[0]
+                if isinstance(self.write_back_target, list)
+                else self.write_back_target
+            ),
+            more_targets=(
+                tuple(self.write_back_target[1:])
+                if isinstance(self.write_back_target, list)
+                else ()
+            ),
             pull_request=self.pull_request.to_settings() if self.pull_request else None,
         )
 

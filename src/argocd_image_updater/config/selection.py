@@ -64,6 +64,7 @@ from argocd_image_updater.model.update_config import (
     Verification,
     WriteBack,
     WriteBackError,
+    updatable,
 )
 
 _EXACT_BONUS: Final = 1_000_000
@@ -456,12 +457,13 @@ def _select(
                 )
                 continue
         source_type = app.source_type(write_back.write_back_target)
-        if not source_type.is_supported and not charts and not skipped_charts:
+        supported = updatable(source_type, write_back.write_back_target)
+        if not supported and not charts and not skipped_charts:
             reason = unsupported_reason(app, source_type)
             result.warnings.append(reason)
             result.skipped.append((app.qualified_name, reason))
             return
-        images = _images(specs, app, result) if source_type.is_supported else ()
+        images = _images(specs, app, result) if supported else ()
         if not images and not skipped and not charts and not skipped_charts:
             result.skipped.append((app.qualified_name, "no usable images configured"))
             return

@@ -45,10 +45,14 @@ def select_applications_v0(
         charts = has_chart_list(app)
         if not ann.is_annotated(app) and not charts:
             continue
-        target = app.annotations.get(ann.WRITE_BACK_TARGET_KEY, "")
-        forced = target if forced_source_type(target) is SourceType.KUSTOMIZE else None
+        target = ann.split_targets(app.annotations.get(ann.WRITE_BACK_TARGET_KEY))[0]
+        forced_type = forced_source_type(target)
+        forced = target if forced_type in (SourceType.KUSTOMIZE, SourceType.DIRECTORY) else None
         source_type = app.source_type(forced)
-        if source_type not in (SourceType.HELM, SourceType.KUSTOMIZE) and not charts:
+        updated = source_type in (SourceType.HELM, SourceType.KUSTOMIZE) or (
+            forced_type is SourceType.DIRECTORY
+        )
+        if not updated and not charts:
             reason = unsupported_reason(app, source_type)
             result.warnings.append(reason)
             result.skipped.append((app.qualified_name, reason))
@@ -65,7 +69,7 @@ def select_applications_v0(
         try:
             if charts:
                 config, warnings = config_from_chart_list_v0(app)
-                if source_type not in (SourceType.HELM, SourceType.KUSTOMIZE):
+                if not updated:
                     config = dataclasses.replace(config, images=())
             else:
                 config, warnings = ann.config_from_annotations_v0(app)

@@ -33,6 +33,7 @@ from argocd_image_updater.model.app_object import keep_object, kept_object
 DEFAULT_TARGET_FILE_PREFIX: Final = ".argocd-source-"
 KUSTOMIZATION_PREFIX: Final = "kustomization"
 HELMVALUES_PREFIX: Final = "helmvalues"
+DIRECTORY_PREFIX: Final = "directory"
 DEFAULT_HELM_VALUES_FILE: Final = "values.yaml"
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -175,12 +176,14 @@ class AppSource:
 def forced_source_type(target: str | None) -> SourceType | None:
     """The source type a write-back target string forces, if any.
 
-    ``kustomization[:dir]`` → Kustomize; ``helmvalues`` (→ ``values.yaml``), ``helmvalues:<file>``
+    ``directory[:dir]`` → Directory (plain manifests); ``kustomization[:dir]`` → Kustomize; ``helmvalues`` (→ ``values.yaml``), ``helmvalues:<file>``
     or a bare path whose file ends in ``.yaml``/``.yml`` and whose base name does not start with
     ``.argocd-source-`` → Helm.
     """
     if not target:
         return None
+    if target == DIRECTORY_PREFIX or target.startswith(DIRECTORY_PREFIX + ":"):
+        return SourceType.DIRECTORY
     if target.startswith(KUSTOMIZATION_PREFIX):
         return SourceType.KUSTOMIZE
     if target == HELMVALUES_PREFIX:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.application import Application, SourceType, forced_source_type
 
 # Part of an application's configuration; its own module as a chart's configuration holds one too.
 from argocd_image_updater.model.update_settings import UpdateSettings as UpdateSettings
@@ -36,6 +36,12 @@ DEFAULT_GIT_CREDENTIALS: Final = "repocreds"
 
 PullRequestProvider = str
 """The key of a pull request host (``model.pr_hosts``): ``github``, ``gitlab``, ``gitea``, …"""
+
+
+def updatable(source_type: SourceType, target: str | None) -> bool:
+    """Whether an app of ``source_type`` can be updated with the git write-back ``target``:
+    Helm, Kustomize and Plugin sources, and plain manifests written with ``directory``."""
+    return source_type.is_supported or forced_source_type(target) is SourceType.DIRECTORY
 
 
 class WriteBackError(ValueError):
@@ -71,10 +77,21 @@ class PluginTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class YamlTarget:
+    """``manifestTargets.yaml``: in a ``directory`` write-back target, objects of ``kind``
+    (``Kind`` or ``group/Kind``) hold a pod spec at the dotted ``path``."""
+
+    kind: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class ManifestTarget:
     helm: HelmTarget | None = None
     kustomize: KustomizeTarget | None = None
     plugin: PluginTarget | None = None
+    yaml: YamlTarget | None = None
+    """Not one of :attr:`kinds`: it adds where a plain manifest holds images."""
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -100,6 +117,16 @@ class GitSettings:
     branch: str | None = None
     write_back_target: str | None = None
     pull_request: PullRequestSettings | None = None
+    more_targets: tuple[str, ...] = ()
+    """The targets after the first when ``writeBackTarget`` is a list (set, and merged, with
+    ``write_back_target``)."""
+
+    @property
+    def write_back_targets(self) -> tuple[str, ...]:
+        """Every write-back target, in order (``()`` when unset)."""
+        if self.write_back_target is None:
+            return ()
+        return (self.write_back_target, *self.more_targets)
 
     def merged(self, over: GitSettings | None) -> GitSettings:
         if over is None:
@@ -113,6 +140,9 @@ class GitSettings:
                 else self.write_back_target
             ),
             pull_request=over.pull_request if over.pull_request is not None else self.pull_request,
+            more_targets=(
+                over.more_targets if over.write_back_target is not None else self.more_targets
+            ),
         )
 
 
@@ -179,6 +209,11 @@ class WriteBack:
     def write_back_target(self) -> str | None:
         """The explicit git write-back target (``None`` for the argocd method)."""
         return self.git.write_back_target if self.is_git else None
+
+    @property
+    def write_back_targets(self) -> tuple[str | None, ...]:
+        """Every git write-back target, in order: ``(None,)`` for the default target."""
+        return (self.git.write_back_targets if self.is_git else ()) or (None,)
 
     @property
     def base_branch(self) -> str:

@@ -33,6 +33,7 @@ from argocd_image_updater.model.update_config import (
     ManifestTarget,
     Verification,
     WriteBack,
+    updatable,
 )
 from argocd_image_updater.plan.charts import ChartJob, plan_chart_scans
 from argocd_image_updater.plan.model import EditKind, ImageReason, ImageResult, Outcome, SourcePath
@@ -249,7 +250,8 @@ def edit_kind(
     helm = target.helm if target else None
     kustomize = target.kustomize if target else None
     plugin = target.plugin if target else None
-    if source_type is SourceType.KUSTOMIZE:
+    if source_type in (SourceType.KUSTOMIZE, SourceType.DIRECTORY):
+        # Plain manifests (``directory``) are written like a kustomization's ``images:``.
         return "kustomize", ParamNames(), kustomize.name if kustomize else ""
     if source_type is SourceType.PLUGIN and (plugin is not None or not write_back.is_git):
         names = ParamNames.plugin(plugin.spec, plugin.name, plugin.tag) if plugin else None
@@ -372,7 +374,7 @@ def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
     source_type = app.source_type(target)
     has_charts = config.charts or config.skipped_charts
     charts = plan_chart_scans(config, endpoint_for) if has_charts else ()
-    if not source_type.is_supported:
+    if not updatable(source_type, target):
         note = (
             f"skipping app '{app.qualified_name}' of type '{source_type.value or 'unknown'}' "
             "because it's not of supported source type"

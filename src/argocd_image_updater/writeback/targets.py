@@ -9,7 +9,8 @@
   else that of the written source; ``HEAD`` and ``""`` mean the remote's default branch;
 * **write branch** — the template part of ``gitConfig.branch``, or in pull-request mode
   :data:`PR_BRANCH_TEMPLATE`; ``None`` means "push to the base branch";
-* **file** — from ``gitConfig.writeBackTarget``, read by the target formats of
+* **file** — from ``gitConfig.writeBackTarget`` (one target or a list of them:
+  :func:`resolve_targets`), read by the target formats of
   :mod:`~argocd_image_updater.writeback.formats` (one module per format):
 
   ======================================  ===================================================
@@ -21,6 +22,7 @@
   ``kustomization:dir``                   the kustomization in ``<path>/dir``
   ``helmvalues``                          ``<path>/values.yaml``
   ``helmvalues:/file`` / ``:file``        ``file`` (repository root) / ``<path>/file``
+  ``directory`` / ``directory[:/]dir``    the plain manifests in ``<path>`` / ``dir``
   any other text                          that file, relative to the repository root; a
                                           ``.yaml``/``.yml`` file not named
                                           ``.argocd-source-*`` is a Helm values file
@@ -46,6 +48,7 @@ from argocd_image_updater.model.application import (
     DEFAULT_TARGET_FILE_PREFIX,
     Application,
     ApplicationError,
+    forced_source_type,
 )
 from argocd_image_updater.model.repo_url import repository_key
 from argocd_image_updater.model.update_config import WriteBack, WriteBackError
@@ -61,6 +64,7 @@ __all__ = [
     "default_override_name",
     "group_key",
     "resolve_target",
+    "resolve_targets",
 ]
 
 PR_BRANCH_TEMPLATE: Final = "image-updater-{{.TargetKey}}-{{.SHA256}}"
@@ -122,16 +126,41 @@ def _who(app: Application) -> str:
     return f"Application '{app.qualified_name}'"
 
 
-def resolve_target(app: Application, write_back: WriteBack, controller_namespace: str) -> GitTarget:
+def resolve_targets(
+    app: Application, write_back: WriteBack, controller_namespace: str
+) -> tuple[GitTarget, ...]:
+    """Every target of ``writeBackTarget`` (a list, or one), as :func:`resolve_target`: all
+    in the same repository and branch. The targets must agree on the source type they write
+    (all Helm values, all kustomizations, all directories, …): one plan feeds them all."""
+    texts = write_back.write_back_targets
+    kinds = {forced_source_type(text) for text in texts}
+    if len(kinds) > 1:
+        raise TargetError(
+            f"{_who(app)}: gitConfig.writeBackTarget {list(texts)}: the targets write "
+            "different source types; list only targets of one type (Helm values files, "
+            "kustomizations, directories or override files)"
+        )
+    return tuple(resolve_target(app, write_back, controller_namespace, text) for text in texts)
+
+
+def resolve_target(
+    app: Application,
+    write_back: WriteBack,
+    controller_namespace: str,
+    target_text: str | None = None,
+) -> GitTarget:
     """The repository, branches and file the git write-back of ``app`` uses.
 
-    ``controller_namespace`` is the Argo CD namespace the updater runs against. Raise
-    :class:`TargetError` naming the Application and the offending setting.
+    ``controller_namespace`` is the Argo CD namespace the updater runs against;
+    ``target_text`` one of the targets (default: the first). Raise :class:`TargetError`
+    naming the Application and the offending setting.
     """
     who = _who(app)
-    target_text = write_back.write_back_target
+    first = write_back.write_back_target
+    if target_text is None:
+        target_text = first
     try:
-        source = app.write_source(target_text)
+        source = app.write_source(first)
     except ApplicationError as err:
         raise TargetError(f"{who}: {err}") from None
 

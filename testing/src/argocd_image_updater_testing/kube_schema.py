@@ -154,6 +154,16 @@ CEL_RULES: Final[Mapping[str, Callable[[Any], bool]]] = {
     "(has(self.helm) ? 1 : 0) + (has(self.kustomize) ? 1 : 0) + (has(self.plugin) ? 1 : 0) == 1": (
         _exactly_one("helm", "kustomize", "plugin")
     ),
+    "(has(self.helm) ? 1 : 0) + (has(self.kustomize) ? 1 : 0) + (has(self.plugin) ? 1 : 0) == 1 "
+    "|| (has(self.yaml) && !has(self.helm) && !has(self.kustomize) && !has(self.plugin))": (
+        lambda o: (
+            _exactly_one("helm", "kustomize", "plugin")(o)
+            or (_has(o, "yaml") and not any(_has(o, k) for k in ("helm", "kustomize", "plugin")))
+        )
+    ),
+    "type(self) == string || (type(self) == list && size(self) > 0)": (
+        lambda o: isinstance(o, str) or (isinstance(o, list) and len(o) > 0)
+    ),
     "(has(self.github) ? 1 : 0) + (has(self.gitlab) ? 1 : 0) + (has(self.gitea) ? 1 : 0) + "
     "(has(self.bitbucket) ? 1 : 0) + (has(self.bitbucketServer) ? 1 : 0) + "
     "(has(self.azureDevOps) ? 1 : 0) == 1": _exactly_one(

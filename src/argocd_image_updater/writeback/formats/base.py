@@ -12,7 +12,8 @@ own module in this package. It owns one way of naming a file in ``gitConfig.writ
 * **read the current value** — :meth:`~TargetFormat.current_image` (local mode, where no Argo
   CD reports the live images);
 * **render** — :meth:`~TargetFormat.render`: the new text of the file for a plan, ``None`` when
-  the file already holds it.
+  the file already holds it; :meth:`~TargetFormat.render_files` the new texts of every file
+  the target changes (one file, or many for a format naming a directory of manifests).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
@@ -95,6 +96,24 @@ class ImageLookup:
         return helm_image(source, self.names)
 
 
+class TreeFiles(Protocol):
+    """The files of the checked-out repository, as a format reads them (paths relative to the
+    repository root)."""
+
+    def read(self, path: str) -> str | None:
+        """The text of ``path``; ``None`` when missing."""
+        ...
+
+    def listdir(self, path: str) -> list[str] | None:
+        """The names in the directory ``path``; ``None`` when it is not a directory."""
+        ...
+
+    def files(self, path: str, recurse: bool) -> list[str]:
+        """The regular files below the directory ``path`` (its subdirectories too when
+        ``recurse``), sorted; hidden names and symbolic links are left out."""
+        ...
+
+
 def load_yaml(text: str | None) -> Any:
     """The data of a target file; ``None`` when it is missing, blank or not YAML."""
     if not text or not text.strip():
@@ -153,3 +172,14 @@ class TargetFormat(ABC):
     ) -> str | None:
         """The new text of the file at ``path`` (now ``text``, ``None`` when missing) for
         ``plan``; ``None`` when it already holds it. Errors name the file."""
+
+    def render_files(
+        self, path: str, tree: TreeFiles, config: AppUpdateConfig, plan: AppPlan
+    ) -> list[tuple[str, str]]:
+        """``(file, new text)`` of every file the target at ``path``
+        (:attr:`FileTarget.file_path`) changes for ``plan``; empty when they already hold it.
+        Errors name the file."""
+        listing = tree.listdir(path) if self.lists_directory else None
+        file = self.file_path(path, listing)
+        new = self.render(tree.read(file), file, config, plan)
+        return [] if new is None else [(file, new)]

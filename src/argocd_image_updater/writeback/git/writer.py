@@ -5,8 +5,9 @@ For each group of Applications sharing (repository, base branch, write branch) t
 the repository's cached clone (fetching only what changed; pushing straight to a named branch
 left where our last push put it, no fetch at all: the push carries a lease on that commit and a
 moved branch is fetched then), renders each Application's target
-file (``.argocd-source-<app>.yaml``, a kustomization or a Helm values file — only the target bytes
-change), commits once with a message listing every app and image, and pushes. A rejected push
+files (``.argocd-source-<app>.yaml``, a kustomization, a Helm values file, the manifests of a
+directory; every target of a list — only the target bytes change; a target that fails leaves
+the Application's other targets unwritten too), commits once with a message listing every app and image, and pushes. A rejected push
 (someone else pushed) is retried in-process on the new head; the edits are idempotent.
 
 An image whose new value the target already holds (written in an earlier cycle, Argo CD has not
@@ -46,7 +47,7 @@ from argocd_image_updater.writeback.messages import (
     pr_title_body,
 )
 from argocd_image_updater.writeback.scm import client_for, ensure_pull_request, parse_repo_url
-from argocd_image_updater.writeback.targets import GitTarget, group_key, resolve_target
+from argocd_image_updater.writeback.targets import GitTarget, group_key, resolve_targets
 
 log = get_logger("git-writer")
 
@@ -70,6 +71,8 @@ class _Member:
     config: AppUpdateConfig
     plan: AppPlan
     target: GitTarget
+    more: tuple[GitTarget, ...] = ()
+    """The targets after the first (``writeBackTarget`` as a list)."""
 
     @property
     def key(self) -> str:
@@ -87,7 +90,9 @@ def _only(member: _Member, change: ImageChange) -> _Member:
     return dataclasses.replace(member, plan=plan)
 
 
-def held_aliases(work: WorkTree, member: _Member, rendered: tuple[str, str] | None) -> set[str]:
+def held_aliases(
+    work: WorkTree, member: _Member, rendered: tuple[tuple[str, str], ...] | None
+) -> set[str]:
     """The aliases whose new value the member's target file already holds. ``rendered`` is
     :func:`render_member`'s answer for the whole member (None: the file is already right)."""
     changes = member.plan.changes
@@ -98,23 +103,57 @@ def held_aliases(work: WorkTree, member: _Member, rendered: tuple[str, str] | No
     return {c.alias for c in changes if render_member(work, _only(member, c)) is None}
 
 
-def render_member(work: WorkTree, member: _Member) -> tuple[str, str] | None:
-    """(path, new text) of one Application's target file, or None when it is already right."""
-    target = member.target
-    fmt = target.format
-    listing: list[str] | None = None
-    if fmt.lists_directory:
-        directory = work.path / target.file_path if target.file_path != "." else work.path
+class _Files:
+    """The work tree as the target formats read it, with the files rendered so far for the
+    member (not yet written) read in their new state."""
+
+    def __init__(self, work: WorkTree) -> None:
+        self._work = work
+        self.pending: dict[str, str] = {}
+
+    def _dir(self, path: str) -> Path:
+        return self._work.path / path if path not in ("", ".") else self._work.path
+
+    def read(self, path: str) -> str | None:
+        pending = self.pending.get(path)
+        return pending if pending is not None else self._work.read(path)
+
+    def listdir(self, path: str) -> list[str] | None:
         try:
-            listing = os.listdir(directory)
+            return os.listdir(self._dir(path))
         except (FileNotFoundError, NotADirectoryError):
-            listing = None
-    path = fmt.file_path(target.file_path, listing)
-    new = fmt.render(work.read(path), path, member.config, member.plan)
-    return None if new is None else (path, new)
+            return None
+
+    def files(self, path: str, recurse: bool) -> list[str]:
+        top = self._dir(path)
+        if top.is_symlink() or not top.is_dir():
+            return []
+        out: list[str] = []
+        for root, dirs, names in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and recurse)
+            rel = Path(root).relative_to(self._work.path).as_posix()
+            for name in names:
+                full = Path(root, name)
+                if not name.startswith(".") and full.is_file() and not full.is_symlink():
+                    out.append(name if rel == "." else f"{rel}/{name}")
+        return sorted(out)
 
 
-def render_and_hold(work: WorkTree, member: _Member) -> tuple[tuple[str, str] | None, set[str]]:
+def render_member(work: WorkTree, member: _Member) -> tuple[tuple[str, str], ...] | None:
+    """(path, new text) of every file the Application's targets change, or None when they
+    already hold the plan. A target that fails fails them all (nothing is written)."""
+    files = _Files(work)
+    for target in (member.target, *member.more):
+        for path, new in target.format.render_files(
+            target.file_path, files, member.config, member.plan
+        ):
+            files.pending[path] = new
+    return tuple(files.pending.items()) or None
+
+
+def render_and_hold(
+    work: WorkTree, member: _Member
+) -> tuple[tuple[tuple[str, str], ...] | None, set[str]]:
     """:func:`render_member` and :func:`held_aliases` of one member (one hand-off to a thread)."""
     rendered = render_member(work, member)
     return rendered, held_aliases(work, member, rendered)
@@ -200,7 +239,7 @@ class GitBatchWriter:
         for config, plan in items:
             key = f"{config.app.namespace}/{config.app.name}"
             try:
-                target = resolve_target(config.app, config.write_back, self._namespace)
+                target, *more = resolve_targets(config.app, config.write_back, self._namespace)
                 write_branch = None
                 if target.write_branch_template is not None:
                     write_branch = branch_name(
@@ -220,7 +259,7 @@ class GitBatchWriter:
             except ValueError as err:
                 errors[key] = f"git write-back of {key}: {err}"
                 continue
-            groups.setdefault(group, []).append(_Member(config, plan, target))
+            groups.setdefault(group, []).append(_Member(config, plan, target, tuple(more)))
         await asyncio.gather(
             *(self._write_group(group, members, result) for group, members in groups.items())
         )
@@ -246,7 +285,9 @@ class GitBatchWriter:
                 text = f"already written to branch {branch} of {repo_url}; waiting for {then}"
                 held[member.key] = dict.fromkeys(aliases, text)
 
-        async def check(work: WorkTree, member: _Member, branch: str) -> tuple[str, str] | None:
+        async def check(
+            work: WorkTree, member: _Member, branch: str
+        ) -> tuple[tuple[str, str], ...] | None:
             """Render ``member`` on the tree shown in ``work`` (``branch``'s content) and note
             the aliases whose new value it already holds."""
             # YAML parsing is CPU work: keep the event loop free for other repositories.
@@ -266,8 +307,8 @@ class GitBatchWriter:
                     failed[member.key] = f"git write-back of {member.key}: {err}"
                     continue
                 note(member, aliases, branch)
-                if rendered is not None:
-                    work.write(*rendered)
+                for path, text in rendered or ():
+                    work.write(path, text)
 
         async def apply(work: WorkTree) -> None:
             failed.clear()
@@ -293,7 +334,8 @@ class GitBatchWriter:
                     continue
                 if rendered is None:
                     continue
-                work.write(*rendered)
+                for path, text in rendered:
+                    work.write(path, text)
                 # One commit per application, all in the same push.
                 await work.commit(
                     grouped_commit_message(

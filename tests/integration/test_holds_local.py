@@ -55,6 +55,7 @@ async def test_a_rollback_in_the_manifest_is_held_across_restarts_until_released
         "tag": "1.1.0",
         "at": writes["argocd/shop"]["web"]["at"],
         "live": True,
+        "via": "argocd",
     }
 
     manifest.write_text(manifest.read_text().replace(f"{image}:1.1.0", f"{image}:1.0.0"))

@@ -21,6 +21,7 @@ from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.reloading import ReloadingRegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.controller.moved_tags import note_moved_tags
+from argocd_image_updater.controller.overwriters import name_overwriters
 from argocd_image_updater.controller.pins import pin_digests
 from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.model.application import Application
@@ -41,7 +42,7 @@ from argocd_image_updater.pipeline.records import (
 )
 from argocd_image_updater.plan.charts import ChartJob
 from argocd_image_updater.plan.decide import ChoiceMemory, ScanResults
-from argocd_image_updater.plan.holds import HOLD_ANNOUNCE, HoldContext
+from argocd_image_updater.plan.holds import HoldContext, announced, overwriter
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.moved import moves_of
@@ -403,6 +404,7 @@ async def _write_batch(
     for _, outcome in deferred:
         if outcome.plan is None:
             continue
+        outcome.plan = outcome.plan.held(done.held.get(outcome.app, {}))
         outcome.plan = outcome.plan.waiting_for_sync(done.waiting.get(outcome.app, {}))
         _log_updates(outcome.plan, outcome.app)
         error = done.errors.get(outcome.app)
@@ -439,17 +441,34 @@ def hold_context(
     """What planning ``config``'s application needs to know about its holds."""
     app = config.app
     writes = state.writes_of(app_key(app.namespace, app.name)) if state is not None else {}
-    return HoldContext(now, writes, manual_holds(app, cr.raw if cr is not None else None))
+    return HoldContext(
+        now,
+        writes,
+        manual_holds(app, cr.raw if cr is not None else None),
+        via=_via(config),
+        live_is_target=config.live_is_target,
+    )
+
+
+def _via(config: AppUpdateConfig) -> str:
+    return "git" if config.write_back.is_git else "argocd"
 
 
 def remember_holds(state: ControllerState, outcome: AppOutcome, holds: HoldContext) -> None:
-    """Remember which written tags were seen running and which rollback holds were announced
-    (the ``ImageHeld`` event is created once per hold)."""
+    """Remember which written tags were seen running."""
     for alias in holds.live:
         state.mark_live(outcome.app, alias)
-    for result in outcome.plan.results if outcome.plan is not None else ():
-        if result.detail == HOLD_ANNOUNCE:
-            state.mark_held(outcome.app, result.alias or result.image, _tag_only(result.current))
+
+
+def remember_announced(state: ControllerState, outcomes: Sequence[AppOutcome]) -> None:
+    """Remember the rollback holds announced (the ``ImageHeld`` event is created once per
+    hold), with who overwrote the tag when known."""
+    for outcome in outcomes:
+        for result in outcome.plan.results if outcome.plan is not None else ():
+            to = announced(result.detail)
+            if to is not None:
+                by = overwriter(result.message, to)
+                state.mark_held(outcome.app, result.alias or result.image, to, by)
 
 
 def _tag_only(reference: str | None) -> str:
@@ -484,17 +503,25 @@ def _age_tags(
             scans.ages[job.scan_key] = TagAges(now, state.first_seen_of(repo))
 
 
-def remember_writes(state: ControllerState, outcomes: Sequence[AppOutcome], now: datetime) -> None:
-    """Remember the tags written for each image (rollback holds compare the running tag with
-    them)."""
+def remember_writes(
+    state: ControllerState,
+    outcomes: Sequence[AppOutcome],
+    now: datetime,
+    via: Mapping[str, str] | None = None,
+) -> None:
+    """Remember the tags written for each image, and where (``via``: by Application key;
+    rollback holds compare the target and the running tag with them)."""
     for outcome in outcomes:
         if not outcome.written or outcome.error or outcome.plan is None:
             continue
+        commit = outcome.pushed[1] if outcome.pushed else ""
         for result in outcome.plan.results:
             if result.outcome is Outcome.UPDATED and result.chosen:
                 tag = _tag_only(result.chosen)
                 if tag:
-                    state.record_write(outcome.app, result.alias or result.image, tag, now)
+                    alias = result.alias or result.image
+                    where = (via or {}).get(outcome.app, "")
+                    state.record_write(outcome.app, alias, tag, now, where, commit)
 
 
 async def run_cycle(
@@ -656,6 +683,8 @@ async def run_cycle(
     for (i, _), outcome in zip(waiting, done, strict=True):
         items[i] = outcome
     result.apps = [item for item in items if isinstance(item, AppOutcome)]
+    named = zip(planned, result.apps, strict=True)
+    await name_overwriters([(c, j, o) for (c, _, j), o in named], writer_for)
     deferred = [
         (config, outcome)
         for (config, _, _), outcome in zip(planned, result.apps, strict=True)
@@ -673,7 +702,9 @@ async def run_cycle(
     if plans is not None:
         plans.end()
     if state is not None:
-        remember_writes(state, result.apps, now)
+        remember_announced(state, result.apps)
+        via = {app_key(c.app.namespace, c.app.name): _via(c) for c, _, _ in planned}
+        remember_writes(state, result.apps, now, via)
     result.duration = time.monotonic() - started
     metrics.CYCLE_DURATION.observe(result.duration)
     log.info(

@@ -74,14 +74,25 @@ class WriteRecord:
     live: bool = False
     """The running tag was seen at (or past) ``tag`` since it was written."""
     held: str = ""
-    """The running tag of the rollback hold announced for this write ("" = none announced)."""
+    """The tag rolled back to of the rollback hold announced for this write ("" = none)."""
+    via: str = ""
+    """Where the tag was written: ``argocd`` (the Application's parameters), ``git`` (the
+    write-back target file); "" for a record of an earlier version (then only a rollback of a
+    tag seen running is held)."""
+    commit: str = ""
+    """The commit pushed with the tag (``git``), when known."""
+    held_by: str = ""
+    """Who overwrote the tag, as far as known (a field manager, a commit's author)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tag": self.tag, "at": format_time(self.at)}
         if self.live:
             out["live"] = True
-        if self.held:
-            out["held"] = self.held
+        for key in ("held", "via", "commit"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        if self.held_by:
+            out["heldBy"] = self.held_by
         return out
 
     @classmethod
@@ -92,7 +103,15 @@ class WriteRecord:
             at = parse_time(str(raw.get("at", "")))
         except ValueError:
             raise StateError(f"{where}.at: not an RFC 3339 time: {raw.get('at')!r}") from None
-        return cls(raw["tag"], at, bool(raw.get("live", False)), str(raw.get("held") or ""))
+        return cls(
+            raw["tag"],
+            at,
+            bool(raw.get("live", False)),
+            str(raw.get("held") or ""),
+            str(raw.get("via") or ""),
+            str(raw.get("commit") or ""),
+            str(raw.get("heldBy") or ""),
+        )
 
 
 Operation = tuple[str, tuple[Any, ...]]
@@ -160,17 +179,21 @@ class ControllerState:
     def writes_of(self, app: str) -> Mapping[str, WriteRecord]:
         return dict(self._writes.get(app, {}))
 
-    def record_write(self, app: str, alias: str, tag: str, at: datetime) -> None:
-        """``tag`` was written for ``alias`` of ``app`` at ``at`` (any hold is over)."""
-        self._do("write", app, alias, tag, format_time(at))
+    def record_write(
+        self, app: str, alias: str, tag: str, at: datetime, via: str = "", commit: str = ""
+    ) -> None:
+        """``tag`` was written for ``alias`` of ``app`` at ``at`` (any hold is over), ``via``
+        the Application (``argocd``) or a git target (``git``, with the ``commit`` pushed)."""
+        self._do("write", app, alias, tag, format_time(at), via, commit)
 
     def mark_live(self, app: str, alias: str) -> None:
         """The last written tag was seen running."""
         self._do("live", app, alias)
 
-    def mark_held(self, app: str, alias: str, running: str) -> None:
-        """A rollback hold to ``running`` was announced (announce it once)."""
-        self._do("held", app, alias, running)
+    def mark_held(self, app: str, alias: str, running: str, by: str = "") -> None:
+        """A rollback hold to ``running`` was announced (announce it once); ``by``: who
+        overwrote the tag written, when known."""
+        self._do("held", app, alias, running, by)
 
     def release(self, app: str, aliases: Collection[str] = ("*",)) -> None:
         """Forget the last writes of ``aliases`` (``*``: every alias) of ``app``: the running
@@ -188,8 +211,10 @@ class ControllerState:
         for key in gone:
             self._do("forget_app", key)
 
-    def _op_write(self, app: str, alias: str, tag: str, at: str) -> bool:
-        record = WriteRecord(tag, parse_time(at))
+    def _op_write(
+        self, app: str, alias: str, tag: str, at: str, via: str = "", commit: str = ""
+    ) -> bool:
+        record = WriteRecord(tag, parse_time(at), via=via, commit=commit)
         if self._writes.get(app, {}).get(alias) == record:
             return False
         self._writes.setdefault(app, {})[alias] = record
@@ -208,8 +233,12 @@ class ControllerState:
     def _op_live(self, app: str, alias: str) -> bool:
         return self._update(app, alias, lambda r: replace(r, live=True))
 
-    def _op_held(self, app: str, alias: str, running: str) -> bool:
-        return self._update(app, alias, lambda r: replace(r, held=running))
+    def _op_held(self, app: str, alias: str, running: str, by: str = "") -> bool:
+        def change(r: WriteRecord) -> WriteRecord:
+            keep = r.held_by if r.held == running else ""
+            return replace(r, held=running, held_by=by or keep)
+
+        return self._update(app, alias, change)
 
     def _op_release(self, app: str, aliases: tuple[str, ...]) -> bool:
         records = self._writes.get(app)

@@ -13,9 +13,12 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from argocd_image_updater.model.image import ImageRef
+
+if TYPE_CHECKING:
+    from argocd_image_updater.plan.holds import RollbackGuard
 
 EditKind = Literal["helm", "kustomize", "plugin"]
 SourcePath = tuple[str | int, ...]
@@ -137,6 +140,9 @@ class ImageChange:
     labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
     edits: tuple[ParamEdit, ...] = ()
     old_digest: str = ""
+    guard: RollbackGuard | None = field(default=None, compare=False, repr=False)
+    """Set when the write-back target may have been rolled back from a tag written earlier
+    and only the writer can read it (a git file): the writer holds the change then."""
 
     @property
     def old_version(self) -> str:
@@ -279,6 +285,34 @@ class AppPlan:
             results=results,
             changes=tuple(c for c in self.changes if c.alias not in messages),
             revisions=tuple(r for r in self.revisions if r.alias not in messages),
+            updated=sum(1 for r in results if r.outcome is Outcome.UPDATED),
+        )
+
+    def held(self, verdicts: Mapping[str, tuple[str, str]]) -> AppPlan:
+        """This plan with the updates of the aliases in ``verdicts`` (``(message, detail)``)
+        turned into ``held`` results: the writer found their target rolled back. Their edits
+        are left out of ``managed`` (the target keeps what it holds)."""
+        if not verdicts:
+            return self
+        names = {e.name for c in self.changes if c.alias in verdicts for e in c.edits}
+        results = tuple(
+            dataclasses.replace(
+                r,
+                outcome=Outcome.SKIPPED,
+                reason=ImageReason.HELD,
+                message=verdicts[r.alias][0],
+                detail=verdicts[r.alias][1],
+            )
+            if r.outcome is Outcome.UPDATED and r.alias in verdicts
+            else r
+            for r in self.results
+        )
+        return dataclasses.replace(
+            self,
+            results=results,
+            changes=tuple(c for c in self.changes if c.alias not in verdicts),
+            managed=tuple(e for e in self.managed if e.name not in names),
+            skipped=sum(1 for r in results if r.outcome is Outcome.SKIPPED),
             updated=sum(1 for r in results if r.outcome is Outcome.UPDATED),
         )
 

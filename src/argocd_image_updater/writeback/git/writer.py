@@ -32,7 +32,10 @@ from argocd_image_updater.kits.gotemplate import Template
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import BatchResult
+from argocd_image_updater.plan.holds import RollbackGuard
 from argocd_image_updater.plan.model import AppPlan, ImageChange
+from argocd_image_updater.plan.params import image_tag
+from argocd_image_updater.writeback.formats.base import ImageLookup
 from argocd_image_updater.writeback.git.auth import GitCredentials, HttpsCredentials
 from argocd_image_updater.writeback.git.credentials import (
     GitCredentialsError,
@@ -98,8 +101,8 @@ def held_aliases(work: WorkTree, member: _Member, rendered: tuple[str, str] | No
     return {c.alias for c in changes if render_member(work, _only(member, c)) is None}
 
 
-def render_member(work: WorkTree, member: _Member) -> tuple[str, str] | None:
-    """(path, new text) of one Application's target file, or None when it is already right."""
+def _path(work: WorkTree, member: _Member) -> str:
+    """The file of the member's target in ``work``."""
     target = member.target
     fmt = target.format
     listing: list[str] | None = None
@@ -109,15 +112,55 @@ def render_member(work: WorkTree, member: _Member) -> tuple[str, str] | None:
             listing = os.listdir(directory)
         except (FileNotFoundError, NotADirectoryError):
             listing = None
-    path = fmt.file_path(target.file_path, listing)
-    new = fmt.render(work.read(path), path, member.config, member.plan)
+    return fmt.file_path(target.file_path, listing)
+
+
+def render_member(work: WorkTree, member: _Member) -> tuple[str, str] | None:
+    """(path, new text) of one Application's target file, or None when it is already right."""
+    path = _path(work, member)
+    new = member.target.format.render(work.read(path), path, member.config, member.plan)
     return None if new is None else (path, new)
 
 
-def render_and_hold(work: WorkTree, member: _Member) -> tuple[tuple[str, str] | None, set[str]]:
-    """:func:`render_member` and :func:`held_aliases` of one member (one hand-off to a thread)."""
+@dataclass(frozen=True, slots=True)
+class _RolledBack:
+    """A change held because the target file holds an older tag than the one written before."""
+
+    guard: RollbackGuard
+    found: str
+    path: str
+
+
+def rolled_back(work: WorkTree, member: _Member) -> dict[str, _RolledBack]:
+    """The changes of ``member`` whose target file was rolled back (:class:`RollbackGuard`)."""
+    guarded = [c for c in member.plan.changes if c.guard is not None]
+    if not guarded:
+        return {}
+    path = _path(work, member)
+    text = work.read(path)
+    config = member.config
+    source = config.app.write_source(config.write_back.write_back_target).raw
+    found: dict[str, _RolledBack] = {}
+    for change in guarded:
+        guard = change.guard
+        assert guard is not None
+        lookup = ImageLookup(guard.kind, guard.names, guard.kustomize_name, change.image)
+        tag = image_tag(member.target.format.current_image(text, source, lookup))
+        if guard.check(tag) is not None:
+            found[change.alias] = _RolledBack(guard, tag, path)
+    return found
+
+
+def render_and_hold(
+    work: WorkTree, member: _Member
+) -> tuple[tuple[str, str] | None, set[str], dict[str, _RolledBack]]:
+    """:func:`render_member` and :func:`held_aliases` of one member (one hand-off to a thread),
+    leaving out the changes whose target was rolled back (:func:`rolled_back`)."""
+    back = rolled_back(work, member)
+    if back:
+        member = dataclasses.replace(member, plan=member.plan.held(dict.fromkeys(back, ("", ""))))
     rendered = render_member(work, member)
-    return rendered, held_aliases(work, member, rendered)
+    return rendered, held_aliases(work, member, rendered), back
 
 
 class GitBatchWriter:
@@ -235,6 +278,8 @@ class GitBatchWriter:
         base = first.target.base_branch or "HEAD"
         failed: dict[str, str] = {}
         held: dict[str, dict[str, str]] = {}
+        rolled: dict[str, dict[str, _RolledBack]] = {}
+        reverted: dict[str, dict[str, tuple[str, str]]] = {}
         todo = list(members)
 
         per_app = self._commit.grouping == "application"
@@ -250,8 +295,10 @@ class GitBatchWriter:
             """Render ``member`` on the tree shown in ``work`` (``branch``'s content) and note
             the aliases whose new value it already holds."""
             # YAML parsing is CPU work: keep the event loop free for other repositories.
-            rendered, aliases = await asyncio.to_thread(render_and_hold, work, member)
+            rendered, aliases, back = await asyncio.to_thread(render_and_hold, work, member)
             note(member, aliases, branch)
+            if back:
+                rolled[member.key] = back
             return rendered
 
         def render_all(work: WorkTree, branch: str, stop: threading.Event) -> None:
@@ -261,17 +308,43 @@ class GitBatchWriter:
                 if stop.is_set():
                     return
                 try:
-                    rendered, aliases = render_and_hold(work, member)
+                    rendered, aliases, back = render_and_hold(work, member)
                 except (ValueError, OSError) as err:
                     failed[member.key] = f"git write-back of {member.key}: {err}"
                     continue
                 note(member, aliases, branch)
+                if back:
+                    rolled[member.key] = back
                 if rendered is not None:
                     work.write(*rendered)
 
         async def apply(work: WorkTree) -> None:
             failed.clear()
             held.clear()
+            rolled.clear()
+            try:
+                await render(work)
+            finally:
+                await name_authors(work)
+
+        async def name_authors(work: WorkTree) -> None:
+            """Who committed the rolled-back values found (one ``git log`` per file)."""
+            authors: dict[str, str] = {}
+            for back in rolled.values():
+                for found in back.values():
+                    if found.path not in authors:
+                        authors[found.path] = await work.last_author(found.path)
+            reverted.clear()
+            for key, back in rolled.items():
+                verdicts = {
+                    alias: found.guard.check(found.found, authors.get(found.path, ""))
+                    for alias, found in back.items()
+                }
+                reverted[key] = {
+                    alias: (v.message, v.detail) for alias, v in verdicts.items() if v is not None
+                }
+
+        async def render(work: WorkTree) -> None:
             if not per_app:
                 stop = threading.Event()
                 job = asyncio.ensure_future(
@@ -314,6 +387,7 @@ class GitBatchWriter:
                     await check(work, member, target)
             found = dict(held)
             held.clear()
+            rolled.clear()
             return found
 
         merged: dict[str, dict[str, str]] = {}
@@ -370,6 +444,9 @@ class GitBatchWriter:
                 result.errors[member.key] = f"git write-back to {repo_url} failed: {err}"
             return
         result.errors.update(failed)
+        for key, verdicts in reverted.items():
+            if verdicts and key not in failed:
+                result.held[key] = verdicts
         if sha and not write_branch:  # what Argo CD's revision must contain to run it
             for member in todo:
                 if member.key not in failed and not _all_held(member, held):

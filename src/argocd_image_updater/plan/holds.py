@@ -183,9 +183,16 @@ class HoldContext:
         ours = bool(record.via) and record.via == self.via  # written to this very target
         if ours and target and target != record.tag and below(target, record.tag):
             return rollback_verdict(record, target)  # the target was set back: not by us
+        if self._writer_reads(record):
+            return None  # the git writer compares its target file with the write (guard)
         if record.live and running and running != record.tag and below(running, record.tag):
             return rollback_verdict(record, running)  # what ran was rolled back
         return None
+
+    def _writer_reads(self, record: WriteRecord) -> bool:
+        """Whether the target of ``record`` is a git file only the writer reads (pushed
+        straight to the branch: a pull request's branch may not hold it yet)."""
+        return record.via == self.via == "git" and bool(record.commit) and not self.live_is_target
 
     def guard(
         self,
@@ -200,10 +207,8 @@ class HoldContext:
         """The guard of a change of ``alias`` to ``chosen`` for a target only the git writer
         reads (``where``: the image's kind, parameter names and kustomize name)."""
         record = self.writes.get(alias)
-        if record is None or record.via != "git" or self.via != "git" or self.live_is_target:
+        if record is None or not self._writer_reads(record):
             return None
-        if not record.commit:
-            return None  # written through a pull request: the branch may not hold it yet
         if _below(strategy, record.tag, chosen.name, tags, hint, platforms):
             return None  # newer than what was written: an update whatever the file holds
 

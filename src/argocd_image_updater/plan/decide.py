@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias
 
@@ -59,7 +60,7 @@ from argocd_image_updater.plan.params import (
     thaw,
 )
 from argocd_image_updater.policy.downgrade import downgrade
-from argocd_image_updater.policy.min_age import TagAges
+from argocd_image_updater.policy.min_age import TagAges, format_time
 from argocd_image_updater.policy.select import Policy, PolicyError, Selection, choose
 from argocd_image_updater.policy.strategies import UpdateStrategy
 
@@ -229,6 +230,13 @@ def _pinned(
     return results.pinned(key, tag) if isinstance(results, ScanResults) else None
 
 
+def _too_young(eligible: tuple[str, datetime] | None) -> str:
+    """``too-young: <tag> eligible at <time>`` (``""``: no tag waits for ``minAge``)."""
+    if eligible is None:
+        return ""
+    return f"too-young: {eligible[0]} eligible at {format_time(eligible[1])}"
+
+
 def _has_kustomize_target(job: ImageJob) -> bool:
     return bool(job.target and job.target.kustomize and job.target.kustomize.name)
 
@@ -336,6 +344,12 @@ class _Planner:
             )
             return
         chosen = selection.chosen
+        young = _too_young(selection.eligible)
+        if chosen is None and young:
+            self.result(
+                job, Outcome.SKIPPED, ImageReason.TOO_YOUNG, young, detail=selection.summary
+            )
+            return
         if chosen is None:
             self.result(
                 job,
@@ -399,6 +413,9 @@ class _Planner:
         ):
             reset = job.cfg.with_tag(live.tag or chosen.name, live.digest)
             self.apply(_edits(self.working, job, reset))
+            if young:  # a newer tag waits for minAge
+                result(Outcome.SKIPPED, ImageReason.TOO_YOUNG, young)
+                return
             result(
                 Outcome.UP_TO_DATE,
                 ImageReason.UP_TO_DATE,

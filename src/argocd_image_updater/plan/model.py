@@ -57,6 +57,9 @@ class ImageReason(enum.StrEnum):
     WOULD_DOWNGRADE = "would-downgrade"
     HELD = "held"
     """A rollback or a manual hold keeps the image where it is (``plan.holds``)."""
+    TOO_YOUNG = "too-young"
+    """Every tag that would be chosen over the running one is younger than ``minAge``: the
+    message says which is eligible first, and when."""
     INTERNAL_ERROR = "internal-error"
 
 

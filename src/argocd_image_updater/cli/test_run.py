@@ -10,11 +10,13 @@ import asyncio
 import dataclasses
 import sys
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import click
 
+from argocd_image_updater.config.durations import DurationError, parse_go_duration
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.registries_file import RegistriesConfError, load_registries_conf
 from argocd_image_updater.model.image import ImageRef, ImageRefError
@@ -24,6 +26,7 @@ from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.log import Logger, get_logger
 from argocd_image_updater.policy.filters import parse_allow_tags
+from argocd_image_updater.policy.min_age import TagAges, format_time
 from argocd_image_updater.policy.select import (
     Policy,
     PolicyError,
@@ -92,6 +95,8 @@ class TestOptions:
     verify_issuer: str = ""
     verify_trusted_root: str = ""
     pin_digest: bool = False
+    min_age: str = ""
+    min_age_from: str = "seen"
 
     @property
     def verifies(self) -> bool:
@@ -194,12 +199,18 @@ def build_policy(opts: TestOptions, image: ImageRef, log: Logger) -> Policy:
             if opts.explain:
                 click.echo(f"warning: {flag}: {problem}")
     platforms: list[Platform | str] = list(opts.platforms) or [runtime_platform()]
+    try:
+        min_age = parse_go_duration(opts.min_age) if opts.min_age else None
+    except DurationError as err:
+        raise PolicyError(f"--min-age: {err}") from None
     policy = Policy(
         strategy=strategy,
         constraint=opts.semver_constraint,
         allow=allow,
         ignore=opts.ignore_tags,
         platforms=PlatformFilter(platforms),
+        min_age=min_age,
+        min_age_from_created=opts.min_age_from == "created",
     )
     policy.validate(image.original or str(image))
     return policy
@@ -276,7 +287,8 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
         pinned = ""
         async with Scanner() as scanner:
             result = await scanner.scan(request)
-            selection = choose(policy, result.tags, result.order_hint)
+            ages = TagAges(datetime.now(UTC)) if policy.min_age is not None else None
+            selection = choose(policy, result.tags, result.order_hint, ages)
             if opts.pin_digest and not policy.strategy.pins_digest and selection.chosen:
                 pinned = await scanner.tag_digest(
                     endpoint, image.name, selection.chosen.name, credentials
@@ -323,6 +335,9 @@ def print_explain(explained: Explained) -> None:
     )
     for line in explain_lines(verdicts):
         click.echo(line)
+    eligible = explained.selection.eligible
+    if eligible is not None:
+        click.echo(f"too-young: {eligible[0]} eligible at {format_time(eligible[1])}")
     if explained.verdict is not None and explained.trust is not None:
         from argocd_image_updater.verify.explain import verdict_lines
 

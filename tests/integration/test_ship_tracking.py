@@ -45,7 +45,7 @@ async def push_tags(registry: RegistryServer, repo: str, tags: list[str], day: i
 
 
 async def make_controller(
-    kube: KubeApiServer, registry: RegistryServer, tmp_path: Path
+    kube: KubeApiServer, registry: RegistryServer, tmp_path: Path, **flags: Any
 ) -> tuple[Any, list[Any]]:
     settings = resolve(
         "run",
@@ -55,6 +55,7 @@ async def make_controller(
             "git_cache_dir": str(tmp_path / "clones"),
             "git_commit_message_path": str(tmp_path / "no-template"),
             "once": True,
+            **flags,
         },
         env={},
     )
@@ -464,3 +465,34 @@ async def test_unknown_revisions_cost_no_git_process(tmp_path: Path) -> None:
     both = await cache.contains_commits(url, [(first, second), (second, first), *answers])
     assert both[(first, second)] is True and both[(second, first)] is False
     assert (git_runs("cat-file"), git_runs("merge-base")) == (before[0], before[1] + 2)
+
+
+@pytest.mark.parametrize("store", ["configmap", "state-dir"])
+async def test_a_restart_goes_on_following_the_changes_written_before(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, store: str
+) -> None:
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    kube.store.put(kustomize_app("shop", image, "1.0.0"))
+    kube.store.put(updater("shop", "shop", image))
+    flags = {"state_dir": str(tmp_path / "state")} if store == "state-dir" else {}
+
+    async def cycle() -> None:  # a new controller process each time
+        controller, closers = await make_controller(kube, registry, tmp_path, **flags)
+        try:
+            await controller.cycle()
+        finally:
+            await close_all(closers)
+
+    await cycle()
+    [entry] = shipments(kube, "shop")
+    assert entry["state"] == "Written"
+    await cycle()  # Argo CD holds the new parameter: synced (after a restart)
+    [entry] = shipments(kube, "shop")
+    assert entry["state"] == "Synced"
+    set_app_status(kube, "shop", sync="Synced", health="Healthy", images=[f"{image}:1.0.1"])
+    await cycle()
+    [entry] = shipments(kube, "shop")
+    assert entry["state"] == "Shipped", entry
+    [event] = events(kube, "ImageShipped")
+    assert f"image 'web' {image}:1.0.1 is live after" in event["message"]

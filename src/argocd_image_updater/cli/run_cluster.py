@@ -148,9 +148,12 @@ async def build_cluster_controller(
             if kube is not None
             else None,
             notifier,
-            ShipTracker(batch_writer.cache),
+            ShipTracker(batch_writer.cache, state=state_store),
         ),
     )
+    tracker = controller.reporter.shipping if controller.reporter is not None else None
+    if tracker is not None:
+        tracker.may_save = controller.is_leader  # what it follows is stored by the leader
     return controller, closers
 
 

@@ -4,7 +4,9 @@
   whether it was seen running since, and the rollback hold it announced (:class:`WriteRecord`);
 * per image repository (``<registry host>/<repository path>``) and tag: when the controller
   first saw the tag in the registry (``minAge``);
-* per repository and tag: the last digest seen (a tag moved to another digest).
+* per repository and tag: the last digest seen (a tag moved to another digest);
+* the written changes not yet confirmed live (ship tracking: ``report.ship_tracker``), as the
+  tracker serializes them, so that a restart goes on following them.
 
 The record is versioned (:data:`STATE_VERSION`); it is stored as a few JSON documents
 (:meth:`ControllerState.to_data`), in the cluster as the data of a ConfigMap (gzip-compressed in
@@ -31,8 +33,9 @@ VERSION_KEY: Final = "version"
 WRITES_KEY: Final = "writes.json"
 FIRST_SEEN_KEY: Final = "first-seen.json"
 DIGESTS_KEY: Final = "digests.json"
-DATA_KEYS: Final = (VERSION_KEY, WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY)
-TABLE_KEYS: Final = (WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY)
+SHIPMENTS_KEY: Final = "shipments.json"
+DATA_KEYS: Final = (VERSION_KEY, WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY, SHIPMENTS_KEY)
+TABLE_KEYS: Final = (WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY, SHIPMENTS_KEY)
 COMPRESSED_SUFFIX: Final = ".gz"
 """A table stored gzip-compressed (``binaryData``) has this suffix after its key."""
 MAX_INFLATED_BYTES: Final = 64 * 1024 * 1024
@@ -128,10 +131,12 @@ class ControllerState:
         first_seen: Mapping[str, Mapping[str, datetime]] | None = None,
         digests: Mapping[str, Mapping[str, str]] | None = None,
         token: str = "",
+        shipments: Mapping[str, Any] | None = None,
     ) -> None:
         self._writes = {k: dict(v) for k, v in (writes or {}).items()}
         self._first_seen = {k: dict(v) for k, v in (first_seen or {}).items()}
         self._digests = {k: dict(v) for k, v in (digests or {}).items()}
+        self._shipments: dict[str, Any] = dict(shipments or {})
         self.token = token
         self._ops: list[Operation] = []
 
@@ -154,15 +159,20 @@ class ControllerState:
     def copy(self, token: str | None = None) -> ControllerState:
         """A copy of the contents (without unsaved changes), as version ``token``."""
         return ControllerState(
-            self._writes, self._first_seen, self._digests, self.token if token is None else token
+            self._writes,
+            self._first_seen,
+            self._digests,
+            self.token if token is None else token,
+            self._shipments,
         )
 
     def adopt(self, other: ControllerState) -> None:
         """Take the contents, version and unsaved changes of ``other``."""
-        self._writes, self._first_seen, self._digests = (
+        self._writes, self._first_seen, self._digests, self._shipments = (
             other._writes,
             other._first_seen,
             other._digests,
+            other._shipments,
         )
         self.token = other.token
         self._ops = list(other._ops)
@@ -318,6 +328,21 @@ class ControllerState:
                 del table[repo]
         return removed
 
+    # --- written changes not confirmed live yet -------------------------------------------------
+    def shipments(self) -> Mapping[str, Any]:
+        """The changes followed until live, by Application (as the ship tracker wrote them)."""
+        return dict(self._shipments)
+
+    def set_shipments(self, table: Mapping[str, Any]) -> None:
+        """The changes followed now (replacing those remembered)."""
+        self._do("ships", json.loads(_dump(table)))
+
+    def _op_ships(self, table: dict[str, Any]) -> bool:
+        if table == self._shipments:
+            return False
+        self._shipments = dict(table)
+        return True
+
     # --- serialization ----------------------------------------------------------------------------
     def _tables(self) -> dict[str, dict[str, Any]]:
         return {
@@ -332,6 +357,7 @@ class ControllerState:
             DIGESTS_KEY: {
                 repo: dict(sorted(tags.items())) for repo, tags in sorted(self._digests.items())
             },
+            SHIPMENTS_KEY: dict(sorted(self._shipments.items())),
         }
 
     def to_data(self, limit: int = MAX_BYTES) -> dict[str, str]:
@@ -411,7 +437,7 @@ class ControllerState:
             if not isinstance(tags, Mapping):
                 raise StateError(f"{DIGESTS_KEY}: {repo}: expected an object of tags")
             digests[repo] = {tag: str(d) for tag, d in tags.items()}
-        return cls(writes, first_seen, digests, token)
+        return cls(writes, first_seen, digests, token, _json(data, SHIPMENTS_KEY))
 
 
 @dataclass(frozen=True, slots=True)

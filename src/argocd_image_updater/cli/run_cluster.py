@@ -41,6 +41,7 @@ from argocd_image_updater.report.ship_tracker import ShipTracker
 from argocd_image_updater.report.status import StatusWriter
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
 from argocd_image_updater.writeback.chart_versions import ChartFileVersions
+from argocd_image_updater.writeback.git import RevisionFetcher
 
 log = get_logger("run")
 
@@ -148,7 +149,11 @@ async def build_cluster_controller(
             if kube is not None
             else None,
             notifier,
-            ShipTracker(batch_writer.cache, state=state_store),
+            ShipTracker(
+                batch_writer.cache,
+                state=state_store,
+                fetcher=RevisionFetcher(batch_writer.cache, batch_writer.credentials),
+            ),
         ),
     )
     tracker = controller.reporter.shipping if controller.reporter is not None else None

@@ -24,7 +24,7 @@ from argocd_image_updater.model.notifications import EventKind
 from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.notify.events import Event
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.pipeline.ports import RevisionHistory, StateStore
+from argocd_image_updater.pipeline.ports import RevisionFetcher, RevisionHistory, StateStore
 from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ParamEdit, RevisionEdit
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops
@@ -115,8 +115,10 @@ class ShipTracker:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         state: StateStore | None = None,
         may_save: Callable[[], bool] = lambda: True,
+        fetcher: RevisionFetcher | None = None,
     ) -> None:
         self._history = history
+        self._fetcher = fetcher
         self._clock = clock
         self._state = state
         self.may_save = may_save
@@ -179,12 +181,13 @@ class ShipTracker:
         written = [o for o in result.apps if o.written] if not dry_run else []
         if written:
             git = {
-                f"{config.app.namespace}/{config.app.name}"
+                f"{config.app.namespace}/{config.app.name}": config.write_back.git_credentials_ref
+                or "repocreds"
                 for config, _ in collected.configs
                 if config.write_back.is_git
             }
             for outcome in written:
-                self._follow(outcome, now, git=outcome.app in git)
+                self._follow(outcome, now, git=git.get(outcome.app))
         self._index = None
         if self._state is not None and not dry_run:
             await self._persist()
@@ -258,11 +261,46 @@ class ShipTracker:
         for repository, pairs in asked.items():
             try:
                 answers = await self._history.contains_commits(repository, pairs)
+                unknown = [pair for pair, answer in answers.items() if answer is None]
+                if unknown and await self._fetch(repository, unknown, views):
+                    answers.update(await self._history.contains_commits(repository, unknown))
             except Exception as err:  # a broken clone never stops the report
                 log.warning("cannot check the synced revisions: %s", str(err))
                 continue
             found.update({(repository, *pair): answer for pair, answer in answers.items()})
         return found
+
+    async def _fetch(
+        self,
+        repository: str,
+        pairs: list[tuple[str, str]],
+        views: Mapping[tuple[str, str], AppView],
+    ) -> bool:
+        """Fetch the synced revisions of ``pairs`` the clone lacks (the fetcher does each
+        once); whether it was asked to."""
+        asking = [
+            s
+            for key, s in self._pending.items()
+            if key in views
+            and s.repository == repository
+            and (s.commit, views[key].revision) in pairs
+        ]
+        if self._fetcher is None or not asking:
+            return False
+        first = asking[0]
+        since = min(s.written_at for s in asking) - timedelta(days=1)  # clocks differ
+        try:
+            await self._fetcher.fetch_revisions(
+                repository,
+                {revision for _, revision in pairs},
+                since,
+                first.credentials or "repocreds",
+                first.app.partition("/")[0],
+            )
+        except Exception as err:  # the ship timeout then tells
+            log.warning("cannot fetch the synced revisions of %s: %s", repository, str(err))
+            return False
+        return True
 
     async def _contains(
         self,
@@ -303,11 +341,13 @@ class ShipTracker:
         except PatchError:
             return False
 
-    def _follow(self, outcome: AppOutcome, now: datetime, *, git: bool) -> None:
+    def _follow(self, outcome: AppOutcome, now: datetime, *, git: str | None) -> None:
+        """Follow the changes ``outcome`` wrote (``git``: the credentials reference of an
+        Application of the git method)."""
         plan = outcome.plan
         if not outcome.written or plan is None:
             return
-        method = "git" if git or outcome.pushed is not None else "argocd"
+        method = "git" if git is not None or outcome.pushed is not None else "argocd"
         repository, commit = outcome.pushed or ("", "")
         for change in plan.changes:
             shipment = Shipment(
@@ -322,6 +362,7 @@ class ShipTracker:
                 scope=_scope(outcome.cr),
                 commit=commit,
                 repository=repository,
+                credentials=git or "",
             )
             self._index = None
             self._pending[shipment.key] = shipment  # a newer write replaces the older one

@@ -112,6 +112,8 @@ class Shipment:
     scope: str = ""
     commit: str = ""
     repository: str = ""
+    credentials: str = ""
+    """git method: the write-back credentials reference (to fetch a synced revision)."""
     stage: Stage = Stage.WRITTEN
     synced_at: datetime | None = None
     healthy_at: datetime | None = None
@@ -167,6 +169,7 @@ class Shipment:
             ("scope", self.scope),
             ("commit", self.commit),
             ("repository", self.repository),
+            ("credentials", self.credentials),
         ):
             if value:
                 out[key] = value
@@ -193,6 +196,7 @@ class Shipment:
                 scope=str(raw.get("scope") or ""),
                 commit=str(raw.get("commit") or ""),
                 repository=str(raw.get("repository") or ""),
+                credentials=str(raw.get("credentials") or ""),
                 stage=Stage(raw.get("stage") or Stage.WRITTEN.value),
                 synced_at=_parse(synced) if synced else None,
             )

@@ -41,9 +41,10 @@ import asyncio
 import os
 import random
 import stat
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Final
 
@@ -398,6 +399,14 @@ class WorkTree:
                 # The branch may have moved again between ls-remote and fetch.
                 result[name] = await self._tip(f"refs/remotes/origin/{name}")
         return result
+
+    async def fetch_history(self, revisions: Collection[str], since: datetime) -> None:
+        """Fetch the commits ``revisions`` (full names) with their history back to ``since``
+        (``--shallow-since``): enough to tell whether a commit pushed since is in them."""
+        stamp = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        await self._git(
+            "fetch", "--no-tags", f"--shallow-since={stamp}", "origin", *sorted(revisions), net=True
+        )
 
     async def fetch(self, branch: str = "HEAD") -> str | None:
         """Bring ``origin/<branch>`` up to date; its commit, or ``None`` if the remote has no

@@ -21,7 +21,8 @@ from argocd_image_updater_testing.kube import KubeApiServer
 from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
-MODES = ["crd", "legacy"]
+MODES = ["crd", "legacy", "crd-state-dir"]
+"""CRD and legacy annotation mode with the state in the ConfigMap; CRD mode with --state-dir."""
 
 
 @pytest.fixture
@@ -34,19 +35,15 @@ class Cluster:
     """An Application ``shop`` (kustomize image ``web``) and what people and Argo CD do to it."""
 
     def __init__(self, kube: KubeApiServer, image: str, mode: str, tmp_path: Path, conf: Path):
-        self.kube, self.image, self.mode, self.tmp_path, self.conf = (
-            kube,
-            image,
-            mode,
-            tmp_path,
-            conf,
-        )
+        self.kube, self.image, self.tmp_path, self.conf = kube, image, tmp_path, conf
+        self.mode, _, store = mode.partition("-")
+        self.state_dir = str(tmp_path / "state") if store else ""
         annotations = (
             {
                 "argocd-image-updater.argoproj.io/image-list": f"web={image}",
                 "argocd-image-updater.argoproj.io/web.update-strategy": "semver",
             }
-            if mode == "legacy"
+            if self.mode == "legacy"
             else {}
         )
         app = objects.application(
@@ -57,7 +54,7 @@ class Cluster:
             annotations=annotations,
         )
         kube.store.put(app, manager="kubectl")
-        if mode == "crd":
+        if self.mode == "crd":
             kube.store.put(
                 objects.image_updater(
                     "shop",
@@ -96,7 +93,8 @@ class Cluster:
 
     async def cycle(self) -> Any:
         """One cycle of a new controller process; the result of image ``web``."""
-        controller, closers = await make_controller(self.kube, self.tmp_path, self.conf)
+        flags = {"state_dir": self.state_dir} if self.state_dir else {}
+        controller, closers = await make_controller(self.kube, self.tmp_path, self.conf, **flags)
         try:
             result: CycleResult = await controller.cycle()
         finally:
@@ -171,7 +169,9 @@ async def test_a_newer_tag_or_a_release_ends_the_hold(
     web = await cluster.cycle()
     assert web.message == "held: rolled back from 1.2.0 to 1.1.0 by kubectl"
     kubeconfig = str(cluster.tmp_path / "kubeconfig")
-    await hold_run.release("shop", NS, [], kubeconfig, "kubernetes", "", NS, state_dir="")
+    await hold_run.release(
+        "shop", NS, [], kubeconfig, "kubernetes", "", NS, state_dir=cluster.state_dir
+    )
     assert (await cluster.cycle()).reason == "updated"
     assert cluster.target == "1.2.0"
 

@@ -44,12 +44,21 @@ async def kube() -> AsyncIterator[KubeApiServer]:
 class Deploy:
     """A deploy repository written by the git method, and what people and Argo CD do."""
 
-    def __init__(self, kube: KubeApiServer, image: str, tmp_path: Path, conf: Path) -> None:
+    def __init__(
+        self, kube: KubeApiServer, image: str, mode: str, tmp_path: Path, conf: Path
+    ) -> None:
         self.kube, self.image, self.tmp_path, self.conf = kube, image, tmp_path, conf
+        self.mode, _, store = mode.partition("-")
+        self.state_dir = str(tmp_path / "state") if store else ""
         self.home = tmp_path / "home"
         self.home.mkdir()
         self.remote = bare_repo(tmp_path / "deploy.git", files={FILE: self.text("1.0.0")})
         self.cycles = 0
+        legacy = {
+            "argocd-image-updater.argoproj.io/image-list": f"web={image}",
+            "argocd-image-updater.argoproj.io/write-back-method": "git",
+            "argocd-image-updater.argoproj.io/write-back-target": "kustomization",
+        }
         kube.store.put(
             objects.application(
                 "shop",
@@ -58,8 +67,11 @@ class Deploy:
                 repo_url=f"file://{self.remote}",
                 path="app",
                 target_revision="main",
+                annotations=legacy if self.mode == "legacy" else {},
             )
         )
+        if self.mode == "legacy":
+            return
         writeback = {"method": "git", "gitConfig": {"writeBackTarget": "kustomization"}}
         kube.store.put(
             objects.image_updater(
@@ -103,6 +115,7 @@ class Deploy:
             self.conf,
             git_cache_dir=str(self.tmp_path / f"clones-{self.cycles}"),
             git_commit_message_path=str(self.tmp_path / "no-template"),
+            **({"state_dir": self.state_dir} if self.state_dir else {}),
         )
         try:
             result: CycleResult = await controller.cycle()
@@ -113,12 +126,19 @@ class Deploy:
         return next(r for r in outcome.plan.results if r.alias == "web")
 
 
-@pytest.fixture
+@pytest.fixture(params=["crd", "legacy", "crd-state-dir"])
 async def deploy(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    request: pytest.FixtureRequest,
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
 ) -> Deploy:
+    """CRD and legacy annotation mode with the state in the ConfigMap; CRD mode with
+    --state-dir."""
     await push_tags(registry, repo, ["1.0.0", "1.1.0"])
-    return Deploy(kube, f"{registry.host}/{repo}", tmp_path, registries_conf(tmp_path, registry))
+    conf = registries_conf(tmp_path, registry)
+    return Deploy(kube, f"{registry.host}/{repo}", request.param, tmp_path, conf)
 
 
 @pytest.mark.parametrize("sync", ["none", "failed", "healthy"])
@@ -169,6 +189,8 @@ async def test_a_newer_tag_or_a_release_ends_the_hold(
     push_files(deploy.remote, {FILE: deploy.text("1.1.0")}, home=deploy.home)
     assert (await deploy.cycle()).message.startswith("held: rolled back from 1.2.0 to 1.1.0")
     kubeconfig = str(deploy.tmp_path / "kubeconfig")
-    await hold_run.release("shop", NS, ["web"], kubeconfig, "kubernetes", "", NS, state_dir="")
+    await hold_run.release(
+        "shop", NS, ["web"], kubeconfig, "kubernetes", "", NS, state_dir=deploy.state_dir
+    )
     assert (await deploy.cycle()).reason == "updated"
     assert deploy.target == deploy.text("1.2.0")

@@ -1,7 +1,8 @@
 """What the controller remembers across cycles, restarts and leader changes (pure).
 
 * per Application (``namespace/name``) and image alias: the last tag the controller wrote, when,
-  whether it was seen running since, and the rollback hold it announced (:class:`WriteRecord`);
+  where, whether it was seen running since, and the rollback hold it announced
+  (:class:`~argocd_image_updater.model.write_record.WriteRecord`);
 * per image repository (``<registry host>/<repository path>``) and tag: when the controller
   first saw the tag in the registry (``minAge``);
 * per repository and tag: the last digest seen (a tag moved to another digest);
@@ -23,8 +24,13 @@ import json
 import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
+
+from argocd_image_updater.model.write_record import StateError as StateError
+from argocd_image_updater.model.write_record import WriteRecord as WriteRecord
+from argocd_image_updater.model.write_record import format_time as format_time
+from argocd_image_updater.model.write_record import parse_time as parse_time
 
 STATE_VERSION: Final = 1
 """The layout of the stored record; a newer layout is refused, never overwritten."""
@@ -44,21 +50,6 @@ MAX_BYTES: Final = 900_000
 """Upper bound of the serialized record (a ConfigMap holds at most 1 MiB)."""
 
 
-class StateError(ValueError):
-    """A stored record cannot be read (the message names the key and what is wrong)."""
-
-
-def format_time(moment: datetime) -> str:
-    """RFC 3339 in UTC, seconds precision (``2026-12-01T12:00:00Z``)."""
-    return moment.astimezone(UTC).isoformat(timespec="seconds")[:19] + "Z"  # a third of strftime
-
-
-def parse_time(text: str) -> datetime:
-    """An RFC 3339 time (``Z`` or an offset); a time without a zone is UTC."""
-    value = datetime.fromisoformat(text.strip().replace("z", "Z").replace("Z", "+00:00"))
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def repo_key(registry: str, repository: str) -> str:
     """The key of an image repository: ``<registry host>/<repository path>``."""
     return f"{registry}/{repository}" if registry else repository
@@ -66,55 +57,6 @@ def repo_key(registry: str, repository: str) -> str:
 
 def app_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
-
-
-@dataclass(frozen=True, slots=True)
-class WriteRecord:
-    """The last tag written for one image of one Application."""
-
-    tag: str
-    at: datetime
-    live: bool = False
-    """The running tag was seen at (or past) ``tag`` since it was written."""
-    held: str = ""
-    """The tag rolled back to of the rollback hold announced for this write ("" = none)."""
-    via: str = ""
-    """Where the tag was written: ``argocd`` (the Application's parameters), ``git`` (the
-    write-back target file); "" for a record of an earlier version (then only a rollback of a
-    tag seen running is held)."""
-    commit: str = ""
-    """The commit pushed with the tag (``git``), when known."""
-    held_by: str = ""
-    """Who overwrote the tag, as far as known (a field manager, a commit's author)."""
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"tag": self.tag, "at": format_time(self.at)}
-        if self.live:
-            out["live"] = True
-        for key in ("held", "via", "commit"):
-            if getattr(self, key):
-                out[key] = getattr(self, key)
-        if self.held_by:
-            out["heldBy"] = self.held_by
-        return out
-
-    @classmethod
-    def from_json(cls, raw: Any, where: str) -> WriteRecord:
-        if not isinstance(raw, Mapping) or not isinstance(raw.get("tag"), str):
-            raise StateError(f"{where}: expected an object with a string 'tag'")
-        try:
-            at = parse_time(str(raw.get("at", "")))
-        except ValueError:
-            raise StateError(f"{where}.at: not an RFC 3339 time: {raw.get('at')!r}") from None
-        return cls(
-            raw["tag"],
-            at,
-            bool(raw.get("live", False)),
-            str(raw.get("held") or ""),
-            str(raw.get("via") or ""),
-            str(raw.get("commit") or ""),
-            str(raw.get("heldBy") or ""),
-        )
 
 
 Operation = tuple[str, tuple[Any, ...]]

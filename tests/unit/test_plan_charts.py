@@ -343,6 +343,28 @@ def test_a_manual_hold_keeps_a_chart_from_being_written() -> None:
     assert json_patch_ops(app.raw, result) == []
 
 
+@pytest.mark.parametrize("via", ["argocd", "git"])
+def test_a_chart_version_set_back_from_the_one_written_is_held(via: str) -> None:
+    from datetime import UTC, datetime
+
+    from argocd_image_updater.model.controller_state import WriteRecord
+    from argocd_image_updater.plan.holds import HoldContext
+
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    app = application([{"repoURL": f"{REG}/org/charts", "chart": "web", "targetRevision": "1.0.0"}])
+    jobs = plan_scans(config(app, ("web", OCI_WEB)), RegistryConfig().endpoint_for)
+    (job,) = jobs.chart_jobs
+    results = ScanResults()
+    results[job.scan_key] = FakeScan((TagInfo("1.0.0"), TagInfo("1.1.0")))
+    written = WriteRecord("1.1.0", now, via=via, commit="abc" if via == "git" else "")
+    holds = HoldContext(now, {"web": written}, via=via)  # 1.1.0 never ran
+    (only,) = plan_app(jobs, results, holds=holds).results
+    assert (only.reason, only.message) == (
+        ImageReason.HELD,
+        "held: rolled back from 1.1.0 to 1.0.0",
+    )
+
+
 def test_a_registry_event_selects_the_oci_charts_of_its_repository() -> None:
     from argocd_image_updater.controller.events import images_for_repository
     from argocd_image_updater.model.registry_event import RegistryEvent

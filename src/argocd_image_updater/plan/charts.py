@@ -376,7 +376,8 @@ def _decide(
         )
         return
     held = (
-        holds.check(job.key, job.current or None, chosen, strategy, *order)
+        # A chart's current version is read from its write-back target itself.
+        holds.check(job.key, job.current or None, chosen, strategy, *order, job.current or None)
         if holds is not None
         else None
     )

@@ -183,7 +183,7 @@ class HoldContext:
         ours = bool(record.via) and record.via == self.via  # written to this very target
         if ours and target and target != record.tag and below(target, record.tag):
             return rollback_verdict(record, target)  # the target was set back: not by us
-        if self._writer_reads(record):
+        if target is None and self._writer_reads(record):
             return None  # the git writer compares its target file with the write (guard)
         if record.live and running and running != record.tag and below(running, record.tag):
             return rollback_verdict(record, running)  # what ran was rolled back

@@ -26,7 +26,7 @@ from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.log import Logger, get_logger
 from argocd_image_updater.policy.filters import parse_allow_tags
-from argocd_image_updater.policy.min_age import TagAges, format_time
+from argocd_image_updater.policy.min_age import TagAges, waiting_message
 from argocd_image_updater.policy.select import (
     Policy,
     PolicyError,
@@ -335,9 +335,9 @@ def print_explain(explained: Explained) -> None:
     )
     for line in explain_lines(verdicts):
         click.echo(line)
-    eligible = explained.selection.eligible
-    if eligible is not None:
-        click.echo(f"too-young: {eligible[0]} eligible at {format_time(eligible[1])}")
+    waiting = waiting_message(explained.selection.eligible)
+    if waiting:
+        click.echo(waiting)
     if explained.verdict is not None and explained.trust is not None:
         from argocd_image_updater.verify.explain import verdict_lines
 

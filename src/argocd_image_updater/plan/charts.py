@@ -55,6 +55,7 @@ from argocd_image_updater.plan.model import (
 )
 from argocd_image_updater.policy.downgrade import downgrade
 from argocd_image_updater.policy.filters import parse_allow_tags
+from argocd_image_updater.policy.min_age import waiting_message
 from argocd_image_updater.policy.select import Policy, PolicyError, Selection
 from argocd_image_updater.policy.select import choose as select_choice
 from argocd_image_updater.policy.strategies import parse_strategy
@@ -352,6 +353,10 @@ def _decide(
         )
         return
     chosen = selection.chosen
+    young = waiting_message(selection.eligible)
+    if chosen is None and young:
+        result(Outcome.SKIPPED, ImageReason.TOO_YOUNG, young, detail=selection.summary)
+        return
     if chosen is None:
         result(
             Outcome.SKIPPED,
@@ -368,6 +373,9 @@ def _decide(
     if holds is not None and job.current:
         holds.observe(job.key, job.current, strategy, *order)
     if job.current == new and all(v == new for v in job.source_versions):
+        if young:  # a newer version waits for minAge
+            result(Outcome.SKIPPED, ImageReason.TOO_YOUNG, young, new_text)
+            return
         result(
             Outcome.UP_TO_DATE,
             ImageReason.UP_TO_DATE,

@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias
 
@@ -60,7 +59,7 @@ from argocd_image_updater.plan.params import (
     thaw,
 )
 from argocd_image_updater.policy.downgrade import downgrade
-from argocd_image_updater.policy.min_age import TagAges, format_time
+from argocd_image_updater.policy.min_age import TagAges, waiting_message
 from argocd_image_updater.policy.select import Policy, PolicyError, Selection, choose
 from argocd_image_updater.policy.strategies import UpdateStrategy
 
@@ -230,13 +229,6 @@ def _pinned(
     return results.pinned(key, tag) if isinstance(results, ScanResults) else None
 
 
-def _too_young(eligible: tuple[str, datetime] | None) -> str:
-    """``too-young: <tag> eligible at <time>`` (``""``: no tag waits for ``minAge``)."""
-    if eligible is None:
-        return ""
-    return f"too-young: {eligible[0]} eligible at {format_time(eligible[1])}"
-
-
 def _has_kustomize_target(job: ImageJob) -> bool:
     return bool(job.target and job.target.kustomize and job.target.kustomize.name)
 
@@ -344,7 +336,7 @@ class _Planner:
             )
             return
         chosen = selection.chosen
-        young = _too_young(selection.eligible)
+        young = waiting_message(selection.eligible)
         if chosen is None and young:
             self.result(
                 job, Outcome.SKIPPED, ImageReason.TOO_YOUNG, young, detail=selection.summary

@@ -69,6 +69,14 @@ def format_time(moment: datetime) -> str:
     return _format(moment)
 
 
+def waiting_message(eligible: tuple[str, datetime] | None) -> str:
+    """``too-young: <tag> eligible at <time>`` for a selection's ``eligible`` tag (``""``:
+    none waits for ``minAge``)."""
+    if eligible is None:
+        return ""
+    return f"too-young: {eligible[0]} eligible at {_format(eligible[1])}"
+
+
 def too_young(
     tag: TagInfo,
     min_age: timedelta,

@@ -28,8 +28,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.controller.cycle import CredentialsCache, run_scans
+from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.pins import pin_digests
+from argocd_image_updater.controller.scan import run_scans
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.update_config import AppUpdateConfig, ImageSpec, UpdateSettings

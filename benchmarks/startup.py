@@ -58,6 +58,8 @@ def commands(local_dir: Path, image: str) -> list[tuple[str, list[str]]]:
         ("version", ["version"]),
         ("test --help", ["test", "--help"]),
         ("run --help", ["run", "--help"]),
+        ("hold --help", ["hold", "--help"]),
+        ("release --help", ["release", "--help"]),
         (
             "run --once, local mode (empty directory)",
             [

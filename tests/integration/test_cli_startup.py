@@ -15,11 +15,28 @@ from argocd_image_updater_testing.registry import RegistryServer
 
 @pytest.mark.parametrize(
     "args",
-    [("--help",), ("version",), ("test", "--help"), ("run", "--help"), ("demo", "--help")],
+    [
+        ("--help",),
+        ("version",),
+        ("test", "--help"),
+        ("run", "--help"),
+        ("demo", "--help"),
+        ("status", "--help"),
+    ],
     ids=" ".join,
 )
 def test_help_and_version_load_no_cluster_client(args: tuple[str, ...]) -> None:
     result = run_cli(*args)
+    assert result.returncode == 0, result.output
+    assert result.heavy == ()
+
+
+@pytest.mark.parametrize(
+    "args", [("run", "--help"), ("hold", "--help"), ("release", "--help")], ids=" ".join
+)
+def test_command_help_loads_nothing_of_the_controller(args: tuple[str, ...]) -> None:
+    # any module of the package loads the package itself
+    result = run_cli(*args, watched=("argocd_image_updater.controller",))
     assert result.returncode == 0, result.output
     assert result.heavy == ()
 

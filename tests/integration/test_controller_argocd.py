@@ -16,7 +16,7 @@ from waiting import eventually
 
 from argocd_image_updater.cli.run_cmd import build_controller
 from argocd_image_updater.config.settings import resolve
-from argocd_image_updater.controller.cycle import run_cycle
+from argocd_image_updater.controller.cycle import CycleContext, run_cycle
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.sources import collect
 from argocd_image_updater_testing import objects
@@ -226,10 +226,12 @@ async def test_malformed_cr_and_unreachable_registry_do_not_stop_the_others(
         collected = await collect(controller.store, controller.namespaces, controller.legacy)
         result = await run_cycle(
             collected,
-            controller.registries,
-            controller.scanner,
-            controller.credentials,
-            controller.writer_for,
+            CycleContext(
+                controller.registries,
+                controller.scanner,
+                controller.credentials,
+                controller.writer_for,
+            ),
         )
     finally:
         await close_all(closers)
@@ -278,10 +280,12 @@ async def test_concurrent_edit_between_read_and_patch_is_kept(
         kube.store.put(edited)
         result = await run_cycle(
             collected,
-            controller.registries,
-            controller.scanner,
-            controller.credentials,
-            controller.writer_for,
+            CycleContext(
+                controller.registries,
+                controller.scanner,
+                controller.credentials,
+                controller.writer_for,
+            ),
         )
     finally:
         await close_all(closers)

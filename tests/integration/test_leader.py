@@ -338,3 +338,47 @@ async def test_timings_must_leave_room_to_step_down(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="identity"):
         LeaderElector(kube, namespace=NS, identity="")
     await kube.close()
+
+
+async def test_leadership_ends_at_the_renew_deadline_even_before_the_renewal_loop_notices(
+    server: KubeApiServer, cluster: Cluster
+) -> None:
+    """``is_leader()`` is the check made before every write: it turns False at the renew
+    deadline on the elector's own clock, while the renewal loop (asleep for its retry period
+    here) has not stepped down yet."""
+    now = 0.0
+    slow = {"lease_duration": 100.0, "renew_deadline": 60.0, "retry_period": 50.0}
+    a = await cluster.replica(server, "replica-a", clock=lambda: now, **slow)
+    await eventually(a.elector.is_leader)
+    now = 59.999
+    assert a.elector.is_leader()
+    now = 60.0
+    assert not a.elector.is_leader()
+    assert a.elector.leading.is_set()  # not noticed yet: no callback, no event
+    assert [leading for _, _, leading in cluster.timeline.changes] == [True]
+
+
+async def test_run_flags_set_the_election_timings_and_bad_ones_stop_the_start(
+    tmp_path: Path,
+) -> None:
+    from argocd_image_updater.cli.options import load_settings
+    from argocd_image_updater.cli.run_cluster import leader_elector
+    from argocd_image_updater.cli.run_setup import StartupError
+
+    unused = KubeApiServer()  # never started: no request is made
+    kube = await KubeClient.connect(str(unused.write_kubeconfig(tmp_path / "config")))
+    defaults = leader_elector(load_settings("run", {}), kube)
+    assert (defaults.lease_duration, defaults.renew_deadline, defaults.retry_period) == (15, 10, 2)
+    flags = {
+        "leader_election_lease_duration": "30s",
+        "leader_election_renew_deadline": "20s",
+        "leader_election_retry_period": "500ms",
+        "leader_election_namespace": "elsewhere",
+    }
+    elector = leader_elector(load_settings("run", flags), kube)
+    assert (elector.lease_duration, elector.renew_deadline, elector.retry_period) == (30, 20, 0.5)
+    assert elector.namespace == "elsewhere"
+    too_long = load_settings("run", {"leader_election_renew_deadline": "15s"})
+    with pytest.raises(StartupError, match=r"renew deadline < lease duration, got 2s / 15s / 15s"):
+        leader_elector(too_long, kube)
+    await kube.close()

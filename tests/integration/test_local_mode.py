@@ -12,7 +12,8 @@ import pytest
 import trustme
 from fleet import registries_conf
 
-from argocd_image_updater.cli.run_cmd import StartupError, build_controller, close_resource
+from argocd_image_updater.cli.run_cmd import build_controller, close_resource
+from argocd_image_updater.cli.run_setup import StartupError
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.plan.model import Outcome

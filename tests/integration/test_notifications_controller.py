@@ -16,7 +16,8 @@ import pytest
 from fleet import registries_conf
 from waiting import eventually
 
-from argocd_image_updater.cli.run_cmd import StartupError, build_controller
+from argocd_image_updater.cli.run_cmd import build_controller
+from argocd_image_updater.cli.run_setup import StartupError
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.notify.dispatcher import Notifier

@@ -30,6 +30,7 @@ from argocd_image_updater_testing.registry import RegistryServer
 NS = "argocd"
 START = datetime(2026, 5, 1, tzinfo=UTC)
 METRIC = "argocd_image_updater_time_to_live_seconds_count"
+NOT_SHIPPED = "argocd_image_updater_images_not_shipped_total"
 
 
 @pytest.fixture
@@ -168,6 +169,7 @@ async def test_change_not_live_after_ship_timeout_is_a_warning_with_the_apps_mes
     image = f"{registry.host}/{repo}"
     kube.store.put(kustomize_app("shop", image, "1.0.0"))
     kube.store.put(updater("shop", "shop", image, shipTimeout="1ms"))
+    not_shipped = REGISTRY.get_sample_value(NOT_SHIPPED, {"method": "argocd"}) or 0.0
     controller, closers = await make_controller(kube, registry, tmp_path)
     try:
         assert (await controller.cycle()).images_updated == 1
@@ -189,6 +191,7 @@ async def test_change_not_live_after_ship_timeout_is_a_warning_with_the_apps_mes
     assert events(kube, "ImageShipped") == []
     [entry] = shipments(kube, "shop")
     assert entry["state"] == "NotShipped" and "Back-off pulling image" in entry["message"]
+    assert REGISTRY.get_sample_value(NOT_SHIPPED, {"method": "argocd"}) == not_shipped + 1
 
 
 async def test_a_newer_write_replaces_the_change_followed(

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from argocd_image_updater.model.application import Application, ApplicationError, compact_object
+from argocd_image_updater.model.app_object import compact_object
+from argocd_image_updater.model.application import Application, ApplicationError
 from argocd_image_updater.report.shipping import AppView
 from argocd_image_updater_testing import objects
 

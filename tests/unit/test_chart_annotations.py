@@ -6,7 +6,8 @@ from typing import Any
 
 from argocd_image_updater.config.chart_annotations import CHART_LIST_KEY
 from argocd_image_updater.config.imageupdater import parse_image_updater
-from argocd_image_updater.config.selection import select_applications, select_applications_v0
+from argocd_image_updater.config.selection import select_applications
+from argocd_image_updater.config.selection_v0 import select_applications_v0
 from argocd_image_updater.model.application import Application
 
 P = "argocd-image-updater.argoproj.io"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from argocd_image_updater.cli.run_cmd import StartupError, load_commit_template, load_registries
+from argocd_image_updater.cli.run_setup import StartupError, load_commit_template, load_registries
 from argocd_image_updater.config.reloading import ReloadingRegistryConfig, WatchedFile
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.plan.model import ImageChange

@@ -11,6 +11,7 @@ import sys
 import argocd_image_updater.cli.main
 import argocd_image_updater.cli.run_cmd
 import argocd_image_updater.cli.run_cluster
+import argocd_image_updater.cli.run_local
 import argocd_image_updater.verify.explain
 print(",".join(sorted(m for m in ("cryptography", "rich", "pygments") if m in sys.modules)))
 """

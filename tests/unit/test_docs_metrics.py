@@ -5,6 +5,7 @@ from pathlib import Path
 # Importing these modules registers their metrics.
 import argocd_image_updater.notify.metrics
 import argocd_image_updater.report.cycle_metrics
+import argocd_image_updater.report.installed_crd
 import argocd_image_updater.webhook.dispatch
 import argocd_image_updater.writeback.git.process  # noqa: F401
 from argocd_image_updater.observe.metrics import REGISTRY

@@ -12,7 +12,8 @@ import pytest
 
 from argocd_image_updater.config.imageupdater import parse_image_updater
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.selection import select_applications, select_applications_v0
+from argocd_image_updater.config.selection import select_applications
+from argocd_image_updater.config.selection_v0 import select_applications_v0
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.platform import Platform, PlatformFilter
 from argocd_image_updater.model.tags import PlatformImage, TagInfo

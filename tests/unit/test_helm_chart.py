@@ -183,6 +183,14 @@ def test_crd_is_rendered_from_its_one_source_and_can_be_left_out() -> None:
     assert not [o for o in off if o["kind"] == "CustomResourceDefinition"]
 
 
+CRD_READER_RULE = {
+    "apiGroups": ["apiextensions.k8s.io"],
+    "resources": ["customresourcedefinitions"],
+    "resourceNames": ["imageupdaters.argocd-image-updater.argoproj.io"],
+    "verbs": ["get"],
+}
+
+
 def rules_of(obj: dict[str, Any]) -> set[str]:
     return {r for rule in obj["rules"] for r in rule["resources"]}
 
@@ -195,6 +203,7 @@ def test_defaults_are_cluster_wide_like_the_original_and_namespaced_on_request()
     assert {"applications", "imageupdaters"} <= rules_of(
         one(objs, "ClusterRole", "argocd-image-updater")
     )
+    assert CRD_READER_RULE in one(objs, "ClusterRole", "argocd-image-updater")["rules"]
     # Secrets stay readable in the release namespace only.
     assert rules_of(one(objs, "Role", "argocd-image-updater")) == {"secrets", "configmaps"}
     assert "--watch-namespaces=*" in container(objs)["args"]
@@ -206,9 +215,19 @@ def test_defaults_are_cluster_wide_like_the_original_and_namespaced_on_request()
     assert "--watch-namespaces=*" not in container(objs)["args"]
     for values in ({"rbac": {"clusterWide": False}}, {"createClusterRoles": False}):
         narrow = render(values)
-        assert not {o["kind"] for o in narrow} & {"ClusterRole", "ClusterRoleBinding"}
+        cluster = [o for o in narrow if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+        if "rbac" in values:  # cluster-scoped: only reading the ImageUpdater CRD
+            assert {o["metadata"]["name"] for o in cluster} == {"argocd-image-updater-crd-reader"}
+            reader = one(narrow, "ClusterRole", "argocd-image-updater-crd-reader")
+            assert reader["rules"] == [CRD_READER_RULE]
+        else:  # the original's key: no ClusterRole at all
+            assert cluster == []
         assert "applications" in rules_of(one(narrow, "Role", "argocd-image-updater"))
         assert "--watch-namespaces=*" not in container(narrow)["args"]
+    narrow = render({"rbac": {"clusterWide": False, "crdReader": False}})
+    assert not {o["kind"] for o in narrow} & {"ClusterRole", "ClusterRoleBinding"}
+    wide = render({"rbac": {"crdReader": False}})
+    assert CRD_READER_RULE not in one(wide, "ClusterRole", "argocd-image-updater")["rules"]
     for values in ({"rbac": {"create": False}}, {"rbac": {"enabled": False}}):
         assert not {o["kind"] for o in render(values)} & {"Role", "ClusterRole", "RoleBinding"}
 

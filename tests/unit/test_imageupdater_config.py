@@ -13,6 +13,8 @@ from argocd_image_updater.config.imageupdater import (
     ImageUpdaterError,
     compact_image_updater,
     parse_image_updater,
+)
+from argocd_image_updater.config.imageupdater_refs import (
     ref_settings,
     ref_verification,
     ref_write_back,

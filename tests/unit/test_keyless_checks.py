@@ -17,8 +17,8 @@ from argocd_image_updater.config.imageupdater import (
     MSG_VERIFICATION,
     ImageUpdaterError,
     parse_image_updater,
-    ref_verification,
 )
+from argocd_image_updater.config.imageupdater_refs import ref_verification
 from argocd_image_updater.model.update_config import UpdateSettings, Verification
 from argocd_image_updater.verify.keyless import (
     KeylessPolicy,
@@ -97,6 +97,19 @@ def test_matchers_are_exact_or_whole_value_regexps() -> None:
     assert not Matcher.parse(r"regexp:https://github\.com/org/").matches("https://github.com/org/x")
     with pytest.raises(MatcherError, match="'regexp:\\(' is not a valid regular expression"):
         Matcher.parse("regexp:(")
+
+
+def test_matcher_regexps_are_re2_and_errors_name_the_field(sigstore: fake.Sigstore) -> None:
+    assert Matcher.parse(r"regexp:^\pL+@example\.com\z").matches("dév@example.com")
+    assert Matcher.parse("regexp:(a+)+").matches("a" * 10_000)
+    assert not Matcher.parse("regexp:(a+)+").matches("a" * 10_000 + "!")
+    root = parse_trusted_root(sigstore.trusted_root(), "the test root")
+    with pytest.raises(PolicyProblem) as refused:
+        keyless_policy(ID, "regexp:https://(?=x)", root, "imagesVerification.keyless")
+    assert str(refused.value) == (
+        "imagesVerification.keyless.issuer: 'regexp:https://(?=x)' is not a valid regular "
+        "expression (invalid perl operator: (?=)"
+    )
 
 
 # --- trusted roots -----------------------------------------------------------------------------

@@ -413,7 +413,7 @@ def test_parse_errors(text: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("{{ .Nil.X }}", 't:1:4: executing "t" at <.Nil.X>: nil pointer evaluating interface {}.X'),
+        ("{{ .Nil.X }}", 't:1:3: executing "t" at <.Nil.X>: nil pointer evaluating interface {}.X'),
         ("{{ .S.X }}", "can't evaluate field X in type string"),
         ("{{ .L.X }}", "can't evaluate field X in type []interface {}"),
         ("{{ index .L 5 }}", "error calling index: index out of range: 5"),
@@ -433,7 +433,7 @@ def test_parse_errors(text: str, message: str) -> None:
         ("{{ printf 1 }}", "wrong type for value; expected string; got int"),
         ("{{ range .S }}{{ end }}", "range can't iterate over s"),
         ("{{ range $i, $e := 3 }}{{ end }}", "can't use two iteration variables with an int"),
-        ("x\n{{ if .T }}\n  {{ .S.X }}{{ end }}", "t:3:6: executing"),
+        ("x\n{{ if .T }}\n  {{ .S.X }}{{ end }}", "t:3:5: executing"),
     ],
 )
 def test_execution_errors(text: str, message: str) -> None:
@@ -471,7 +471,7 @@ def test_extra_function_errors_are_execution_errors() -> None:
         tmpl.render({})
     assert (
         str(info.value)
-        == 'template: t:2:5: executing "t" at <fail "boom">: error calling fail: boom'
+        == 'template: t:2:4: executing "t" at <fail "boom">: error calling fail: boom'
     )
 
 
@@ -528,7 +528,7 @@ def test_an_empty_define_does_not_replace_an_existing_one() -> None:
     [
         (
             '{{ template "missing" }}',
-            't:1:4: executing "t" at <{{template "missing"}}>: template "missing" not defined',
+            't:1:12: executing "t" at <{{template "missing"}}>: template "missing" not defined',
         ),
         (
             '{{ define "r" }}{{ template "r" . }}{{ end }}{{ template "r" . }}',
@@ -536,7 +536,7 @@ def test_an_empty_define_does_not_replace_an_existing_one() -> None:
         ),
         (
             '{{ define "e" }}\n{{ len 3 }}{{ end }}{{ template "e" . }}',
-            'template: t:2:4: executing "e" at <len 3>',
+            'template: t:2:3: executing "e" at <len 3>',
         ),
     ],
 )

@@ -15,9 +15,12 @@ from argocd_image_updater.kube.auth import BasicAuth, ExecPlugin, FileToken, Sta
 from argocd_image_updater.kube.config import (
     KubeConfigError,
     from_kubeconfig,
+    impersonation,
     in_cluster,
     kubeconfig_paths,
 )
+from argocd_image_updater.kube.oidc import OidcProvider, token_expiry
+from argocd_image_updater.kube.retry import Safety, retry_after, safety
 
 
 def write(path: Path, *, cluster: dict[str, Any], user: dict[str, Any], **top: Any) -> Path:
@@ -42,7 +45,7 @@ async def test_each_kind_of_user(tmp_path: Path) -> None:
         ({"token": "t0ken-1"}, StaticToken),
         ({"tokenFile": "token"}, FileToken),
         ({"username": "admin", "password": "s3cret"}, BasicAuth),
-        ({"auth-provider": {"name": "oidc", "config": {"id-token": "id-t0ken"}}}, StaticToken),
+        ({"auth-provider": {"name": "oidc", "config": {"id-token": "id-t0ken"}}}, OidcProvider),
     ]
     for index, (user, kind) in enumerate(cases):
         access = await from_kubeconfig([write(tmp_path / f"c{index}", cluster=SERVER, user=user)])
@@ -94,6 +97,32 @@ async def test_tls_settings(tmp_path: Path) -> None:
             {"client-certificate-data": base64.b64encode(b"x").decode()},
             {},
             "without client-key",
+        ),
+        (
+            {**SERVER, "insecure-skip-tls-verify": True, "certificate-authority": "ca.crt"},
+            {},
+            {},
+            "specifying a root certificates file with the insecure flag is not allowed",
+        ),
+        (
+            {
+                **SERVER,
+                "insecure-skip-tls-verify": True,
+                "certificate-authority-data": base64.b64encode(b"x").decode(),
+            },
+            {},
+            {},
+            "specifying a root certificates file with the insecure flag is not allowed",
+        ),
+        (SERVER, {"as-groups": ["admins"]}, {}, "set 'as' too"),
+        (SERVER, {"as": "bob", "as-groups": "admins"}, {}, "as-groups is not a list"),
+        (SERVER, {"as": "bob\nX-Evil: 1"}, {}, "Impersonate-User holds a control character"),
+        (SERVER, {"auth-provider": {"name": "oidc", "config": {}}}, {}, "neither an id-token"),
+        (
+            SERVER,
+            {"auth-provider": {"name": "oidc", "config": {"refresh-token": "r"}}},
+            {},
+            "needs idp-issuer-url and client-id",
         ),
     ],
 )
@@ -159,3 +188,53 @@ def test_in_cluster_needs_its_files(tmp_path: Path) -> None:
     env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
     with pytest.raises(KubeConfigError, match="token"):
         in_cluster(env, tmp_path)
+
+
+def test_impersonation_fields() -> None:
+    user = {
+        "as": "system:serviceaccount:argocd:updater",
+        "as-uid": "1234",
+        "as-groups": ["team-a", "team-b"],
+        "as-user-extra": {"scopes": ["view", "edit"], "example.com/reason": "audit"},
+    }
+    assert impersonation(user) == [
+        ("Impersonate-User", "system:serviceaccount:argocd:updater"),
+        ("Impersonate-Uid", "1234"),
+        ("Impersonate-Group", "team-a"),
+        ("Impersonate-Group", "team-b"),
+        ("Impersonate-Extra-scopes", "view"),
+        ("Impersonate-Extra-scopes", "edit"),
+        ("Impersonate-Extra-example.com%2Freason", "audit"),
+    ]
+    assert impersonation({}) == []
+
+
+def test_which_requests_may_be_sent_again() -> None:
+    assert safety("GET", None) is Safety.ANY
+    assert safety("DELETE", None) is Safety.ANY
+    assert safety("POST", {"metadata": {"resourceVersion": "3"}}) is Safety.THROTTLED
+    assert safety("PUT", {"metadata": {"name": "a"}}) is Safety.THROTTLED
+    assert safety("PUT", {"metadata": {"resourceVersion": "3"}}) is Safety.ANY
+    guard = {"op": "replace", "path": "/metadata/resourceVersion", "value": "3"}
+    label = {"op": "add", "path": "/metadata/labels", "value": {}}
+    assert safety("PATCH", [guard, label]) is Safety.ANY
+    assert safety("PATCH", [{"op": "test", "path": "/spec", "value": {}}]) is Safety.ANY
+    assert safety("PATCH", [label]) is Safety.THROTTLED
+    assert safety("PATCH", {"status": {}}) is Safety.THROTTLED
+
+
+def test_retry_after_values() -> None:
+    assert retry_after("3") == 3.0
+    assert retry_after("") is None and retry_after("soon") is None
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+
+
+def test_token_expiry_reads_the_exp_claim() -> None:
+    def jwt(claims: dict[str, Any]) -> str:
+        payload = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+        return f"eyJhbGciOiJub25lIn0.{payload}.sig"
+
+    assert token_expiry(jwt({"exp": 1700000000})) == 1700000000.0
+    assert token_expiry(jwt({"sub": "x"})) is None
+    assert token_expiry("opaque") is None
+    assert token_expiry("a.!!!.c") is None

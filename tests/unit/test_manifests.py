@@ -113,6 +113,8 @@ def test_reference_check_reports_a_missing_object() -> None:
         "Deployment/argocd-image-updater: ServiceAccount 'argocd-image-updater' does not exist",
         "RoleBinding/argocd-image-updater: ServiceAccount 'argocd-image-updater' does not exist",
         "RoleBinding/argocd-image-updater-leader-election: ServiceAccount 'argocd-image-updater' does not exist",
+        "ClusterRoleBinding/argocd-image-updater-crd-reader: ServiceAccount "
+        "'argocd-image-updater' does not exist",
     ]
 
 
@@ -160,7 +162,17 @@ def test_role_allows_what_the_controller_does() -> None:
         ("leases", "update"),
     ]:
         assert needed in granted, needed
-    assert not [o for o in objs if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    cluster = [o for o in objs if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    assert {o["metadata"]["name"] for o in cluster} == {"argocd-image-updater-crd-reader"}
+    [reader] = [o for o in cluster if o["kind"] == "ClusterRole"]
+    assert reader["rules"] == [  # the one cluster-wide permission: reading the ImageUpdater CRD
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "resourceNames": ["imageupdaters.argocd-image-updater.argoproj.io"],
+            "verbs": ["get"],
+        }
+    ]
 
 
 def test_install_yaml_holds_the_crd_of_its_one_source() -> None:

@@ -9,7 +9,7 @@ import pytest
 from argocd_image_updater.model.platform import Platform, PlatformFilter
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
 from argocd_image_updater.model.update_config import UpdateSettings
-from argocd_image_updater.plan.jobs import parse_min_age
+from argocd_image_updater.plan.scans import parse_min_age
 from argocd_image_updater.policy.min_age import TagAges, too_young, waiting_message
 from argocd_image_updater.policy.select import Policy, PolicyError, choose
 from argocd_image_updater.policy.verdicts import TagVerdict

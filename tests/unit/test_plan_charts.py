@@ -19,7 +19,8 @@ from argocd_image_updater.model.update_config import (
     WriteBack,
 )
 from argocd_image_updater.plan.charts import HELM_INDEX
-from argocd_image_updater.plan.decide import ScanResults, plan_app
+from argocd_image_updater.plan.choices import ScanResults
+from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.patch import json_patch_ops

@@ -32,13 +32,8 @@ from argocd_image_updater.model.update_config import (
     Verification,
     WriteBack,
 )
-from argocd_image_updater.plan.decide import (
-    ChoiceMemory,
-    ScanOutcome,
-    ScanResults,
-    needs_update,
-    plan_app,
-)
+from argocd_image_updater.plan.choices import ChoiceMemory, ScanOutcome, ScanResults
+from argocd_image_updater.plan.decide import needs_update, plan_app
 from argocd_image_updater.plan.jobs import AppJobs, ScanKey, plan_scans
 from argocd_image_updater.plan.model import (
     SIGNATURE_CHECK_PENDING,

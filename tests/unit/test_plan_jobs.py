@@ -31,10 +31,10 @@ from argocd_image_updater.plan.jobs import (
     edit_kind,
     find_live,
     plan_scans,
-    pull_secret_namespace,
 )
 from argocd_image_updater.plan.model import ImageReason, ImageResult, Outcome
 from argocd_image_updater.plan.params import ParamNames
+from argocd_image_updater.plan.scans import pull_secret_namespace
 from argocd_image_updater.policy.strategies import named
 
 CR = "imageupdater ns/iu"
@@ -214,6 +214,15 @@ def test_invalid_allow_tags_warns_and_matches_nothing() -> None:
     job = only_job(plan(app(["nginx:1.0"]), spec("a", "nginx:1.x", allow_tags="^1")))
     assert job.warnings
     assert not job.policy.allow.matches("1.0")
+
+
+def test_allow_tags_refused_by_re2_names_the_field_and_re2s_reason() -> None:
+    job = only_job(plan(app(["nginx:1.0"]), spec("a", "nginx:1.x", allow_tags=r"regexp:(1)\1")))
+    assert list(job.warnings) == [
+        "commonUpdateSettings.allowTags: could not compile regexp '(1)\\1' in 'regexp:(1)\\1': "
+        "invalid escape sequence: \\1; fix the expression"
+    ]
+    assert not job.policy.allow.matches("11")
 
 
 @pytest.mark.parametrize(

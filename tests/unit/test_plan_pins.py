@@ -14,17 +14,15 @@ from argocd_image_updater.config.annotations import (
     config_from_annotations_v0,
     read_update_settings,
 )
-from argocd_image_updater.config.imageupdater import (
-    image_specs,
-    parse_image_updater,
-    ref_settings,
-)
+from argocd_image_updater.config.imageupdater import parse_image_updater
+from argocd_image_updater.config.imageupdater_refs import image_specs, ref_settings
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.model.update_config import AppUpdateConfig, ImageSpec, UpdateSettings
-from argocd_image_updater.plan.decide import ScanResults, plan_app
+from argocd_image_updater.plan.choices import ScanResults
+from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import AppJobs, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageReason, Outcome
 from argocd_image_updater.plan.moved import TagMove, moves_of, observed_digests, tag_moves

@@ -8,11 +8,8 @@ from typing import Any
 
 import pytest
 
-from argocd_image_updater.config.imageupdater import (
-    ImageUpdaterError,
-    parse_image_updater,
-    ref_write_back,
-)
+from argocd_image_updater.config.imageupdater import ImageUpdaterError, parse_image_updater
+from argocd_image_updater.config.imageupdater_refs import ref_write_back
 from argocd_image_updater.model.pr_hosts import ONE_HOST_MESSAGE, PR_HOST_KEYS
 from argocd_image_updater.model.update_config import PullRequestSettings
 

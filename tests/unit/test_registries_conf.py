@@ -8,12 +8,9 @@ from pathlib import Path
 import pytest
 import trustme
 
-from argocd_image_updater.config.registries import DOCKER_HUB, RegistryConfig
-from argocd_image_updater.config.registries_conf import (
-    RegistriesConfError,
-    load_registries_conf,
-    parse_registries_conf,
-)
+from argocd_image_updater.config.registries import DOCKER_HUB, RegistriesConfError, RegistryConfig
+from argocd_image_updater.config.registries_conf import parse_registries_conf
+from argocd_image_updater.config.registries_file import load_registries_conf
 from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
 from argocd_image_updater.observe import log
 
@@ -293,6 +290,10 @@ def test_unknown_top_level_key() -> None:
         ("credsexpire: 5x", "key 'credsexpire': unknown unit 'x' in duration '5x'"),
         ("credsexpire: 3600", "key 'credsexpire': 3600 has no unit"),
         ("credsexpire: -5m", "key 'credsexpire': '-5m' is negative"),
+        ("timeout: 30", "key 'timeout': 30 is not a duration; write one like '30s'"),
+        ("timeout: 0s", "key 'timeout': '0s' is not positive"),
+        ("timeout: -1m", "key 'timeout': '-1m' is not positive"),
+        ("timeout: soon", "key 'timeout': "),
         ("insecure: maybe", "key 'insecure': input should be a valid boolean"),
         ("limit: true", "key 'limit': 'True' is not a number"),
         ("credentials: user:secretpassword", "key 'credentials': invalid credential reference"),
@@ -311,6 +312,24 @@ def test_bad_values_name_entry_and_key(line: str, fragment: str) -> None:
     )
     assert fragment in message
     assert "secretpassword" not in message
+
+
+def test_timeout_is_the_request_deadline_default_60s() -> None:
+    config = parse(
+        """\
+        registries:
+        - name: Slow
+          api_url: https://slow.example
+          prefix: slow.example
+          timeout: 2m30s
+        - name: Usual
+          api_url: https://usual.example
+          prefix: usual.example
+        """
+    )
+    assert config.endpoint_for("slow.example", "a/b").timeout == 150.0
+    assert config.endpoint_for("usual.example", "a/b").timeout == 60.0
+    assert config.default_endpoint.timeout == 60.0
 
 
 def test_api_url_must_be_http() -> None:

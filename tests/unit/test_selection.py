@@ -23,10 +23,10 @@ from argocd_image_updater.config.labels import (
 from argocd_image_updater.config.selection import (
     AppIndex,
     select_applications,
-    select_applications_v0,
     sort_refs,
     specificity,
 )
+from argocd_image_updater.config.selection_v0 import select_applications_v0
 from argocd_image_updater.kits.globs import GlobError, compile_glob
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.update_config import (
@@ -226,6 +226,19 @@ def test_valid_prefixed_key() -> None:
 )
 def test_specificity(pattern: str, selector: dict[str, Any] | None, score: int) -> None:
     assert specificity(model_ref(pattern, selector)) == score
+
+
+@given(st.text(alphabet="ab[]\n*", max_size=12))
+def test_specificity_drops_classes_as_the_originals_expression_does(pattern: str) -> None:
+    literals = re.sub(r"\[.*?]", "", pattern).replace("*", "").replace("?", "")
+    exact = 0 if any(c in pattern for c in "*?[]") else 1_000_000
+    assert specificity(model_ref(pattern)) == exact + len(literals.encode())
+
+
+def test_specificity_of_unclosed_brackets_is_linear() -> None:
+    """From every ``[`` no ``]`` closes, a backtracking search scanned to the end."""
+    assert specificity(model_ref("\\[" * 100_000)) == 200_000
+    assert specificity(model_ref("[" * 100_000 + "\n]")) == 100_002
 
 
 def test_sort_refs_most_specific_first_and_stable() -> None:

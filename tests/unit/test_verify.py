@@ -9,7 +9,8 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from argocd_image_updater.config.imageupdater import parse_image_updater, ref_verification
+from argocd_image_updater.config.imageupdater import parse_image_updater
+from argocd_image_updater.config.imageupdater_refs import ref_verification
 from argocd_image_updater.config.secrets import FileSecretReader
 from argocd_image_updater.model.update_config import UpdateSettings, Verification
 from argocd_image_updater.verify.keys import UnusableKey, load_public_key

@@ -200,6 +200,8 @@ chart's (the ConfigMap keys themselves under config, e.g. config."log.level"), a
 {{- $_ = set $s "serviceAnnotations" (include "argocd-image-updater.pick" (dict "default" dict "pairs" (list "webhook.service.annotations" $v.webhook.service.annotations "service.annotations" $service.annotations)) | fromJson).v }}
 {{- $_ = set $s "rbacCreate" (include "argocd-image-updater.pick" (dict "default" true "pairs" (list "rbac.create" $v.rbac.create "rbac.enabled" $v.rbac.enabled)) | fromJson).v }}
 {{- $_ = set $s "clusterWide" (include "argocd-image-updater.pick" (dict "default" true "pairs" (list "rbac.clusterWide" $v.rbac.clusterWide "createClusterRoles" $v.createClusterRoles)) | fromJson).v }}
+{{- /* The original's createClusterRoles: false means no ClusterRole at all: no CRD reader either. */ -}}
+{{- $_ = set $s "crdReader" (include "argocd-image-updater.pick" (dict "default" (ne (toString $v.createClusterRoles) "false") "pairs" (list "rbac.crdReader" $v.rbac.crdReader)) | fromJson).v }}
 {{- toJson $s }}
 {{- end }}
 
@@ -259,4 +261,13 @@ limits:
 - apiGroups: [argocd-image-updater.argoproj.io]
   resources: [imageupdaters/finalizers]
   verbs: [update]
+{{- end }}
+
+{{- /* Reading the ImageUpdater CRD: the controller compares its schema with the fields it
+supports. */ -}}
+{{- define "argocd-image-updater.crdReaderRules" -}}
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  resourceNames: [imageupdaters.argocd-image-updater.argoproj.io]
+  verbs: [get]
 {{- end }}

@@ -31,6 +31,7 @@ LAZY_COMMANDS: Final = {
     "template": "argocd_image_updater.cli.template_cmd:template_command",
     "hold": "argocd_image_updater.cli.hold_cmd:hold_command",
     "release": "argocd_image_updater.cli.hold_cmd:release_command",
+    "status": "argocd_image_updater.cli.status_cmd:status_command",
 }
 SHORT_HELP: Final = {
     "run": "Runs the argocd-image-updater with a set of options",
@@ -41,10 +42,11 @@ SHORT_HELP: Final = {
     "template": "Renders a commit message template with example data",
     "hold": "Hold images of an Application: they are not updated until released (or until --until)",
     "release": "Release held images of an Application (manual holds and rollback holds)",
+    "status": "Show per image why it was (not) updated, its last write and whether it shipped",
 }
 # Commands that import their work only when they run: they resume the garbage collector once
 # it is imported (see collector); every other command resumes it when it starts.
-IMPORT_WHEN_RUN: Final = frozenset({"test"})
+IMPORT_WHEN_RUN: Final = frozenset({"test", "run"})
 # Commands that other distributions add: the development package registers `demo` here, so the
 # product ships no test double and still offers the demo from a checkout.
 PLUGIN_GROUP: Final = "argocd_image_updater.commands"

@@ -1,14 +1,16 @@
 """``run`` against a cluster: Applications from the Kubernetes API or Argo CD's API, status and
-events written back. Kept apart from :mod:`argocd_image_updater.cli.run_cmd` so that local mode
-never loads the Kubernetes client."""
+events written back. Kept apart from local mode (:mod:`argocd_image_updater.cli.run_local`),
+which never loads the Kubernetes client."""
 
 from __future__ import annotations
 
+import socket
+import uuid
 from datetime import timedelta
 from typing import Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient
-from argocd_image_updater.cli.run_cmd import (
+from argocd_image_updater.cli.run_setup import (
     IMAGE_UPDATER_SECRET,
     StartupError,
     build_git_writer,
@@ -23,7 +25,9 @@ from argocd_image_updater.config.notifications_file import (
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
-from argocd_image_updater.controller.cycle import CredentialsCache
+from argocd_image_updater.controller.crd_check import CrdCheck
+from argocd_image_updater.controller.credentials import CredentialsCache
+from argocd_image_updater.controller.leader import LeaderElector
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.secrets import KubeSecretReader
 from argocd_image_updater.controller.state_store import ConfigMapStateStore
@@ -36,6 +40,7 @@ from argocd_image_updater.pipeline.ports import ApplicationStore, AppWriter, Sta
 from argocd_image_updater.registry.helmrepo_secrets import HelmRepoSecrets
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.events import EventRecorder
+from argocd_image_updater.report.installed_crd import InstalledCrd
 from argocd_image_updater.report.reporter import Reporter
 from argocd_image_updater.report.ship_tracker import ShipTracker
 from argocd_image_updater.report.status import StatusWriter
@@ -75,6 +80,11 @@ async def build_cluster_controller(
     elif settings.applications_api != "argocd":
         raise StartupError("--disable-kubernetes requires --applications-api argocd")
 
+    crd = InstalledCrd() if kube is not None else None
+    if kube is not None and crd is not None:
+        check = CrdCheck(kube, crd)
+        await check.start()
+        closers.append(check)
     store: ApplicationStore
     writer: AppWriter
     if settings.applications_api == "argocd":
@@ -91,11 +101,11 @@ async def build_cluster_controller(
         except ValueError as err:
             raise StartupError(str(err)) from None
         closers.append(client)
-        store = ArgoCDStore(client, kube, str(settings.match_application_label))
+        store = ArgoCDStore(client, kube, str(settings.match_application_label), crd)
         writer = ArgoCDAppWriter(client)
     else:
         assert kube is not None
-        store = KubeStore(kube)
+        store = KubeStore(kube, crd)
         writer = KubeAppWriter(kube)
 
     secrets: SecretReader | None = KubeSecretReader(kube) if kube is not None else None
@@ -124,6 +134,9 @@ async def build_cluster_controller(
         default=notifications.current,
     )
     closers.append(notifier)
+    status_writer = StatusWriter(KubeStatusStore(kube)) if kube is not None else None
+    if status_writer is not None:
+        status_writer.crd = crd
     controller = Controller(
         store=store,
         registries=registries,
@@ -144,7 +157,7 @@ async def build_cluster_controller(
         ),
         state_store=state_store,
         reporter=Reporter(
-            StatusWriter(KubeStatusStore(kube)) if kube is not None else None,
+            status_writer,
             EventRecorder(kube, enabled=not settings.disable_kube_events)
             if kube is not None
             else None,
@@ -154,6 +167,7 @@ async def build_cluster_controller(
                 state=state_store,
                 fetcher=RevisionFetcher(batch_writer.cache, batch_writer.credentials),
             ),
+            crd=crd,
         ),
     )
     tracker = controller.reporter.shipping if controller.reporter is not None else None
@@ -170,3 +184,22 @@ def default_notifications(settings: Settings) -> NotificationsFile:
         return NotificationsFile(path)
     except NotificationsFileError as err:
         raise StartupError(f"notifications configuration: {err}") from None
+
+
+def leader_elector(settings: Settings, kube: KubeClient) -> LeaderElector:
+    """The elector of ``run --leader-election`` (the default); :class:`StartupError` unless
+    retry period < renew deadline < lease duration."""
+    try:
+        return LeaderElector(
+            kube,
+            namespace=str(settings.leader_election_namespace) or kube.namespace,
+            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+            lease_duration=settings.leader_election_lease_duration.total_seconds(),
+            renew_deadline=settings.leader_election_renew_deadline.total_seconds(),
+            retry_period=settings.leader_election_retry_period.total_seconds(),
+        )
+    except ValueError as err:
+        raise StartupError(
+            f"{err} (--leader-election-retry-period, --leader-election-renew-deadline, "
+            "--leader-election-lease-duration)"
+        ) from None

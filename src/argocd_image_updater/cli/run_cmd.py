@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import socket
+import contextlib
 import sys
-import uuid
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -15,50 +12,24 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from argocd_image_updater import __version__
+from argocd_image_updater.cli import collector
 from argocd_image_updater.cli.options import load_settings, settings_options
 from argocd_image_updater.config.durations import format_go_duration
-from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.registries_file import RegistriesConfError
-from argocd_image_updater.config.reloading import ReloadingRegistryConfig
 from argocd_image_updater.config.settings import Settings
-from argocd_image_updater.controller.cycle import CredentialsCache
-from argocd_image_updater.controller.runner import Controller, run_until_stopped
-from argocd_image_updater.controller.sources import LegacyFilter
-from argocd_image_updater.kits.gotemplate import Template
-from argocd_image_updater.kube.errors import KubeError
-from argocd_image_updater.local.prepare import LocalPreparer, RepoFiles
-from argocd_image_updater.local.secrets import DirectoryObjects
-from argocd_image_updater.local.state_file import FileStateStore
-from argocd_image_updater.local.store import DirectorySource, LocalStore, RepoSource
-from argocd_image_updater.local.writer import LocalManifestWriter, SplitBatchWriter
 from argocd_image_updater.observe import log as logging_setup
-from argocd_image_updater.observe.health import Health
 from argocd_image_updater.observe.log import get_logger, register_secret
-from argocd_image_updater.pipeline.ports import StateStore
-from argocd_image_updater.pipeline.records import Collected
-from argocd_image_updater.pipeline.state import MemoryStateStore
-from argocd_image_updater.registry.helmrepo_secrets import HelmRepoSecrets
-from argocd_image_updater.registry.scanner import Scanner
-from argocd_image_updater.writeback.chart_versions import ChartFileVersions
-from argocd_image_updater.writeback.commit_template import CommitTemplateFile
-from argocd_image_updater.writeback.git.credentials import ClusterObjects, GitCredentialsResolver
-from argocd_image_updater.writeback.git.repo import RepoCache
-from argocd_image_updater.writeback.git.writer import (
-    CommitSettings,
-    GitBatchWriter,
-    default_cache_root,
-)
-from argocd_image_updater.writeback.messages import MessageError
 
 if TYPE_CHECKING:
-    # Loaded where they are used: the Kubernetes client only for a cluster, the HTTP server
-    # only when something is served (local mode with --once loads neither).
+    # Loaded when the command runs, so that `run --help` stays instant: the controller, the
+    # Kubernetes client only for a cluster, the HTTP server only when something is served
+    # (local mode with --once loads neither).
+    from argocd_image_updater.controller.runner import Controller
     from argocd_image_updater.kube.client import KubeClient
+    from argocd_image_updater.observe.health import Health
     from argocd_image_updater.webhook.server import WebhookServer
 
 log = get_logger("run")
 
-IMAGE_UPDATER_SECRET = "argocd-image-updater-secret"
 WEBHOOK_TLS_DIR = Path("/app/config/tls")
 WEBHOOK_COALESCE_WINDOW = 0.05
 """Seconds events for one repository are gathered: bursts (one event per platform of a
@@ -69,211 +40,19 @@ EXIT_CYCLE_ERRORS: Final = 4
 """``run --once``: the cycle ran, but an application, a manifest file or an object had an error."""
 
 
-class StartupError(Exception):
-    pass
-
-
-def watch_scope(settings: Settings, own_namespace: str) -> list[str] | None:
-    """``--watch-namespaces``: "" = own namespace, "*" = all (None), else the listed ones."""
-    value = str(settings.watch_namespaces).strip()
-    if value == "*":
-        return None
-    if not value and settings.applications_api == "local":
-        return None  # the manifests in the directory are the scope
-    if not value:
-        if settings.applications_api == "argocd" or settings.application_namespace:
-            # v0.x: Applications were read in every namespace unless narrowed.
-            return [settings.application_namespace] if settings.application_namespace else None
-        return [own_namespace]
-    return [ns.strip() for ns in value.split(",") if ns.strip()]
-
-
-def load_registries(path: str) -> RegistryConfig:
-    """registries.conf, re-read when the file changes; a bad one at start stops the start."""
-    try:
-        return ReloadingRegistryConfig(Path(path))
-    except (RegistriesConfError, OSError) as err:
-        raise StartupError(f"could not load registries configuration from {path}: {err}") from None
-
-
-def load_commit_template(path: str) -> Template:
-    """The commit message template, re-read when the file changes; a missing file means the
-    default, a bad one at start stops the start."""
-    try:
-        return CommitTemplateFile(path)
-    except (MessageError, OSError, UnicodeDecodeError) as err:
-        raise StartupError(f"commit message template {path}: {err}") from None
-
-
-class ClosableGitWriter(GitBatchWriter):
-    """The git writer plus the private clone directory it removes at exit (when temporary)."""
-
-    def __init__(self, *args: Any, cleanup: Path | None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._cleanup = cleanup
-
-    async def close(self) -> None:
-        if self._cleanup is not None:
-            shutil.rmtree(self._cleanup, ignore_errors=True)
-
-
-async def github_app_installation_token(
-    app_id: str, installation_id: str, private_key: str, api_url: str
-) -> str:
-    from argocd_image_updater.writeback.scm import github_app_token
-
-    return await github_app_token(app_id, installation_id, private_key, api_url or None)
-
-
-def build_git_writer(
-    settings: Settings, kube: KubeClient | None, objects: ClusterObjects | None = None
-) -> ClosableGitWriter:
-    """The git writer; ``objects`` replaces ``kube`` for credential lookups (local mode)."""
-    if settings.git_commit_method == "api":
-        log.warning(
-            "--git-commit-method api (GitHub API commits) is not supported yet; "
-            "commits are made with the git CLI"
-        )
-    configured = str(settings.git_cache_dir)
-    try:
-        root = default_cache_root(configured)
-        cache = RepoCache(root)
-    except OSError as err:
-        where = configured or "the temporary directory ($TMPDIR, else /tmp)"
-        raise StartupError(
-            f"cannot create the git clone cache in {where}: {err.strerror or err}; "
-            "mount a writable volume there or set --git-cache-dir (GIT_CACHE_DIR) to a "
-            "writable directory"
-        ) from None
-    namespace = str(settings.argocd_namespace) or (kube.namespace if kube else "argocd")
-    return ClosableGitWriter(
-        cache,
-        GitCredentialsResolver(
-            objects if objects is not None else kube, namespace, github_app_installation_token
-        ),
-        CommitSettings(
-            user=str(settings.git_commit_user),
-            email=str(settings.git_commit_email),
-            signing_key=str(settings.git_commit_signing_key),
-            signing_method=str(settings.git_commit_signing_method),
-            sign_off=bool(settings.git_commit_sign_off),
-            template=load_commit_template(str(settings.git_commit_message_path)),
-            grouping=settings.git_commit_grouping,
-        ),
-        namespace,
-        pr_api_url=str(settings.pr_api_url),
-        cleanup=None if configured else root,
-    )
-
-
-def legacy_filter(settings: Settings) -> LegacyFilter:
-    """The v0.x flags narrowing which annotated Applications are processed."""
-    return LegacyFilter(
-        enabled=bool(settings.legacy_annotations),
-        namespace=str(settings.application_namespace),
-        name_patterns=tuple(settings.match_application_name),
-        label=str(settings.match_application_label),
-    )
-
-
 async def build_controller(settings: Settings) -> tuple[Controller, list[Any]]:
+    # The controller is loaded only here, so that `run --help` stays instant; the Kubernetes
+    # client (and Argo CD's) only for a cluster: local mode needs neither.
+    from argocd_image_updater.cli.run_setup import load_registries
+
     registries = load_registries(str(settings.registries_conf_path))
     if settings.applications_api == "local":
+        from argocd_image_updater.cli.run_local import build_local_controller
+
         return await build_local_controller(settings, registries)
-    # The Kubernetes client (and Argo CD's) are loaded only here: local mode needs neither.
     from argocd_image_updater.cli.run_cluster import build_cluster_controller
 
     return await build_cluster_controller(settings, registries)
-
-
-def _local_source(
-    settings: Settings, git_writer: ClosableGitWriter, namespace: str
-) -> DirectorySource | RepoSource:
-    configured = str(settings.local_path)
-    if settings.local_repo:
-        try:
-            return RepoSource(
-                git_writer.cache,
-                git_writer.credentials,
-                str(settings.local_repo),
-                str(settings.local_revision),
-                configured,
-                namespace,
-            )
-        except ValueError as err:
-            raise StartupError(str(err)) from None
-    if not configured:
-        raise StartupError(
-            "--applications-api local needs --local-path: the directory holding the "
-            "Application and ImageUpdater manifests (e.g. a checkout of your app-of-apps "
-            "repository), or --local-repo with the repository's URL"
-        )
-    root = Path(configured).expanduser().resolve()
-    if not root.is_dir():
-        raise StartupError(f"--local-path {configured}: no such directory")
-    return DirectorySource(root)
-
-
-Prepare = Callable[[Collected], Awaitable[Collected]]
-
-
-def chain_prepare(*steps: Prepare) -> Prepare:
-    """The ``prepare`` steps run in order, each on the previous one's result."""
-
-    async def prepare(collected: Collected) -> Collected:
-        for step in steps:
-            collected = await step(collected)
-        return collected
-
-    return prepare
-
-
-async def build_local_controller(
-    settings: Settings, registries: RegistryConfig
-) -> tuple[Controller, list[Any]]:
-    """Local mode: manifests from a directory, no cluster (see docs/local-mode.md)."""
-    namespace = str(settings.argocd_namespace) or "argocd"
-    objects: DirectoryObjects | None = None
-    if settings.secrets_dir:
-        objects = DirectoryObjects(Path(str(settings.secrets_dir)))
-    git_writer = build_git_writer(settings, None, objects)
-    source = _local_source(settings, git_writer, namespace)
-    files = RepoFiles(git_writer.cache, git_writer.credentials)
-    store = LocalStore(source, namespace, files)
-    scanner = Scanner()
-    scanner.helm_index.credentials = HelmRepoSecrets(objects, namespace)
-    controller = Controller(
-        store=store,
-        registries=registries,
-        scanner=scanner,
-        credentials=CredentialsCache(
-            objects.reader if objects is not None else None, bool(settings.cloud_credentials_auto)
-        ),
-        writer_for=lambda config: None,  # every write goes through the batch writer
-        namespaces=watch_scope(settings, namespace),
-        legacy=legacy_filter(settings),
-        interval=timedelta(0) if settings.once else settings.interval,
-        dry_run=bool(settings.dry_run),
-        max_concurrent_apps=int(settings.max_concurrent_apps),
-        batch_writer=SplitBatchWriter(
-            LocalManifestWriter(store, git_writer.commit_settings), git_writer
-        ),
-        prepare=chain_prepare(
-            LocalPreparer(files, namespace),
-            ChartFileVersions(git_writer.cache, git_writer.credentials, namespace),
-        ),
-        config_maps=objects,
-        state_store=local_state_store(settings),
-    )
-    log.info("reading Applications from manifests", path=str(source))
-    return controller, [scanner, git_writer]
-
-
-def local_state_store(settings: Settings) -> StateStore:
-    """``--state-dir``'s file; without it the record lives as long as the process."""
-    if settings.state_dir:
-        return FileStateStore(str(settings.state_dir))
-    return MemoryStateStore()
 
 
 async def close_resource(resource: Any) -> None:
@@ -310,6 +89,8 @@ def serves(address: str) -> bool:
 
 async def webhook_secrets(settings: Settings, kube: KubeClient | None) -> dict[str, str]:
     """Each type's secret: flag/environment first, else the argocd-image-updater-secret key."""
+    from argocd_image_updater.cli.run_setup import IMAGE_UPDATER_SECRET
+    from argocd_image_updater.kube.errors import KubeError
     from argocd_image_updater.webhook.registry import webhook_types
 
     secrets: dict[str, str] = {}
@@ -333,7 +114,9 @@ async def start_webhook(
     settings: Settings, controller: Controller, port: int, closers: list[Any]
 ) -> tuple[WebhookServer, int]:
     """The webhook server of ``run --enable-webhook`` and of the ``webhook`` command."""
+    from argocd_image_updater.cli.run_setup import StartupError
     from argocd_image_updater.controller.events import handle_event
+    from argocd_image_updater.controller.leading import LeadershipLost, run_as_leader
     from argocd_image_updater.model.registry_event import RegistryEvent
     from argocd_image_updater.webhook.dispatch import EventDispatcher
     from argocd_image_updater.webhook.server import WebhookServer
@@ -353,7 +136,10 @@ async def start_webhook(
         raise StartupError(f"webhook TLS: {err}") from None
 
     async def handle(event: RegistryEvent) -> None:
-        await handle_event(controller, event)
+        with contextlib.suppress(LeadershipLost):  # logged where it is noticed
+            await run_as_leader(
+                controller.elector, handle_event(controller, event), "webhook event"
+            )
 
     dispatcher = EventDispatcher(
         handle,
@@ -389,6 +175,7 @@ async def _start_servers(settings: Settings, health: Health, closers: list[Any])
     metrics_address, health_address = bind_addresses(settings)
     if not serves(metrics_address) and not serves(health_address):
         return
+    from argocd_image_updater.cli.run_setup import StartupError
     from argocd_image_updater.observe.server import Servers, health_app, metrics_app
     from argocd_image_updater.webhook.tls import TLSConfigError, server_ssl_context
 
@@ -407,23 +194,21 @@ async def _start_servers(settings: Settings, health: Health, closers: list[Any])
 
 async def _main(settings: Settings) -> int:
     """Run the controller; the exit code (``--once``: whether the cycle had errors)."""
+    from argocd_image_updater.controller.runner import run_until_stopped
+    from argocd_image_updater.observe.health import Health
+
     controller, closers = await build_controller(settings)
     interval = controller.interval.total_seconds()
     controller.health = Health(stall_after=max(3 * interval, 600.0) if interval > 0 else 0.0)
     elector_task: asyncio.Task[None] | None = None
     elector_stop = asyncio.Event()
-    if settings.leader_election and not settings.once and controller.kube is not None:
-        from argocd_image_updater.controller.leader import LeaderElector
-
-        kube = controller.kube
-        controller.elector = LeaderElector(
-            kube,
-            namespace=str(settings.leader_election_namespace) or kube.namespace,
-            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
-        )
-        elector_task = asyncio.create_task(controller.elector.run(elector_stop))
     once = runs_once(settings) or controller.interval <= timedelta(0)
     try:
+        if settings.leader_election and not settings.once and controller.kube is not None:
+            from argocd_image_updater.cli.run_cluster import leader_elector
+
+            controller.elector = leader_elector(settings, controller.kube)
+            elector_task = asyncio.create_task(controller.elector.run(elector_stop))
         await _start_servers(settings, controller.health, closers)
         if settings.enable_webhook:
             await start_webhook(settings, controller, int(settings.webhook_port), closers)
@@ -480,6 +265,13 @@ def start_fields(settings: Settings) -> dict[str, Any]:
 @click.command("run", help="Runs the argocd-image-updater with a set of options")
 @settings_options("run")
 def run_command(**params: Any) -> None:
+    # The controller (and local mode, as small as it is) is imported now that the command runs;
+    # the collector then resumes, as for every command (see cli.collector). The cluster part
+    # is imported later, only for a cluster.
+    import argocd_image_updater.cli.run_local  # noqa: F401
+    from argocd_image_updater.cli.run_setup import StartupError
+
+    collector.resume()
     settings = load_settings("run", params)
     try:
         logging_setup.setup(str(settings.loglevel), str(settings.logformat))

@@ -13,14 +13,14 @@ import dataclasses
 
 import click
 
-from argocd_image_updater.cli.test_run import (
+from argocd_image_updater.cli.test_setup import (
     Explained,
     TestFailed,
     TestOptions,
     load_registries,
     registry_access,
 )
-from argocd_image_updater.config.registries_file import RegistriesConfError
+from argocd_image_updater.config.registries import RegistriesConfError
 from argocd_image_updater.model.chart import ChartRef, ChartRefError, ChartSpec
 from argocd_image_updater.model.update_config import UpdateSettings
 from argocd_image_updater.observe.log import Logger

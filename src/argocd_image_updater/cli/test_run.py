@@ -7,22 +7,23 @@ this module only when the command runs, so that ``test --help`` stays instant.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import sys
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import click
 
+from argocd_image_updater.cli.test_setup import (
+    Explained,
+    TestFailed,
+    TestOptions,
+    load_registries,
+    registry_access,
+)
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
-from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.registries_file import RegistriesConfError, load_registries_conf
+from argocd_image_updater.config.registries import RegistriesConfError
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform, PlatformFilter, runtime_platform
-from argocd_image_updater.model.registry import RegistryEndpoint
-from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.log import Logger, get_logger
 from argocd_image_updater.policy.filters import parse_allow_tags
@@ -36,28 +37,17 @@ from argocd_image_updater.policy.select import (
     needs_metadata,
 )
 from argocd_image_updater.policy.strategies import parse_strategy
-from argocd_image_updater.registry.cloud.detect import detect
-from argocd_image_updater.registry.cloud.hosts import registry_host
 from argocd_image_updater.registry.credentials.errors import CredentialsError
 from argocd_image_updater.registry.errors import RegistryError
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 
-# Loaded where they are used: credentials with a configured or detected login only, the verdict
-# list with --explain only, and the signature checks with --verify-* only (cryptography).
+# Loaded where they are used: the signature checks with --verify-* only (cryptography).
 if TYPE_CHECKING:
-    from argocd_image_updater.config.secrets import SecretReader
-    from argocd_image_updater.registry.credentials import EndpointCredentials
     from argocd_image_updater.verify.policy import TrustPolicy
-    from argocd_image_updater.verify.verifier import Verdict
 
-DEFAULT_REGISTRIES_CONF: Final = Path("/app/config/registries.conf")
 EXIT_ERROR: Final = 1
 EXIT_NO_CANDIDATE: Final = 3
 EXIT_NOT_VERIFIED: Final = 5
-
-
-class TestFailed(Exception):
-    pass
 
 
 def is_chart_reference(text: str) -> bool:
@@ -69,125 +59,6 @@ def is_chart_reference(text: str) -> bool:
     from argocd_image_updater.model.chart import is_chart_reference as names_a_chart
 
     return names_a_chart(text)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TestOptions:
-    """The options of one ``test`` run (see :mod:`argocd_image_updater.cli.test_cmd`)."""
-
-    image: str
-    semver_constraint: str = ""
-    update_strategy: str = "semver"
-    allow_tags: str = ""
-    ignore_tags: tuple[str, ...] = ()
-    platforms: tuple[str, ...] = ()
-    registries_conf_path: str = ""
-    credentials: str = ""
-    rate_limit: float | None = None
-    kubeconfig: str = ""
-    secrets_dir: str = ""
-    explain: bool = False
-    cloud_credentials_auto: bool = True
-    plain_http: bool = False
-    verify_key: str = ""
-    verify_cosign_repository: str = ""
-    verify_identity: str = ""
-    verify_issuer: str = ""
-    verify_trusted_root: str = ""
-    pin_digest: bool = False
-    min_age: str = ""
-    min_age_from: str = "seen"
-
-    @property
-    def verifies(self) -> bool:
-        return bool(
-            self.verify_key
-            or self.verify_identity
-            or self.verify_issuer
-            or self.verify_trusted_root
-        )
-
-
-def load_registries(path: str, log: Logger) -> RegistryConfig:
-    """The original's rule: an explicit path must load; otherwise the default path if present."""
-    if path:
-        return load_registries_conf(Path(path), missing_ok=False).config
-    result = load_registries_conf(DEFAULT_REGISTRIES_CONF, missing_ok=True)
-    if not result.missing:
-        log.debug("loaded registry configuration from %s", str(DEFAULT_REGISTRIES_CONF))
-    return result.config
-
-
-async def secret_reader(opts: TestOptions) -> tuple[SecretReader | None, Any]:
-    """A reader for ``secret:``/``pullsecret:`` references: files, or the Kubernetes API."""
-    if opts.secrets_dir:
-        from argocd_image_updater.config.secrets import FileSecretReader
-
-        return FileSecretReader(opts.secrets_dir), None
-    from argocd_image_updater.controller.secrets import KubeSecretReader
-    from argocd_image_updater.kube.client import KubeClient
-
-    kube = await KubeClient.connect(opts.kubeconfig)
-    return KubeSecretReader(kube), kube
-
-
-def choose_credentials(
-    opts: TestOptions, endpoint: RegistryEndpoint, secrets: SecretReader | None
-) -> tuple[EndpointCredentials | None, str]:
-    """The credential provider for ``endpoint`` and a line saying where it comes from and why."""
-    if endpoint.credentials:
-        from argocd_image_updater.config.credentials import parse_credential_ref
-        from argocd_image_updater.registry.credentials import EndpointCredentials
-
-        ref = parse_credential_ref(endpoint.credentials)
-        where = "--credentials" if opts.credentials else f"registries.conf entry '{endpoint.name}'"
-        return EndpointCredentials(endpoint, secrets=secrets), f"{ref.key} (from {where})"
-    if not opts.cloud_credentials_auto:
-        return None, "none (anonymous; cloud login auto-detection is switched off)"
-    found = detect(registry_host(endpoint.prefix, endpoint.host))
-    if not found.reference:
-        return None, found.reason
-    from argocd_image_updater.registry.credentials import EndpointCredentials
-
-    auto = dataclasses.replace(endpoint, credentials=found.reference)
-    return EndpointCredentials(auto, auto_detected=True), found.reason
-
-
-async def registry_access(
-    opts: TestOptions, registries: RegistryConfig, registry: str, repository: str
-) -> tuple[RegistryEndpoint, EndpointCredentials | None, Any]:
-    """The endpoint serving ``repository`` with the command's overrides (``--credentials``,
-    ``--rate-limit``, ``--plain-http``), its credentials (where they come from is printed with
-    ``--explain``) and the Kubernetes client opened to read a Secret, if one was (the caller
-    closes it after the scan)."""
-    endpoint = registries.endpoint_for(registry, repository)
-    if opts.credentials:
-        endpoint = dataclasses.replace(endpoint, credentials=opts.credentials)
-    if opts.rate_limit is not None:
-        endpoint = dataclasses.replace(endpoint, limit=opts.rate_limit)
-    if opts.plain_http:
-        endpoint = dataclasses.replace(
-            endpoint, api_url="http://" + endpoint.api_url.split("://", 1)[-1]
-        )
-    secrets: SecretReader | None = None
-    kube: Any = None
-    if endpoint.credentials:
-        from argocd_image_updater.config.credentials import (
-            CredentialKind,
-            CredentialRefError,
-            parse_credential_ref,
-        )
-
-        try:
-            ref = parse_credential_ref(endpoint.credentials)
-        except CredentialRefError as err:
-            raise TestFailed(f"invalid credentials reference: {err}") from None
-        if ref.kind in (CredentialKind.SECRET, CredentialKind.PULLSECRET):
-            secrets, kube = await secret_reader(opts)
-    credentials, source = choose_credentials(opts, endpoint, secrets)
-    if opts.explain:
-        click.echo(f"credentials: {source}")
-    return endpoint, credentials, kube
 
 
 def build_policy(opts: TestOptions, image: ImageRef, log: Logger) -> Policy:
@@ -214,21 +85,6 @@ def build_policy(opts: TestOptions, image: ImageRef, log: Logger) -> Policy:
     )
     policy.validate(image.original or str(image))
     return policy
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Explained:
-    """The choice with what it was made from (``--explain`` orders the tags by the policy)."""
-
-    selection: Selection
-    policy: Policy
-    tags: tuple[TagInfo, ...]
-    order_hint: Mapping[str, int] | None
-    verdict: Verdict | None = None
-    """The signature check of the chosen tag (``--verify-key``, ``--verify-identity``)."""
-    trust: TrustPolicy | None = None
-    pinned: str = ""
-    """``--pin-digest``: the digest the registry serves for the chosen tag."""
 
 
 async def run_test(opts: TestOptions, log: Logger) -> Selection:

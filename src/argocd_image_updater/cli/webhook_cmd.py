@@ -9,12 +9,8 @@ from typing import Any
 import click
 
 from argocd_image_updater.cli.options import load_settings, settings_options
-from argocd_image_updater.cli.run_cmd import (
-    StartupError,
-    build_controller,
-    close_resource,
-    start_webhook,
-)
+from argocd_image_updater.cli.run_cmd import build_controller, close_resource, start_webhook
+from argocd_image_updater.cli.run_setup import StartupError
 from argocd_image_updater.config.settings import Settings, resolve
 from argocd_image_updater.controller.runner import install_signal_handlers
 from argocd_image_updater.observe import log as logging_setup

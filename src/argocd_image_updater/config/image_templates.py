@@ -234,9 +234,6 @@ class AppContext:
                 out.append(value)
         return "".join(out)
 
-    def expand_optional(self, text: str | None, name: str) -> str | None:
-        return None if text is None else self.expand(text, name)
-
 
 def spec_has_template(spec: ImageSpec) -> bool:
     """Whether any templatable field of ``spec`` holds a template."""
@@ -258,20 +255,25 @@ tag, spec (``None`` for a key that is not set)."""
 
 
 def _expand_target(target: ManifestTarget | None, ctx: AppContext) -> TargetTexts:
+    """The expanded target keys; a key's template error is that key's error (``_FieldError``)."""
     if target is None:
         return ()
+
+    def key(text: str | None, name: str) -> str | None:
+        return None if text is None else _expand_field(ctx, text, name)
+
     helm, kustomize, plugin = target.helm, target.kustomize, target.plugin
     out: list[str | None] = [None] * 7
     if helm is not None:
-        out[0] = ctx.expand_optional(helm.name, "manifestTargets.helm.name")
-        out[1] = ctx.expand_optional(helm.tag, "manifestTargets.helm.tag")
-        out[2] = ctx.expand_optional(helm.spec, "manifestTargets.helm.spec")
+        out[0] = key(helm.name, "manifestTargets.helm.name")
+        out[1] = key(helm.tag, "manifestTargets.helm.tag")
+        out[2] = key(helm.spec, "manifestTargets.helm.spec")
     if kustomize is not None:
-        out[3] = ctx.expand(kustomize.name, "manifestTargets.kustomize.name")
+        out[3] = key(kustomize.name, "manifestTargets.kustomize.name")
     if plugin is not None:
-        out[4] = ctx.expand_optional(plugin.name, "manifestTargets.plugin.name")
-        out[5] = ctx.expand_optional(plugin.tag, "manifestTargets.plugin.tag")
-        out[6] = ctx.expand_optional(plugin.spec, "manifestTargets.plugin.spec")
+        out[4] = key(plugin.name, "manifestTargets.plugin.name")
+        out[5] = key(plugin.tag, "manifestTargets.plugin.tag")
+        out[6] = key(plugin.spec, "manifestTargets.plugin.spec")
     return tuple(out)
 
 
@@ -326,20 +328,13 @@ class _Kind(Generic[Entry]):
     build: Callable[[Entry, Expanded], Entry]
 
 
-def _expand_image_target(spec: ImageSpec, ctx: AppContext) -> TargetTexts:
-    try:
-        return _expand_target(spec.target, ctx)
-    except TemplateError as err:
-        raise _FieldError("manifestTargets", str(err)) from None
-
-
 _IMAGES: Final[_Kind[ImageSpec]] = _Kind(
     reference="imageName",
     noun="image name",
     others="another image",
     reference_of=lambda spec: spec.image,
     has_template=spec_has_template,
-    expand_rest=_expand_image_target,
+    expand_rest=lambda spec, ctx: _expand_target(spec.target, ctx),
     build=lambda spec, values: dataclasses.replace(
         spec, alias=values[0], image=values[1], target=_build_target(spec.target, values[2])
     ),

@@ -15,7 +15,7 @@ descriptions in ``config.cr_validation``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import (
@@ -42,7 +42,6 @@ from argocd_image_updater.config.image_templates import (
 from argocd_image_updater.config.imageupdater_writeback import (
     ManifestTarget,
     WriteBackConfig,
-    write_back_layer,
 )
 from argocd_image_updater.config.labels import Requirement
 from argocd_image_updater.config.notifications import Notifications
@@ -108,7 +107,7 @@ class CommonUpdateSettings(CRModel):
         return settings.with_origins(where) if where else settings
 
 
-def _settings(cs: CommonUpdateSettings | None, where: str = "") -> uc.UpdateSettings | None:
+def settings_of(cs: CommonUpdateSettings | None, where: str = "") -> uc.UpdateSettings | None:
     return cs.to_settings(where) if cs is not None else None
 
 
@@ -160,7 +159,7 @@ class ImagesVerification(CRModel):
         )
 
 
-def _verification(v: ImagesVerification | None) -> uc.Verification | None:
+def verification_of(v: ImagesVerification | None) -> uc.Verification | None:
     return v.to_verification() if v is not None else None
 
 
@@ -229,10 +228,10 @@ class ImageConfig(CRModel):
         return uc.ImageSpec(
             alias=self.alias,
             image=self.image_name,
-            settings=ref_settings.merged(_settings(self.common_update_settings, block)),
+            settings=ref_settings.merged(settings_of(self.common_update_settings, block)),
             target=self.manifest_targets.to_target() if self.manifest_targets else None,
             verification=uc.Verification.merge(
-                ref_verification, _verification(self.images_verification)
+                ref_verification, verification_of(self.images_verification)
             ),
             origin=where,
         )
@@ -260,7 +259,7 @@ class ChartConfig(CRModel):
         return ChartSpec(
             alias=self.alias,
             chart=self.chart,
-            settings=ref_settings.merged(_settings(self.common_update_settings, block)),
+            settings=ref_settings.merged(settings_of(self.common_update_settings, block)),
             origin=where,
         )
 
@@ -357,7 +356,7 @@ class ImageUpdaterSpec(CRModel):
 
     @property
     def settings(self) -> uc.UpdateSettings | None:
-        return _settings(self.common_update_settings)
+        return settings_of(self.common_update_settings)
 
 
 class ImageUpdater(CRModel):
@@ -406,76 +405,29 @@ class ImageUpdater(CRModel):
         return "spec.applicationRefs[?]"
 
 
-# --- conversions used by selection -------------------------------------------------------------
-
-
-def ref_settings(cr: ImageUpdater, ref: ApplicationRef) -> uc.UpdateSettings:
-    """The spec-level settings merged with the ref's, each value knowing its field."""
-    return uc.UpdateSettings.merge(
-        _settings(cr.spec.common_update_settings, cr.field("spec.commonUpdateSettings")),
-        _settings(ref.common_update_settings, cr.field(f"{cr.ref_path(ref)}.commonUpdateSettings")),
-    )
-
-
-def image_specs(
-    cr: ImageUpdater,
-    ref: ApplicationRef,
-    settings: uc.UpdateSettings,
-    verification: uc.Verification | None,
-) -> list[uc.ImageSpec]:
-    """The images of ``ref`` with their settings merged over ``settings``."""
-    base = cr.ref_path(ref)
-    return [
-        image.to_spec(settings, verification, cr.field(f"{base}.images[{i}]"))
-        for i, image in enumerate(ref.images or ())
-    ]
-
-
-def chart_specs(
-    cr: ImageUpdater, ref: ApplicationRef, settings: uc.UpdateSettings
-) -> list[ChartSpec]:
-    """The charts of ``ref`` with their settings merged over ``settings``."""
-    base = cr.ref_path(ref)
-    return [
-        chart.to_spec(settings, cr.field(f"{base}.charts[{i}]"))
-        for i, chart in enumerate(ref.charts or ())
-    ]
-
-
-def ref_write_back(cr: ImageUpdater, ref: ApplicationRef) -> uc.WriteBack:
-    """The spec-level write-back configuration merged with the ref's."""
-    return uc.WriteBack.from_layers(
-        write_back_layer(cr.spec.write_back_config), write_back_layer(ref.write_back_config)
-    )
-
-
-def ref_verification(
-    cr: ImageUpdater, ref: ApplicationRef, *, include_spec: bool = True
-) -> uc.Verification | None:
-    """The ref-level verification policy (merged over the spec's unless ``include_spec=False``)."""
-    spec_level = _verification(cr.spec.images_verification) if include_spec else None
-    return uc.Verification.merge(spec_level, _verification(ref.images_verification))
-
-
 # --- parsing -----------------------------------------------------------------------------------
 
 
-_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def compact_image_updater(obj: Any) -> Any:
+def compact_image_updater(obj: Any, keep_applied: Callable[[str], bool] | None = None) -> Any:
     """``obj`` (an ImageUpdater as listed) without what nothing reads: ``managedFields`` (a
     tree per field manager, the status writes' included), kubectl's copy of the last applied
     object and the rest of ``metadata`` but what identifies it and its labels and annotations.
     A cycle keeps the listed ImageUpdaters until the next listing. The values kept are the
-    same objects; anything malformed is kept as it is for parsing to report."""
+    same objects; anything malformed is kept as it is for parsing to report. ``keep_applied``:
+    keep kubectl's copy when it says so of the copy's text (it may hold fields an outdated CRD
+    made the API server drop)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
         return obj
     meta = obj["metadata"]
     kept = {key: meta[key] for key in METADATA_READ if key in meta}
     annotations = kept.get("annotations")
-    if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
-        kept["annotations"] = {k: v for k, v in annotations.items() if k != _LAST_APPLIED}
+    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+        text = annotations[LAST_APPLIED]
+        if keep_applied is None or not isinstance(text, str) or not keep_applied(text):
+            kept["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
     return {**obj, "metadata": kept}
 
 

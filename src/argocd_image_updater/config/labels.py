@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from argocd_image_updater.kits.globs import GlobError, compile_glob
+from argocd_image_updater.kits.globs import GlobError, check_glob, match_glob
 
 
 class PatternError(ValueError):
@@ -28,10 +28,6 @@ class SelectorError(ValueError):
     """A label selector Kubernetes would reject."""
 
 
-_SEP: Final = "/"
-_META: Final = re.compile(r"[*?\[\\]")
-
-
 def _bad(pattern: str) -> PatternError:
     return PatternError(f"syntax error in pattern '{pattern}'")
 
@@ -39,26 +35,16 @@ def _bad(pattern: str) -> PatternError:
 def go_path_match(pattern: str, name: str) -> bool:
     """Whether ``name`` matches the glob ``pattern`` (Go ``filepath.Match`` semantics);
     :class:`PatternError` when the pattern is malformed."""
-    # Fast paths for the patterns people write (`app`, `app-*`): one comparison instead of
-    # a regular expression, for every (ref, Application) pair of every cycle.
-    meta = _META.search(pattern)
-    if meta is None:
-        return pattern == name
-    if meta.start() == len(pattern) - 1 and pattern[-1] == "*":
-        return name.startswith(pattern[:-1]) and _SEP not in name[len(pattern) - 1 :]
     try:
-        return compile_glob(pattern).fullmatch(name) is not None
+        return match_glob(pattern, name)
     except GlobError:
         raise _bad(pattern) from None
 
 
 def check_pattern(pattern: str) -> None:
     """Raise :class:`PatternError` when ``pattern`` is malformed."""
-    meta = _META.search(pattern)
-    if meta is None or (meta.start() == len(pattern) - 1 and pattern[-1] == "*"):
-        return  # `app`, `app-*`: nothing that can be malformed (no regular expression built)
     try:
-        compile_glob(pattern)
+        check_glob(pattern)
     except GlobError:
         raise _bad(pattern) from None
 

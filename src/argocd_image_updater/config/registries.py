@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import ipaddress
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
 from argocd_image_updater.model.dockerhub import API_HOST, is_docker_hub_host
 from argocd_image_updater.model.dockerhub import DOCKER_HUB as DOCKER_HUB_PREFIX
 from argocd_image_updater.model.registry import RegistryEndpoint
+
+DEFAULT_TLS_DIR: Final = "/app/config/tls"
+"""Where registries.conf's relative certificate paths are found."""
+
+
+class RegistriesConfError(ValueError):
+    """registries.conf could not be used; each problem names the file, entry and key."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = tuple(problems)
+
 
 INFERRED_LIMIT: Final = 20.0
 DOCKER_HUB: Final = RegistryEndpoint(

@@ -1,9 +1,10 @@
 """``registries.conf``: the file that configures the registries.
 
 The file is YAML with a top-level ``registries:`` list, parsed strictly (unknown keys are errors).
-:func:`load_registries_conf` / :func:`parse_registries_conf` turn it into a
+:func:`parse_registries_conf` turns its text into a
 :class:`~argocd_image_updater.config.registries.RegistryConfig`. docs/registries.md describes
-every key.
+every key. Reading the file (and only then importing this parser) is
+:mod:`argocd_image_updater.config.registries_file`'s part.
 """
 
 from __future__ import annotations
@@ -22,16 +23,18 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
-from argocd_image_updater.config.registries import RegistryConfig, canonical_registry
-from argocd_image_updater.config.registries_file import (
-    DEFAULT_PATH,
+from argocd_image_updater.config.registries import (
     DEFAULT_TLS_DIR,
     RegistriesConfError,
-    RegistriesConfLoad,
-    load_registries_conf,
+    RegistryConfig,
+    canonical_registry,
 )
 from argocd_image_updater.config.yaml_errors import yaml_error_position
-from argocd_image_updater.model.registry import RegistryEndpoint, TagSortMode
+from argocd_image_updater.model.registry import (
+    DEFAULT_REQUEST_DEADLINE,
+    RegistryEndpoint,
+    TagSortMode,
+)
 from argocd_image_updater.observe.log import get_logger
 
 _TAG_SORT_MODES: Final[Mapping[str, TagSortMode]] = {
@@ -62,6 +65,7 @@ class RegistryEntry(BaseModel):
     defaultns: str = ""
     limit: float = 0.0
     default: bool = False
+    timeout: timedelta | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -94,6 +98,21 @@ class RegistryEntry(BaseModel):
                 raise ValueError(str(exc)) from None
             if parsed < timedelta(0):
                 raise ValueError(f"'{value}' is negative; use 0 to keep credentials forever")
+            return parsed
+        return value
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _deadline(cls, value: Any) -> Any:
+        if isinstance(value, int | float):  # bool included
+            raise ValueError(f"{value} is not a duration; write one like '30s' or '2m'")
+        if isinstance(value, str):
+            try:
+                parsed = parse_go_duration(value)
+            except DurationError as exc:
+                raise ValueError(str(exc)) from None
+            if parsed <= timedelta(0):
+                raise ValueError(f"'{value}' is not positive; write a duration like '30s' or '2m'")
             return parsed
         return value
 
@@ -304,6 +323,11 @@ def _build_endpoints(
                 limit=max(entry.limit, 0.0),
                 tag_sort_mode=mode,
                 is_default=entry.default,
+                timeout=(
+                    entry.timeout.total_seconds()
+                    if entry.timeout is not None
+                    else DEFAULT_REQUEST_DEADLINE
+                ),
             )
         )
     return endpoints, problems
@@ -340,12 +364,4 @@ def parse_registries_conf(
     return RegistryConfig(endpoints)
 
 
-__all__ = [
-    "DEFAULT_PATH",
-    "DEFAULT_TLS_DIR",
-    "RegistriesConfError",
-    "RegistriesConfLoad",
-    "RegistryEntry",
-    "load_registries_conf",
-    "parse_registries_conf",
-]
+__all__ = ["RegistriesConfError", "RegistryEntry", "parse_registries_conf"]

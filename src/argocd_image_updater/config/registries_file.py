@@ -7,26 +7,20 @@ the pydantic model of an entry and the certificate checks
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from argocd_image_updater.config.registries import RegistryConfig
+from argocd_image_updater.config.registries import (
+    DEFAULT_TLS_DIR,
+    RegistriesConfError,
+    RegistryConfig,
+)
 from argocd_image_updater.observe.log import get_logger
 
 DEFAULT_PATH: Final = "/app/config/registries.conf"
-DEFAULT_TLS_DIR: Final = "/app/config/tls"
 
 _log = get_logger("argocd_image_updater.config.registries_conf")
-
-
-class RegistriesConfError(ValueError):
-    """registries.conf could not be used; each problem names the file, entry and key."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = tuple(problems)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,12 @@ import os
 import threading
 from pathlib import Path
 
-from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.config.registries_file import (
+from argocd_image_updater.config.registries import (
     DEFAULT_TLS_DIR,
     RegistriesConfError,
-    load_registries_conf,
+    RegistryConfig,
 )
+from argocd_image_updater.config.registries_file import load_registries_conf
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.observe.log import get_logger
 

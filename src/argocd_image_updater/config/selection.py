@@ -18,28 +18,25 @@ namespace:
 6. Images whose manifest target is ambiguous are dropped; apps left without images (and without
    images left out by their templates) are skipped.
 
-:func:`select_applications_v0` is the annotation-only selection of the v0.x releases.
+:func:`~argocd_image_updater.config.selection_v0.select_applications_v0` is the annotation-only
+selection of the v0.x releases.
 """
 
 from __future__ import annotations
 
 import bisect
-import dataclasses
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from argocd_image_updater.config import annotations as ann
 from argocd_image_updater.config.chart_annotations import (
-    config_from_chart_list_v0,
     has_chart_list,
     read_chart_list,
 )
 from argocd_image_updater.config.image_templates import RefCharts, RefImages
-from argocd_image_updater.config.imageupdater import (
-    ApplicationRef,
-    ImageUpdater,
+from argocd_image_updater.config.imageupdater import ApplicationRef, ImageUpdater
+from argocd_image_updater.config.imageupdater_refs import (
     chart_specs,
     image_specs,
     ref_settings,
@@ -57,7 +54,6 @@ from argocd_image_updater.model.application import (
     Application,
     ApplicationError,
     SourceType,
-    forced_source_type,
 )
 from argocd_image_updater.model.chart import ChartSpec
 from argocd_image_updater.model.update_config import (
@@ -70,7 +66,6 @@ from argocd_image_updater.model.update_config import (
     WriteBackError,
 )
 
-_CLASS_RE: Final = re.compile(r"\[.*?]")
 _EXACT_BONUS: Final = 1_000_000
 _SELECTOR_BONUS: Final = 10_000
 _SELECTOR_ITEM: Final = 100
@@ -104,7 +99,7 @@ def specificity(ref: ApplicationRef) -> int:
     score = 0
     if not any(c in pattern for c in "*?[]"):
         score += _EXACT_BONUS
-    literals = _CLASS_RE.sub("", pattern).replace("*", "").replace("?", "")
+    literals = _without_classes(pattern).replace("*", "").replace("?", "")
     score += len(literals.encode())
     selector = ref.label_selectors
     if selector is not None:
@@ -112,6 +107,28 @@ def specificity(ref: ApplicationRef) -> int:
         score += _SELECTOR_ITEM * len(selector.match_labels or {})
         score += _SELECTOR_ITEM * len(selector.match_expressions or ())
     return score
+
+
+def _without_classes(pattern: str) -> str:
+    """``pattern`` less each ``[`` … ``]`` span within one line (the original's ``\\[.*?\\]``).
+
+    Written as one pass: a backtracking ``re`` would scan to the end of the pattern from every
+    ``[`` that no ``]`` closes (``\\[`` written 20,000 times took seconds)."""
+    kept: list[str] = []
+    i = 0
+    while (start := pattern.find("[", i)) != -1:
+        end = pattern.find("]", start + 1)
+        if end == -1:
+            break  # no later `[` is closed either
+        newline = pattern.find("\n", start + 1, end)
+        if newline != -1:  # nor is any `[` before that newline
+            kept.append(pattern[i : newline + 1])
+            i = newline + 1
+            continue
+        kept.append(pattern[i:start])
+        i = end + 1
+    kept.append(pattern[i:])
+    return "".join(kept)
 
 
 def sort_refs(refs: Sequence[ApplicationRef] | None) -> list[ApplicationRef]:
@@ -271,7 +288,7 @@ def _check_patterns(cr: ImageUpdater) -> str | None:
     return None
 
 
-def _not_supported(app: Application, source_type: SourceType) -> str:
+def unsupported_reason(app: Application, source_type: SourceType) -> str:
     return (
         f"skipping app '{app.qualified_name}' of type '{source_type}' because it's not of "
         "supported source type"
@@ -440,7 +457,7 @@ def _select(
                 continue
         source_type = app.source_type(write_back.write_back_target)
         if not source_type.is_supported and not charts and not skipped_charts:
-            reason = _not_supported(app, source_type)
+            reason = unsupported_reason(app, source_type)
             result.warnings.append(reason)
             result.skipped.append((app.qualified_name, reason))
             return
@@ -461,79 +478,3 @@ def _select(
             )
         )
         return
-
-
-def _legacy_label_matches(app: Application, label: str) -> bool:
-    key, sep, value = label.partition("=")
-    if not sep or "=" in value:
-        raise SelectorError(f"labels should have key=value, but instead got: {label}")
-    return app.labels.get(key) == value
-
-
-def select_applications_v0(
-    apps: Sequence[Application], name_patterns: Sequence[str] = (), label: str = ""
-) -> SelectionResult:
-    """The annotation-only selection of the v0.x releases.
-
-    Apps need the ``image-list`` annotation and a Helm or Kustomize source (a
-    ``write-back-target: kustomization…`` annotation forces Kustomize). ``name_patterns`` (any
-    match; invalid patterns are warned about and ignored) and ``label`` (``key=value``) filter.
-    """
-    result = SelectionResult()
-    for pattern in name_patterns:
-        try:
-            check_pattern(pattern)
-        except PatternError as exc:
-            result.warnings.append(f"Invalid application name pattern '{pattern}': {exc}")
-    valid = [p for p in name_patterns if _valid(p)]
-    for app in apps:
-        charts = has_chart_list(app)
-        if not ann.is_annotated(app) and not charts:
-            continue
-        target = app.annotations.get(ann.WRITE_BACK_TARGET_KEY, "")
-        forced = target if forced_source_type(target) is SourceType.KUSTOMIZE else None
-        source_type = app.source_type(forced)
-        if source_type not in (SourceType.HELM, SourceType.KUSTOMIZE) and not charts:
-            reason = _not_supported(app, source_type)
-            result.warnings.append(reason)
-            result.skipped.append((app.qualified_name, reason))
-            continue
-        if name_patterns and not any(go_path_match(p, app.name) for p in valid):
-            continue
-        if label:
-            try:
-                if not _legacy_label_matches(app, label):
-                    continue
-            except SelectorError as exc:
-                result.warnings.append(f"Unable match app labels against {label}: {exc}")
-                continue
-        try:
-            if charts:
-                config, warnings = config_from_chart_list_v0(app)
-                if source_type not in (SourceType.HELM, SourceType.KUSTOMIZE):
-                    config = dataclasses.replace(config, images=())
-            else:
-                config, warnings = ann.config_from_annotations_v0(app)
-        except ann.AnnotationError as exc:
-            result.warnings.append(str(exc))
-            result.skipped.append((app.qualified_name, str(exc)))
-            continue
-        except Exception as exc:  # one application never stops the others
-            reason = (
-                f"Could not read the annotations of app {app.qualified_name}, skipping: "
-                f"{type(exc).__name__}: {exc}"
-            )
-            result.warnings.append(reason)
-            result.skipped.append((app.qualified_name, reason))
-            continue
-        result.warnings.extend(warnings)
-        result.configs.append(config)
-    return result
-
-
-def _valid(pattern: str) -> bool:
-    try:
-        check_pattern(pattern)
-    except PatternError:
-        return False
-    return True

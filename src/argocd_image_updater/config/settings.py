@@ -166,6 +166,12 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("enable_http2", "--enable-http2", False, _bool, help="allow HTTP/2 on the metrics and webhook servers", commands=RUN_WEBHOOK),
     Option("leader_election", "--leader-election", True, _bool, help="elect a leader through a Lease so that only one replica scans and writes"),
     Option("leader_election_namespace", "--leader-election-namespace", "", help="namespace of the leader election Lease; default: the controller's namespace"),
+    Option("leader_election_lease_duration", "--leader-election-lease-duration", timedelta(seconds=15), _duration,
+           help="how long the leader election Lease is valid after its last renewal; others take over only after it (Go duration)"),
+    Option("leader_election_renew_deadline", "--leader-election-renew-deadline", timedelta(seconds=10), _duration,
+           help="a leader that could not renew the Lease for this long stops leading and cancels its writes in flight; must be shorter than the lease duration"),
+    Option("leader_election_retry_period", "--leader-election-retry-period", timedelta(seconds=2), _duration,
+           help="how often the leader renews the Lease and the others try to acquire it; must be shorter than the renew deadline"),
     Option("disable_kube_events", "--disable-kube-events", False, _bool, ("IMAGE_UPDATER_KUBE_EVENTS",), "kube.events",
            "do not create Kubernetes events (note: the ConfigMap key kube.events=true DISABLES events, as in the original)", RUN_WEBHOOK),
     # --- registries and git ---------------------------------------------------------------------

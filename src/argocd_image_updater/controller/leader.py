@@ -7,9 +7,12 @@ for ``leaseDurationSeconds`` as measured by *our* clock since we first saw that 
 timestamps in the Lease are informational only, so clock skew between nodes does not matter.
 
 The leader renews every ``retry_period``. When it cannot renew within ``renew_deadline`` of the
-start of its last successful renewal it steps down (``is_leader()`` turns False) — which, since
-``renew_deadline < lease_duration``, happens before any other replica may take over. A graceful
-stop releases the Lease (empty holder, 1 s duration), so another replica takes over at once.
+start of its last successful renewal it steps down (``not_leading`` is set, ``on_change(False)``
+is called) — which, since ``renew_deadline < lease_duration``, happens before any other replica
+may take over. :meth:`LeaderElector.is_leader` turns False at that deadline by itself, even
+before the renewal loop has noticed (the event loop may have been busy): it is the check a
+writer makes right before each write. A graceful stop releases the Lease (empty holder, 1 s
+duration), so another replica takes over at once.
 """
 
 from __future__ import annotations
@@ -31,6 +34,16 @@ log = get_logger("leader")
 
 DEFAULT_LEASE_NAME: Final = "c21b75f2.argoproj.io"
 JITTER: Final = 0.2
+
+
+def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """ValueError unless ``0 < retry period < renew deadline < lease duration`` (client-go's
+    rule: a leader must stand down before its lease can expire for the others)."""
+    if not 0 < retry_period < renew_deadline < lease_duration:
+        raise ValueError(
+            "leader election needs 0 < retry period < renew deadline < lease duration, got "
+            f"{retry_period:g}s / {renew_deadline:g}s / {lease_duration:g}s"
+        )
 
 
 def micro_time(moment: datetime) -> str:
@@ -111,11 +124,7 @@ class LeaderElector:
     ) -> None:
         if not identity:
             raise ValueError("leader election needs a non-empty identity")
-        if not 0 < retry_period < renew_deadline < lease_duration:
-            raise ValueError(
-                "leader election needs 0 < retry period < renew deadline < lease duration, got "
-                f"{retry_period} / {renew_deadline} / {lease_duration}"
-            )
+        check_timings(lease_duration, renew_deadline, retry_period)
         self._kube = kube
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration = lease_duration
@@ -134,7 +143,10 @@ class LeaderElector:
     # --- state -------------------------------------------------------------------------------
 
     def is_leader(self) -> bool:
-        return self.leading.is_set()
+        """Whether this replica leads: it won the Lease and its last successful renewal started
+        less than ``renew_deadline`` ago (False from that deadline on, even before the renewal
+        loop notices; a lease cannot expire for the others before ``lease_duration``)."""
+        return self.leading.is_set() and self._clock() < self._renewed_at + self.renew_deadline
 
     @property
     def observed_holder(self) -> str:
@@ -142,7 +154,7 @@ class LeaderElector:
         return self._observed.holder if self._observed is not None else ""
 
     def _set_leading(self, leading: bool, why: str) -> None:
-        if leading == self.is_leader():
+        if leading == self.leading.is_set():
             return
         if leading:
             self.not_leading.clear()
@@ -259,7 +271,7 @@ class LeaderElector:
         except asyncio.CancelledError:
             self._set_leading(False, "cancelled")
             raise
-        if self.is_leader():
+        if self.leading.is_set():
             await self.release()
 
     async def _acquire(self, stop: asyncio.Event) -> bool:
@@ -273,7 +285,7 @@ class LeaderElector:
         return False
 
     async def _renew(self, stop: asyncio.Event) -> None:
-        while not stop.is_set() and self.is_leader():
+        while not stop.is_set() and self.leading.is_set():
             await _wait(stop, self.retry_period)
             if stop.is_set():
                 return
@@ -282,7 +294,7 @@ class LeaderElector:
                 remaining = deadline - self._clock()
                 if remaining <= 0:
                     self._set_leading(
-                        False, f"could not renew the lease within {self.renew_deadline}s"
+                        False, f"could not renew the lease within {self.renew_deadline:g}s"
                     )
                     return
                 started = self._clock()

@@ -14,7 +14,7 @@ from typing import Final
 
 from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 from argocd_image_updater.plan.jobs import AppJobs
 from argocd_image_updater.plan.moved import TagKey, TagMove, observed_digests, tag_moves
 

@@ -15,9 +15,9 @@ from argocd_image_updater.model.managed_fields import field_manager
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import AppWriter
-from argocd_image_updater.pipeline.records import AppOutcome
+from argocd_image_updater.pipeline.records import AppOutcome, CycleApp
 from argocd_image_updater.plan.holds import announced, overwriter
-from argocd_image_updater.plan.jobs import AppJobs, ImageJob
+from argocd_image_updater.plan.jobs import ImageJob
 
 log = get_logger("cycle")
 
@@ -28,11 +28,14 @@ _PARAMETERS = {"kustomize": ("kustomize", "images"), "helm": ("helm", "parameter
 
 
 async def name_overwriters(
-    planned: Sequence[tuple[AppUpdateConfig, AppJobs, AppOutcome]],
+    apps: Sequence[CycleApp],
+    outcomes: Sequence[AppOutcome],
     writer_for: Callable[[AppUpdateConfig], AppWriter | None],
 ) -> None:
-    """Add ``by <manager>`` to the rollback holds of the ``argocd`` method announced now."""
-    for config, jobs, outcome in planned:
+    """Add ``by <manager>`` to the rollback holds of the ``argocd`` method announced now (the
+    outcomes of ``apps``, in order)."""
+    for app, outcome in zip(apps, outcomes, strict=True):
+        config, jobs = app.config, app.jobs
         plan = outcome.plan
         if plan is None or config.write_back.is_git or config.live_is_target:
             continue

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 from argocd_image_updater.plan.jobs import AppJobs
 from argocd_image_updater.plan.pins import PinRequest, wanted_pins
 from argocd_image_updater.registry.scanner import Scanner
@@ -36,16 +36,34 @@ async def pin_digests(
     """Record in ``results`` the digest of every tag chosen for a pinned image (each app's
     jobs with its namespace); the number of tags asked about."""
     wanted = wanted_pins(apps, results)
-    limit = asyncio.Semaphore(concurrency)
+    pins = _Pins(scanner, credentials_for, scan_round, asyncio.Semaphore(concurrency))
+    await asyncio.gather(*(pins.pin(request, results) for request in wanted))
+    return len(wanted)
 
-    async def one(request: PinRequest) -> None:
+
+class _Pins:
+    """The digest requests of one call of :func:`pin_digests`, with bounded concurrency."""
+
+    def __init__(
+        self,
+        scanner: Scanner,
+        credentials_for: CredentialsFor,
+        scan_round: int | None,
+        limit: asyncio.Semaphore,
+    ) -> None:
+        self.scanner = scanner
+        self.credentials_for = credentials_for
+        self.scan_round = scan_round
+        self.limit = limit
+
+    async def pin(self, request: PinRequest, results: ScanResults) -> None:
         job = request.job
-        async with limit:
+        async with self.limit:
             digest: str | Exception
             try:
-                provider = credentials_for(job.endpoint, job.pull_secret, request.namespace)
-                digest = await scanner.tag_digest(
-                    job.endpoint, job.repository, request.tag, provider, scan_round
+                provider = self.credentials_for(job.endpoint, job.pull_secret, request.namespace)
+                digest = await self.scanner.tag_digest(
+                    job.endpoint, job.repository, request.tag, provider, self.scan_round
                 )
             except Exception as err:  # reported per image, never fatal
                 log.error(
@@ -60,6 +78,3 @@ async def pin_digests(
                 )
                 digest = err
         results.pin(results.pin_key(job.scan_key, request.tag), digest)
-
-    await asyncio.gather(*(one(request) for request in wanted))
-    return len(wanted)

@@ -10,7 +10,7 @@ on those jobs, the tag choice made for each of them, the remembered writes of th
   for an Application and ImageUpdater whose resourceVersions held
   (``controller.views``, ``config.selection.SelectionMemory``);
 * the registry configuration by identity (a reloaded ``registries.conf`` is a new object);
-* each tag choice by identity: :class:`~argocd_image_updater.plan.decide.ChoiceMemory` hands
+* each tag choice by identity: :class:`~argocd_image_updater.plan.choices.ChoiceMemory` hands
   out last cycle's choice record when a scan found exactly the same tags;
 * the remembered writes by equality (a few records at most).
 
@@ -30,7 +30,7 @@ from argocd_image_updater.model.controller_state import WriteRecord
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.charts import ChartJob
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 from argocd_image_updater.plan.holds import HoldContext
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, plan_scans
 from argocd_image_updater.plan.model import AppPlan

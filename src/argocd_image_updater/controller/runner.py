@@ -1,6 +1,7 @@
 """The controller loop: a cycle every ``--interval``, early cycles on ImageUpdater spec changes,
 graceful shutdown (the cycle in flight finishes its writes; a patch is atomic, so nothing is ever
-half-written)."""
+half-written). With leader election a cycle runs only while this replica leads and is cancelled
+when it stops leading (:mod:`~argocd_image_updater.controller.leading`)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.controller.cycle import CredentialsCache, run_cycle
+from argocd_image_updater.controller.credentials import CredentialsCache
+from argocd_image_updater.controller.cycle import CycleContext, run_cycle
+from argocd_image_updater.controller.leading import LeadershipLost, run_as_leader
 from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.controller.sources import LegacyFilter, collect
+from argocd_image_updater.controller.spec_watch import Restarts, watch_specs
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.model.controller_state import ControllerState
@@ -35,7 +39,7 @@ from argocd_image_updater.pipeline.ports import (
     StoreError,
 )
 from argocd_image_updater.pipeline.records import Collected, CycleResult
-from argocd_image_updater.plan.decide import ChoiceMemory
+from argocd_image_updater.plan.choices import ChoiceMemory
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.report.cycle_metrics import forget_cr
 from argocd_image_updater.report.reporter import Reporter
@@ -165,6 +169,8 @@ class Controller:
     """The listed ImageUpdaters' parsed views and what they selected, reused likewise."""
     plans: PlanReuse = field(default_factory=PlanReuse)
     """The last full cycle's scan jobs and plans, reused for Applications whose inputs held."""
+    watch_restarts: Restarts = field(default_factory=Restarts)
+    """The backoff before the watch of ImageUpdaters starts again after a failure."""
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -209,8 +215,8 @@ class Controller:
         if self.verifier is None:
             self.verifier = Verifier(self.scanner)
         state, keep = await self._load_state()
-        result = await run_cycle(
-            await self.prepare(collected) if self.prepare is not None else collected,
+        prepared = await self.prepare(collected) if self.prepare is not None else collected
+        context = CycleContext(
             self.registries,
             self.scanner,
             self.credentials,
@@ -226,6 +232,7 @@ class Controller:
             state=state,
             now=self.clock(),
         )
+        result = await run_cycle(prepared, context)
         if full:
             state.prune_apps(collected.listed, self.namespaces)
         if keep and not self.dry_run and self.is_leader():
@@ -261,11 +268,20 @@ class Controller:
                 if self.elector is not None and not self.elector.is_leader():
                     if self.health is not None:
                         self.health.standing_by()
-                    await _wait_any(stop, self.elector.leading, 5.0)
+                    # Past the renew deadline but not stepped down yet: wait for that first.
+                    leading = self.elector.leading
+                    await _wait_any(
+                        stop, self.elector.not_leading if leading.is_set() else leading, 5.0
+                    )
                     continue
                 wake.clear()
                 try:
-                    self.last_result = await self.cycle()
+                    self.last_result = await run_as_leader(
+                        self.elector, self.cycle(), "update cycle"
+                    )
+                except LeadershipLost:
+                    self.last_result = None
+                    continue
                 except (KubeError, OSError) as err:
                     self.last_result = None
                     log.error("update cycle failed: %s", str(err))
@@ -286,41 +302,20 @@ class Controller:
                     await watcher
 
     async def _watch_specs(self, wake: asyncio.Event, stop: asyncio.Event) -> None:
-        """Wake the loop when an ImageUpdater's spec changes (generation bump), like the original."""
-        assert self.kube is not None
+        """Wake the loop when an ImageUpdater's spec changes (:mod:`.spec_watch`)."""
+        from argocd_image_updater.kube.watch import follow
+
+        kube = self.kube
+        assert kube is not None
         scopes: list[str | None] = list(self.namespaces) if self.namespaces is not None else [None]
-        seen: dict[tuple[str, str], int] = {}
-
-        async def watch(scope: str | None) -> None:
-            version = ""
-            while not stop.is_set():
-                try:
-                    async for kind, obj in self.kube.watch_objects(  # type: ignore[union-attr]
-                        IMAGE_UPDATERS, scope, version, timeout_seconds=300
-                    ):
-                        meta = obj.get("metadata") or {}
-                        version = str(meta.get("resourceVersion", version))
-                        key = (str(meta.get("namespace")), str(meta.get("name")))
-                        generation = int(meta.get("generation") or 0)
-                        if kind == "DELETED":
-                            seen.pop(key, None)
-                            continue
-                        if kind in ("ADDED", "MODIFIED") and seen.get(key) != generation:
-                            first = key not in seen
-                            seen[key] = generation
-                            if not first or kind == "MODIFIED":
-                                log.info(
-                                    "ImageUpdater spec changed, starting a cycle",
-                                    imageUpdater_namespace=key[0],
-                                    imageUpdater_name=key[1],
-                                )
-                                wake.set()
-                except KubeError as err:
-                    version = ""
-                    log.warning("watch of ImageUpdaters ended: %s; restarting", str(err))
-                    await _wait_any(stop, asyncio.Event(), 5.0)
-
-        await asyncio.gather(*(watch(s) for s in scopes))
+        await watch_specs(
+            lambda scope: follow(kube, IMAGE_UPDATERS, scope),
+            scopes,
+            wake,
+            stop,
+            self.health,
+            self.watch_restarts,
+        )
 
 
 async def _wait_any(first: asyncio.Event, second: asyncio.Event, seconds: float) -> None:

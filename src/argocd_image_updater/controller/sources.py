@@ -25,10 +25,11 @@ from argocd_image_updater.config.selection import (
     SelectionMemory,
     SelectionResult,
     select_applications,
-    select_applications_v0,
 )
+from argocd_image_updater.config.selection_v0 import select_applications_v0
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
-from argocd_image_updater.model.application import Application, ApplicationError, compact_object
+from argocd_image_updater.model.app_object import compact_object
+from argocd_image_updater.model.application import Application, ApplicationError
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import ApplicationStore, ManifestFiles, PagedApplications
 from argocd_image_updater.pipeline.records import Collected, CRState

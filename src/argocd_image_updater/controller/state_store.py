@@ -15,6 +15,7 @@ import base64
 import binascii
 from typing import Any, Final
 
+from argocd_image_updater.kits.fence import WriteFenced, check_fence
 from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.model.controller_state import ControllerState, StateError
 from argocd_image_updater.observe.log import get_logger
@@ -91,6 +92,10 @@ class ConfigMapStateStore:
                     key: base64.b64encode(value).decode()
                     for key, value in stored_form.binary.items()
                 }
+            try:
+                check_fence(f"writing {self.where}")
+            except WriteFenced as err:
+                raise StoreError(str(err)) from None
             try:
                 if state.token:
                     body["metadata"]["resourceVersion"] = state.token

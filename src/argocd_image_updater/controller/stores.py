@@ -4,24 +4,32 @@ stored."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
 from argocd_image_updater.config.imageupdater import compact_image_updater
 from argocd_image_updater.kits.interning import intern_strings
 from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient, KubeError
-from argocd_image_updater.model.application import compact_object
+from argocd_image_updater.model.app_object import compact_object
 from argocd_image_updater.pipeline.ports import ConflictError, StoreError
+from argocd_image_updater.report.installed_crd import InstalledCrd
+
+
+def _keep_applied(crd: InstalledCrd | None) -> Callable[[str], bool] | None:
+    """Keep kubectl's last-applied copy of an ImageUpdater when it may hold a spec field the
+    installed CRD drops (:meth:`InstalledCrd.keeps_applied`)."""
+    return crd.keeps_applied if crd is not None else None
 
 
 class KubeStore:
-    def __init__(self, kube: KubeClient) -> None:
+    def __init__(self, kube: KubeClient, crd: InstalledCrd | None = None) -> None:
         self.kube = kube
+        self.crd = crd
 
     async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]:
         """The Applications, read a page at a time and each reduced to what the updater reads
-        (:func:`~argocd_image_updater.model.application.compact_object`): a cycle holds the
+        (:func:`~argocd_image_updater.model.app_object.compact_object`): a cycle holds the
         whole listing only in that form."""
         items: list[dict[str, Any]] = []
         async for page in self.kube.list_pages(APPLICATIONS, namespace):
@@ -42,7 +50,8 @@ class KubeStore:
         :mod:`~argocd_image_updater.kits.interning`)."""
         items: list[dict[str, Any]] = []
         async for page in self.kube.list_pages(IMAGE_UPDATERS, namespace):
-            page = [compact_image_updater(obj) for obj in page]
+            keep = _keep_applied(self.crd)
+            page = [compact_image_updater(obj, keep) for obj in page]
             intern_strings(page)
             items.extend(page)
         return items
@@ -60,11 +69,16 @@ class ArgoCDStore:
     """Applications from Argo CD's API; ImageUpdaters (if any) still from Kubernetes."""
 
     def __init__(
-        self, client: ArgoCDClient, kube: KubeClient | None, label_selector: str = ""
+        self,
+        client: ArgoCDClient,
+        kube: KubeClient | None,
+        label_selector: str = "",
+        crd: InstalledCrd | None = None,
     ) -> None:
         self.client = client
         self.kube = kube
         self._selector = label_selector
+        self.crd = crd
 
     async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]:
         items = await self.client.list_applications(self._selector, namespace or "")
@@ -86,7 +100,8 @@ class ArgoCDStore:
         if self.kube is None:
             return []
         items, _ = await self.kube.list_objects(IMAGE_UPDATERS, namespace)
-        items = [compact_image_updater(obj) for obj in items]
+        keep = _keep_applied(self.crd)
+        items = [compact_image_updater(obj, keep) for obj in items]
         intern_strings(items)
         return items
 

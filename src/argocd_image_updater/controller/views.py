@@ -15,7 +15,8 @@ from typing import Any, Generic, TypeVar
 from argocd_image_updater.config.imageupdater import ImageUpdater, parse_image_updater
 from argocd_image_updater.config.selection import SelectionMemory
 from argocd_image_updater.kits.json_copy import json_copy
-from argocd_image_updater.model.application import Application, compact_object
+from argocd_image_updater.model.app_object import compact_object
+from argocd_image_updater.model.application import Application
 
 _Key = tuple[str, str]
 _Entry = TypeVar("_Entry")
@@ -46,7 +47,7 @@ class ApplicationViews(_KeptPerCycle[Application]):
         """The view of ``obj``: the kept one when its stamp matches, else a new one (raises
         :class:`~argocd_image_updater.model.application.ApplicationError` as
         :meth:`Application.from_object` does). ``compact``: ``obj`` is the whole object as
-        listed, reduced (:func:`~argocd_image_updater.model.application.compact_object`) only
+        listed, reduced (:func:`~argocd_image_updater.model.app_object.compact_object`) only
         when it has to be read, so an unchanged Application costs no copy."""
         meta = obj.get("metadata") if isinstance(obj, Mapping) else None
         version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from argocd_image_updater.http1.answer import Answer
 from argocd_image_updater.http1.client import (
+    DEFAULT_DEADLINE,
+    DeadlineExceeded,
     ProxyConfigError,
     async_client,
     environment_proxies,
@@ -13,9 +15,11 @@ from argocd_image_updater.http1.client import (
 from argocd_image_updater.http1.transport import DEFAULT_LIMITS, AsyncHTTP1Transport
 
 __all__ = [
+    "DEFAULT_DEADLINE",
     "DEFAULT_LIMITS",
     "Answer",
     "AsyncHTTP1Transport",
+    "DeadlineExceeded",
     "ProxyConfigError",
     "async_client",
     "environment_proxies",

@@ -13,6 +13,7 @@ through httpx unchanged and is read into the same :class:`Answer`.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import importlib.util
 import os
@@ -43,6 +44,21 @@ _ACCEPT_ENCODING: Final = (b"Accept-Encoding", b"gzip, deflate")
 packages are installed)."""
 _SAFE_IN_PATH_AND_QUERY: Final = "/?&=%:@!$'()*+,;-._~"
 _LOCATIONS_KEPT: Final = 4096
+DEFAULT_DEADLINE: Final = 120.0
+"""The longest a :func:`fetch` may take, in seconds, when its caller gives no deadline (the
+Kubernetes and Argo CD APIs): the read timeout alone never fires while a peer keeps sending a
+byte now and then."""
+
+
+class DeadlineExceeded(httpx.TimeoutException):
+    """A request was not answered in full (connection, request, response head and body, every
+    redirect) within its deadline of ``deadline`` seconds."""
+
+    def __init__(self, deadline: float, request: httpx.Request | None = None) -> None:
+        super().__init__(
+            f"no complete answer within the request's deadline of {deadline:g}s", request=request
+        )
+        self.deadline = deadline
 
 
 class _Direct:
@@ -253,11 +269,44 @@ async def fetch(
     limit: int = _UNLIMITED,
     follow_redirects: bool = False,
     sni_hostname: str = "",
+    deadline: float | None = DEFAULT_DEADLINE,
 ) -> Answer:
     """``method`` ``url`` (with the query ``params``, the body ``content`` and the header fields
     ``headers`` over the client's own) and its answer, the body read whole up to ``limit`` bytes
     (:attr:`Answer.truncated` tells when it was longer; the rest is not read). Failures are
-    httpx's exceptions, as from ``client.request``."""
+    httpx's exceptions, as from ``client.request``; an exchange that takes longer than
+    ``deadline`` seconds in all (None: no limit but the client's timeouts) is given up with
+    :class:`DeadlineExceeded`, its connection closed."""
+    try:
+        async with asyncio.timeout(deadline) as scope:
+            return await _fetch(
+                client,
+                method,
+                url,
+                headers,
+                params,
+                content,
+                limit,
+                follow_redirects,
+                sni_hostname,
+            )
+    except TimeoutError:
+        if deadline is not None and scope.expired():
+            raise DeadlineExceeded(deadline) from None
+        raise
+
+
+async def _fetch(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str | httpx.URL,
+    headers: Mapping[str, str] | None,
+    params: Mapping[str, str] | None,
+    content: bytes | None,
+    limit: int,
+    follow_redirects: bool,
+    sni_hostname: str,
+) -> Answer:
     direct = None if follow_redirects else _plain(client)
     if direct is None:
         return await _through_httpx(

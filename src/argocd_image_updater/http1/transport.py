@@ -11,7 +11,8 @@ headers, auth flows, redirects, content decoding, timeouts' configuration.
 
 Scope: plain and TLS connections, keep-alive reuse with an idle limit and expiry, request bodies
 of any length (chunked when httpx asks for it), responses delimited by length, by chunks or by
-the close of the connection, streamed to the caller. Proxies are not spoken here: see
+the close of the connection, streamed to the caller within the limits of :mod:`.reading` (a
+response that breaks one closes its connection). Proxies are not spoken here: see
 :func:`argocd_image_updater.http1.async_client`, which leaves proxied clients to httpx's own
 transport.
 """
@@ -25,20 +26,23 @@ from typing import Any, Final
 
 import httpx
 
+from argocd_image_updater.http1.reading import (
+    HEAD_LIMIT,
+    Stale,
+    body_pieces,
+    read_response,
+    step,
+    waits,
+)
 from argocd_image_updater.http1.wire import (
     Framing,
     ProtocolError,
     ResponseHead,
     encode_request_head,
-    parse_chunk_size,
-    parse_response_head,
-    response_framing,
 )
 
 DEFAULT_LIMITS: Final = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 _PORTS: Final = {b"http": 80, b"https": 443}
-_HEAD_LIMIT: Final = 64 * 1024
-"""The longest response head (status line and header fields) accepted."""
 _WHOLE_BODY: Final = 1024 * 1024
 """Bodies of a known length up to this size are read in one piece."""
 _SEND_BATCH: Final = 64 * 1024
@@ -46,10 +50,6 @@ _RETRY_METHODS: Final = frozenset({b"GET", b"HEAD", b"OPTIONS"})
 
 ConnectionKey = tuple[bytes, str, int, str]
 """scheme, host, port, TLS server name: requests with equal keys share connections."""
-
-
-class _Stale(Exception):
-    """A reused connection was closed by the server before it answered."""
 
 
 class _Connection:
@@ -151,8 +151,10 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
             for attempt in range(2):
                 conn, reused = await self._connection(key, request, timeouts.get("connect"))
                 try:
-                    head = await self._exchange(conn, out, body, request, timeouts, reused)
-                except _Stale:
+                    head, framing = await self._exchange(
+                        conn, method, out, body, request, timeouts, reused
+                    )
+                except Stale:
                     conn.close()
                     if attempt == 0 and method in _RETRY_METHODS:
                         continue
@@ -163,11 +165,6 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
                     conn.close()
                     raise
                 break
-            try:
-                framing = response_framing(method, head)
-            except ProtocolError as exc:
-                conn.close()
-                raise httpx.RemoteProtocolError(str(exc), request=request) from None
         except BaseException:
             self._release()
             raise
@@ -176,12 +173,13 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
     async def _exchange(
         self,
         conn: _Connection,
+        method: bytes,
         out: bytes,
         body: bytes | None,
         request: httpx.Request | None,
         timeouts: Mapping[str, float | None],
         reused: bool,
-    ) -> ResponseHead:
+    ) -> tuple[ResponseHead, Framing]:
         try:
             if body is None:
                 assert request is not None
@@ -196,41 +194,9 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
             raise httpx.WriteTimeout("timed out sending the request", request=request) from None
         except OSError as exc:
             if reused:
-                raise _Stale from exc
+                raise Stale from exc
             raise httpx.WriteError(str(exc) or type(exc).__name__, request=request) from exc
-        read_timeout = timeouts.get("read")
-        while True:
-            try:
-                async with asyncio.timeout(read_timeout):
-                    data = await conn.reader.readuntil(b"\r\n\r\n")
-            except TimeoutError:
-                raise httpx.ReadTimeout(
-                    "timed out waiting for the response", request=request
-                ) from None
-            except asyncio.IncompleteReadError as exc:
-                if reused and not exc.partial:
-                    raise _Stale from None
-                raise httpx.RemoteProtocolError(
-                    "Server disconnected without sending a response."
-                    if not exc.partial
-                    else "Server disconnected in the middle of the response head.",
-                    request=request,
-                ) from None
-            except asyncio.LimitOverrunError:
-                raise httpx.RemoteProtocolError(
-                    f"the response head is longer than {_HEAD_LIMIT} bytes", request=request
-                ) from None
-            except OSError as exc:
-                if reused:
-                    raise _Stale from exc
-                raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
-            try:
-                head = parse_response_head(data)
-            except ProtocolError as exc:
-                raise httpx.RemoteProtocolError(str(exc), request=request) from None
-            if 100 <= head.status < 200 and head.status != 101:
-                continue  # an interim response: the final one follows
-            return head
+        return await read_response(conn.reader, method, timeouts.get("read"), request, reused)
 
     # --- the pool -----------------------------------------------------------------------------
     def _key(self, request: httpx.Request) -> ConnectionKey:
@@ -294,7 +260,7 @@ class AsyncHTTP1Transport(httpx.AsyncBaseTransport):
                     port,
                     ssl=context,
                     server_hostname=(sni or host) if context is not None else None,
-                    limit=_HEAD_LIMIT,
+                    limit=HEAD_LIMIT,
                 )
         except TimeoutError:
             raise httpx.ConnectTimeout(
@@ -432,43 +398,9 @@ class _Body(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self._done:
             return
-        framing = self._framing
         reader = self._conn.reader
-        if framing.chunked:
-            while True:
-                line = await self._step(reader.readuntil(b"\r\n"))
-                try:
-                    size = parse_chunk_size(line[:-2])
-                except ProtocolError as exc:
-                    raise httpx.RemoteProtocolError(str(exc), request=self._request) from None
-                if size == 0:
-                    while await self._step(reader.readuntil(b"\r\n")) != b"\r\n":
-                        pass  # trailer fields are not used
-                    break
-                data = await self._step(reader.readexactly(size + 2))
-                if data[-2:] != b"\r\n":
-                    raise httpx.RemoteProtocolError(
-                        "a chunk without its CRLF", request=self._request
-                    )
-                yield data[:-2]
-        elif framing.length is not None:
-            remaining = framing.length
-            if remaining <= _WHOLE_BODY:
-                # Mostly the body arrived with the head: then no wait to time.
-                yield await self._step(reader.readexactly(remaining), _waits(reader, remaining))
-            else:
-                while remaining:
-                    data = await self._step(reader.read(min(remaining, _WHOLE_BODY)))
-                    if not data:
-                        raise httpx.RemoteProtocolError(
-                            "peer closed connection without sending complete message body",
-                            request=self._request,
-                        )
-                    remaining -= len(data)
-                    yield data
-        else:
-            while data := await self._step(reader.read(_WHOLE_BODY)):
-                yield data
+        async for piece in body_pieces(reader, self._framing, self._timeout, self._request):
+            yield piece
         self._done = True
 
     async def whole(self) -> bytes:
@@ -478,36 +410,12 @@ class _Body(httpx.AsyncByteStream):
         assert length is not None and not self._framing.chunked
         if not self._done:
             reader = self._conn.reader
-            data = await self._step(reader.readexactly(length), _waits(reader, length))
+            data = await step(
+                reader.readexactly(length), self._timeout, self._request, waits(reader, length)
+            )
             self._done = True
             return data
         return b""
-
-    async def _step(self, read: Any, timed: bool = True) -> bytes:
-        """One read under the read timeout (not ``timed``: a read of bytes already buffered,
-        which cannot wait), its errors as httpx's."""
-        try:
-            if not timed:
-                data: bytes = await read
-                return data
-            async with asyncio.timeout(self._timeout):
-                data = await read
-                return data
-        except TimeoutError:
-            raise httpx.ReadTimeout(
-                "timed out reading the response body", request=self._request
-            ) from None
-        except asyncio.IncompleteReadError:
-            raise httpx.RemoteProtocolError(
-                "peer closed connection without sending complete message body",
-                request=self._request,
-            ) from None
-        except asyncio.LimitOverrunError:
-            raise httpx.RemoteProtocolError(
-                "a chunk-size line too long", request=self._request
-            ) from None
-        except OSError as exc:
-            raise httpx.ReadError(str(exc) or type(exc).__name__, request=self._request) from exc
 
     async def aclose(self) -> None:
         if self._closed:
@@ -518,10 +426,3 @@ class _Body(httpx.AsyncByteStream):
         else:
             self._conn.close()
         self._transport._release()
-
-
-def _waits(reader: asyncio.StreamReader, length: int) -> bool:
-    """Whether reading ``length`` bytes from ``reader`` may wait (they are not all buffered
-    yet). asyncio's reader has no public count of its buffered bytes: without its buffer
-    attribute, every read is taken to wait (and is timed)."""
-    return len(getattr(reader, "_buffer", b"")) < length

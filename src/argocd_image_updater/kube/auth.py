@@ -1,5 +1,5 @@
 """How requests to the Kubernetes API authenticate: a bearer token (fixed, read from a file that
-is rotated, or from an exec credential plugin) or basic auth.
+is rotated, from an exec credential plugin, or an OIDC id-token: :mod:`.oidc`) or basic auth.
 
 The client sets the Authorization header from one of these; a token that can change is fetched
 again, and the request sent once more, when the API server answers 401 (a rotated service-account token, an expired plugin
@@ -105,8 +105,8 @@ class ExecCredential:
 class ExecPlugin(KubeAuth):
     """An exec credential plugin (``users[].user.exec``) as kubectl runs it: never interactive,
     ``KUBERNETES_EXEC_INFO`` set, its credential kept until its ``expirationTimestamp`` and run
-    again after a 401. A client certificate it returns is used as the connection's (taken when
-    the client is built; a certificate rotated later is not picked up)."""
+    again after a 401. A client certificate it returns is the connection's, renewed with the
+    credential (:class:`argocd_image_updater.kube.tls.ClientTls` builds a new SSL context)."""
 
     refreshable = True
 
@@ -163,6 +163,11 @@ class ExecPlugin(KubeAuth):
     async def authorization(self, refresh: bool) -> str:
         credential = await self.credential(refresh=refresh)
         return f"Bearer {credential.token}" if credential.token else ""
+
+    async def pem(self, refresh: bool) -> tuple[bytes, bytes]:
+        """The client certificate and key of the current credential (renewed when expired)."""
+        credential = await self.credential(refresh=refresh)
+        return credential.cert_pem, credential.key_pem
 
     async def credential(self, refresh: bool = False) -> ExecCredential:
         if self._lock is None:

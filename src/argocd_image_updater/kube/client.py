@@ -8,7 +8,10 @@ on ``httpx2``, a second HTTP stack beside the httpx every other client of the pr
 credentials are :mod:`argocd_image_updater.kube.config` and :mod:`argocd_image_updater.kube.auth`.
 
 Every call is counted in the ``k8s_api_requests``/``k8s_api_errors`` metrics and API errors are
-turned into :class:`KubeError` with the status code and the server's message.
+turned into :class:`KubeError` with the status code and the server's message. Throttled and
+failed requests are sent again as :mod:`argocd_image_updater.kube.retry` says (each resend
+counted in ``k8s_api_retries``); a credential or client certificate that can change is renewed
+after a 401, and a changed client certificate gets new connections.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import quote
@@ -33,6 +37,8 @@ from argocd_image_updater.kube.config import (
     kubeconfig_paths,
 )
 from argocd_image_updater.kube.errors import KubeError
+from argocd_image_updater.kube.retry import RetryPolicy, Safety, retrying, safety
+from argocd_image_updater.kube.watch_stream import WATCH_LINE_LIMIT, event_lines, parse_event
 from argocd_image_updater.model.resources import APPLICATIONS, IMAGE_UPDATERS
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
@@ -85,6 +91,18 @@ def _unreachable(exc: Exception) -> KubeError:
     return KubeError(0, f"Kubernetes API unreachable: {str(exc) or type(exc).__name__}")
 
 
+def _answer_status(answer: http1.Answer) -> tuple[int, str]:
+    return answer.status, answer.header("Retry-After")
+
+
+def _response_status(response: httpx.Response) -> tuple[int, str]:
+    return response.status_code, response.headers.get("Retry-After", "")
+
+
+async def _close(response: httpx.Response) -> None:
+    await response.aclose()
+
+
 def _decode(data: Mapping[str, str] | None) -> dict[str, bytes]:
     return {k: base64.b64decode(v) for k, v in (data or {}).items()}
 
@@ -93,23 +111,44 @@ class KubeClient:
     """Async access to the Kubernetes API; create with :meth:`connect`."""
 
     def __init__(
-        self, access: ClusterAccess, namespace: str | None = None, timeout: float = REQUEST_TIMEOUT
+        self,
+        access: ClusterAccess,
+        namespace: str | None = None,
+        timeout: float = REQUEST_TIMEOUT,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.namespace = namespace or access.namespace
         self.server = access.server
+        self.retry = retry or RetryPolicy()
+        self.watch_line_limit = WATCH_LINE_LIMIT
         self._sni = access.tls_server_name or ""
         self._auth = access.auth
+        self._tls = access.tls
+        self._context = access.verify
+        self._proxy = access.proxy or None
+        self._timeout = timeout
+        names = [name.lower() for name, _ in access.impersonation]
+        # Repeated fields (several Impersonate-Group) go through httpx's request pipeline:
+        # the direct path of http1.fetch keeps one field per name of the client's defaults.
+        self._direct = len(set(names)) == len(names)
+        self._headers = httpx.Headers(
+            [
+                ("Accept", "application/json"),
+                ("User-Agent", f"argocd-image-updater/{__version__}"),
+                *access.impersonation,
+            ]
+        )
+        self._http = self._new_http(access.verify)
+
+    def _new_http(self, context: ssl.SSLContext) -> httpx.AsyncClient:
         try:
-            self._http = async_client(
-                ssl_context=access.verify,
-                proxy=access.proxy or None,
+            return async_client(
+                ssl_context=context,
+                proxy=self._proxy,
                 proxy_origin="the kubeconfig's proxy-url",
-                base_url=access.server,
-                timeout=httpx.Timeout(timeout),
-                headers={
-                    "Accept": "application/json",
-                    "User-Agent": f"argocd-image-updater/{__version__}",
-                },
+                base_url=self.server,
+                timeout=httpx.Timeout(self._timeout),
+                headers=self._headers,
             )
         except ProxyConfigError as err:
             raise KubeError(0, f"cannot configure the Kubernetes client: {err}") from None
@@ -150,15 +189,23 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
-        """One API request: counted in the metrics, its answer's JSON returned, its failure a
-        :class:`KubeError` (the API's message and reason, or the connection problem)."""
+        """One API request: counted in the metrics, sent again as :mod:`.retry` says, its
+        answer's JSON returned, its failure a :class:`KubeError` (the API's message and reason,
+        or the connection problem)."""
         metrics.K8S_API_REQUESTS.inc()
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type} if content is not None else {}
-        try:
+
+        async def attempt() -> http1.Answer:
             answer = await self._send(method, path, params, content, headers)
-            if self._refresh_after(answer.status):
+            if answer.status == 401 and self._renewable:
                 answer = await self._send(method, path, params, content, headers, refresh=True)
+            return answer
+
+        try:
+            answer = await retrying(
+                self.retry, f"{method} {path}", safety(method, body), attempt, _answer_status
+            )
         except (httpx.HTTPError, OSError) as exc:
             metrics.K8S_API_ERRORS.inc()
             raise _unreachable(exc) from None
@@ -185,28 +232,57 @@ class KubeClient:
         headers: dict[str, str],
         refresh: bool = False,
     ) -> http1.Answer:
-        """One exchange with the credential's Authorization header (fetched again when
-        ``refresh``)."""
+        """One exchange with the credential's Authorization header, on the connections of the
+        current client certificate (both renewed first when ``refresh``)."""
         if value := await self._authorization(refresh):
             headers = {**headers, "Authorization": value}
-        return await http1.fetch(
-            self._http,
-            method,
-            path,
-            headers=headers,
-            params=params,
-            content=content,
-            sni_hostname=self._sni,
+        http = await self._connection(refresh)
+        if self._direct:
+            return await http1.fetch(
+                http,
+                method,
+                path,
+                headers=headers,
+                params=params,
+                content=content,
+                sni_hostname=self._sni,
+            )
+        extensions = {"sni_hostname": self._sni} if self._sni else None
+        response = await http.request(
+            method, path, params=params, content=content, headers=headers, extensions=extensions
+        )
+        return http1.Answer(
+            status=response.status_code,
+            raw_headers=response.headers.raw,
+            body=response.content,
+            method=method,
+            url=response.url,
+            reason=response.reason_phrase,
         )
 
     async def _authorization(self, refresh: bool = False) -> str:
         """The credential's Authorization value (fetched again when ``refresh``), or ""."""
         return await self._auth.authorization(refresh=refresh) if self._auth is not None else ""
 
-    def _refresh_after(self, status: int) -> bool:
-        """Whether to fetch the credential again and repeat the request once: a 401 with a
-        credential that can change (a token file, an exec plugin)."""
-        return status == 401 and self._auth is not None and self._auth.refreshable
+    async def _connection(self, refresh: bool = False) -> httpx.AsyncClient:
+        """The HTTP client with the current client certificate: a new one (new connections)
+        when it changed. The last one is closed: what it is sending finishes, and its
+        connections are not used again."""
+        if self._tls is None:
+            return self._http
+        # A plugin giving both the token and the certificate was run again for the token.
+        source: object = self._tls.source
+        context = await self._tls.context(refresh and source is not self._auth)
+        if context is not self._context:
+            old, self._http, self._context = self._http, self._new_http(context), context
+            await old.aclose()
+        return self._http
+
+    @property
+    def _renewable(self) -> bool:
+        """Whether a 401 is worth renewing the credential or certificate for and sending the
+        request once more: a token file, an exec plugin, OIDC, a client certificate file."""
+        return (self._auth is not None and self._auth.refreshable) or self._tls is not None
 
     # --- objects -------------------------------------------------------------------------------
     async def list_objects(
@@ -281,48 +357,61 @@ class KubeClient:
         timeout_seconds: int = 300,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Yield (event type, object) from ``resource_version`` on, until the server ends the
-        watch (after ``timeout_seconds``). An ``ERROR`` event is raised as a :class:`KubeError`
-        with its code: 410 when ``resource_version`` is too old, so list (or watch from "")
-        again."""
-        params = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
+        watch (after ``timeout_seconds``). Bookmarks are asked for and yielded as ``BOOKMARK``
+        (an object with only ``metadata.resourceVersion``: resume from it). An ``ERROR`` event
+        is raised as a :class:`KubeError` with its code: 410 when ``resource_version`` is too
+        old, so list (or watch from "") again; so is an event longer than
+        :attr:`watch_line_limit`. :func:`argocd_image_updater.kube.watch.follow` does all that.
+        """
+        params = {
+            "watch": "true",
+            "timeoutSeconds": str(timeout_seconds),
+            "allowWatchBookmarks": "true",
+        }
         if resource_version:
             params["resourceVersion"] = resource_version
+        path = resource_path(kind, namespace)
         # The server ends the watch; a read that waits much longer than that is a dead connection.
         timeout = httpx.Timeout(REQUEST_TIMEOUT, read=timeout_seconds + 60.0)
         metrics.K8S_API_REQUESTS.inc()
-        request = self._http.build_request(
-            "GET", resource_path(kind, namespace), params=params, timeout=timeout
-        )
-        if self._sni:
-            request.extensions["sni_hostname"] = self._sni
-        try:
-            if value := await self._authorization():
+
+        async def open_stream(refresh: bool = False) -> httpx.Response:
+            value = await self._authorization(refresh)
+            http = await self._connection(refresh)
+            # Not compressed: the line limit then bounds what is held of an event.
+            request = http.build_request(
+                "GET", path, params=params, timeout=timeout, headers={"Accept-Encoding": "identity"}
+            )
+            if value:
                 request.headers["Authorization"] = value
-            response = await self._http.send(request, stream=True)
-            if self._refresh_after(response.status_code):
+            if self._sni:
+                request.extensions["sni_hostname"] = self._sni
+            return await http.send(request, stream=True)
+
+        async def attempt() -> httpx.Response:
+            response = await open_stream()
+            if response.status_code == 401 and self._renewable:
                 await response.aclose()
-                if value := await self._authorization(refresh=True):
-                    request.headers["Authorization"] = value
-                response = await self._http.send(request, stream=True)
+                response = await open_stream(refresh=True)
+            return response
+
+        try:
+            response = await retrying(
+                self.retry, f"watch {path}", Safety.ANY, attempt, _response_status, _close
+            )
             try:
                 if response.status_code >= 400:
                     await response.aread()
                     raise _status_error(
                         response.status_code, response.content, response.reason_phrase
                     )
-                async for line in response.aiter_lines():
-                    if not line.strip():
-                        continue
-                    try:
-                        event = json.loads(line)
-                        kind_name, obj = str(event["type"]), dict(event["object"])
-                    except (ValueError, KeyError, TypeError):
-                        raise KubeError(0, "Kubernetes API: a malformed watch event") from None
-                    if kind_name == "ERROR":
-                        raise _status_error(
-                            int(obj.get("code") or 0), json.dumps(obj).encode(), "watch error"
-                        ) from None
-                    yield kind_name, obj
+                if response.headers.get("Content-Encoding", "identity").lower() != "identity":
+                    raise KubeError(
+                        0, "Kubernetes API: a compressed watch, which was not asked for"
+                    )
+                async for line in event_lines(response.aiter_raw(), self.watch_line_limit):
+                    if line.strip():
+                        yield parse_event(line)
             finally:
                 await response.aclose()
         except KubeError:

@@ -5,10 +5,12 @@ A kubeconfig may be several files (``KUBECONFIG=a:b``, merged as kubectl does: t
 that defines a name wins, the first ``current-context`` is used). Supported in a cluster entry:
 ``server``, ``certificate-authority`` / ``certificate-authority-data``, ``tls-server-name``,
 ``proxy-url`` and ``insecure-skip-tls-verify`` (verification is off only when it is set true);
-in a user entry: ``token``, ``tokenFile``, ``client-certificate(-data)`` / ``client-key(-data)``,
-``username`` / ``password``, ``exec`` credential plugins, and the ``id-token`` of an ``oidc``
-auth provider (not refreshed: use an exec plugin such as kubelogin for that). Relative file
-paths are resolved against the kubeconfig file that names them, as kubectl does.
+in a user entry: ``token``, ``tokenFile``, ``client-certificate(-data)`` / ``client-key(-data)``
+(files read again when they change), ``username`` / ``password``, ``exec`` credential plugins,
+the ``oidc`` auth provider (its id-token renewed with its refresh-token), and impersonation
+(``as``, ``as-uid``, ``as-groups``, ``as-user-extra``). ``insecure-skip-tls-verify`` together
+with a CA is refused, as client-go refuses it. Relative file paths are resolved against the
+kubeconfig file that names them, as kubectl does.
 """
 
 from __future__ import annotations
@@ -17,29 +19,25 @@ import base64
 import binascii
 import contextlib
 import os
-import socket
+import re
 import ssl
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from argocd_image_updater.kits.tlstrust import client_context
 from argocd_image_updater.kube.auth import (
     BasicAuth,
-    ExecCredential,
     ExecPlugin,
     FileToken,
     KubeAuth,
     StaticToken,
 )
+from argocd_image_updater.kube.errors import KubeConfigError as KubeConfigError
+from argocd_image_updater.kube.oidc import OidcProvider
+from argocd_image_updater.kube.tls import CertFiles, CertSource, ClientTls, TlsSettings
 
 SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-
-
-class KubeConfigError(Exception):
-    """The kubeconfig or the in-cluster configuration cannot be used (the message says why)."""
 
 
 @dataclass
@@ -52,6 +50,10 @@ class ClusterAccess:
     namespace: str = "default"
     tls_server_name: str = ""
     proxy: str = ""
+    tls: ClientTls | None = None
+    """Renews ``verify`` when the client certificate changes (None: ``verify`` is fixed)."""
+    impersonation: list[tuple[str, str]] = field(default_factory=list)
+    """``Impersonate-*`` header fields sent with every request."""
 
 
 # --- in-cluster --------------------------------------------------------------------------------
@@ -78,7 +80,7 @@ def in_cluster(
         namespace = (account_dir / "namespace").read_text().strip() or namespace
     return ClusterAccess(
         server=f"https://{host}:{port}",
-        verify=_verifying_context(ca_file=str(ca_file)),
+        verify=TlsSettings(ca_file=str(ca_file)).context(),
         auth=FileToken(token_file),
         namespace=namespace,
     )
@@ -178,17 +180,24 @@ async def from_kubeconfig(paths: list[Path], context: str | None = None) -> Clus
     server = str(cluster.body.get("server") or "").rstrip("/")
     if not server:
         raise KubeConfigError(f"the cluster '{ctx.body.get('cluster')}' has no server")
-    auth, cert = await _user_auth(user, server, cluster) if user else (None, None)
-    insecure = cluster.body.get("insecure-skip-tls-verify") is True
     server_name = str(cluster.body.get("tls-server-name") or "")
-    verify = _tls_context(cluster, insecure, cert, server_name)
+    settings = TlsSettings(
+        ca_file=_path(cluster, "certificate-authority"),
+        ca_data=_data(cluster, "certificate-authority-data"),
+        insecure=cluster.body.get("insecure-skip-tls-verify") is True,
+        server_name=server_name,
+    )
+    auth, cert = await _user_auth(user, server, cluster) if user else (None, None)
+    tls = ClientTls(settings, cert)
     return ClusterAccess(
         server=server,
-        verify=verify,
+        verify=await tls.start(),
         auth=auth,
         namespace=str(ctx.body.get("namespace") or "default"),
         tls_server_name=server_name,
         proxy=str(cluster.body.get("proxy-url") or ""),
+        tls=tls if cert is not None else None,
+        impersonation=impersonation(user.body if user else {}),
     )
 
 
@@ -210,25 +219,17 @@ def _data(entry: _Entry, key: str) -> bytes:
         raise KubeConfigError(f"{key} is not valid base64") from None
 
 
-@dataclass(frozen=True)
-class _ClientCert:
-    cert_pem: bytes
-    key_pem: bytes
-    cert_file: str = ""
-    key_file: str = ""
-
-
 async def _user_auth(
     user: _Entry, server: str, cluster: _Entry
-) -> tuple[KubeAuth | None, _ClientCert | None]:
+) -> tuple[KubeAuth | None, CertSource | None]:
     body = user.body
-    cert = None
+    cert: CertSource | None = None
     if body.get("client-certificate-data") or body.get("client-certificate"):
-        cert = _ClientCert(
-            _data(user, "client-certificate-data"),
-            _data(user, "client-key-data"),
+        cert = CertFiles(
             _path(user, "client-certificate"),
             _path(user, "client-key"),
+            _data(user, "client-certificate-data"),
+            _data(user, "client-key-data"),
         )
     if body.get("token"):
         return StaticToken(str(body["token"])), cert
@@ -238,15 +239,15 @@ async def _user_auth(
         plugin = ExecPlugin.from_config(
             body["exec"], user.base, cluster=_cluster_info(server, cluster)
         )
-        first: ExecCredential = await plugin.credential()
+        first = await plugin.credential()
         if first.cert_pem and first.key_pem and cert is None:
-            cert = _ClientCert(first.cert_pem, first.key_pem)
+            cert = plugin  # its certificate is renewed with its credential
         return plugin, cert
     provider = body.get("auth-provider")
     if isinstance(provider, dict):
         config = provider.get("config") or {}
-        if provider.get("name") == "oidc" and config.get("id-token"):
-            return StaticToken(str(config["id-token"])), cert
+        if provider.get("name") == "oidc" and isinstance(config, dict):
+            return OidcProvider(config, user.base), cert
         raise KubeConfigError(
             f"the auth provider '{provider.get('name')}' is not supported: use an exec "
             "credential plugin (for OIDC, kubelogin)"
@@ -277,116 +278,42 @@ def _cluster_info(server: str, cluster: _Entry) -> dict[str, Any]:
     return info
 
 
-class _NamedServerContext(ssl.SSLContext):
-    """A client context that checks ``server_name`` (and sends it as SNI) whatever host the
-    connection was opened to: a kubeconfig's ``tls-server-name``, also inside a proxy's CONNECT
-    tunnel, where httpx passes the URL's host whatever the request's ``sni_hostname``."""
+_HEADER_NAME_CHAR: Final = re.compile(r"[A-Za-z0-9!#$&'*+\-.^_`|~]")
 
-    server_name: str
 
-    def wrap_socket(
-        self,
-        sock: socket.socket,
-        server_side: bool = False,
-        do_handshake_on_connect: bool = True,
-        suppress_ragged_eofs: bool = True,
-        server_hostname: str | bytes | None = None,
-        session: ssl.SSLSession | None = None,
-    ) -> ssl.SSLSocket:
-        return super().wrap_socket(
-            sock,
-            server_side,
-            do_handshake_on_connect,
-            suppress_ragged_eofs,
-            self.server_name,
-            session,
+def _extra_key(key: str) -> str:
+    """An ``as-user-extra`` key as the header name's tail: characters a header name cannot
+    hold percent-encoded (client-go's escaping; the API server decodes them)."""
+    return "".join(
+        c if _HEADER_NAME_CHAR.fullmatch(c) else "".join(f"%{b:02X}" for b in c.encode())
+        for c in key
+    )
+
+
+def impersonation(user: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The ``Impersonate-*`` header fields of a kubeconfig user's ``as``, ``as-uid``,
+    ``as-groups`` and ``as-user-extra`` (one field per group and per extra value)."""
+    fields: list[tuple[str, str]] = []
+    name = str(user.get("as") or "")
+    if name:
+        fields.append(("Impersonate-User", name))
+    if user.get("as-uid"):
+        fields.append(("Impersonate-Uid", str(user["as-uid"])))
+    groups = user.get("as-groups") or []
+    if not isinstance(groups, list):
+        raise KubeConfigError("as-groups is not a list")
+    fields += [("Impersonate-Group", str(group)) for group in groups]
+    extra = user.get("as-user-extra") or {}
+    if not isinstance(extra, dict):
+        raise KubeConfigError("as-user-extra is not a mapping of lists")
+    for key, values in extra.items():
+        for value in values if isinstance(values, list) else [values]:
+            fields.append((f"Impersonate-Extra-{_extra_key(str(key))}", str(value)))
+    if fields and not name:
+        raise KubeConfigError(
+            "as-uid, as-groups and as-user-extra impersonate a user: set 'as' too"
         )
-
-    def wrap_bio(
-        self,
-        incoming: ssl.MemoryBIO,
-        outgoing: ssl.MemoryBIO,
-        server_side: bool = False,
-        server_hostname: str | bytes | None = None,
-        session: ssl.SSLSession | None = None,
-    ) -> ssl.SSLObject:
-        return super().wrap_bio(incoming, outgoing, server_side, self.server_name, session)
-
-
-def _new_context(server_name: str) -> ssl.SSLContext:
-    if not server_name:
-        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context = _NamedServerContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.server_name = server_name
-    return context
-
-
-def _verifying_context(
-    *, ca_file: str = "", ca_data: bytes = b"", server_name: str = ""
-) -> ssl.SSLContext:
-    """A context that trusts exactly the cluster's CA, as client-go does when one is given."""
-    context = _new_context(server_name)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    try:
-        if ca_file:
-            context.load_verify_locations(cafile=ca_file)
-        if ca_data:
-            context.load_verify_locations(cadata=ca_data.decode("ascii", "replace"))
-    except FileNotFoundError:
-        raise KubeConfigError(f"the CA file {ca_file} does not exist") from None
-    except (ssl.SSLError, OSError, ValueError) as err:
-        where = ca_file or "certificate-authority-data"
-        raise KubeConfigError(f"cannot load the cluster CA from {where}: {err}") from None
-    return context
-
-
-def _tls_context(
-    cluster: _Entry, insecure: bool, cert: _ClientCert | None, server_name: str = ""
-) -> ssl.SSLContext:
-    ca_data = _data(cluster, "certificate-authority-data")
-    ca_file = _path(cluster, "certificate-authority")
-    if insecure:
-        if cert is None and not server_name:
-            return client_context(insecure=True)
-        context = _new_context(server_name)
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    elif ca_data or ca_file:
-        context = _verifying_context(ca_file=ca_file, ca_data=ca_data, server_name=server_name)
-    elif cert is None and not server_name:
-        return client_context()  # the system trust store, shared and loaded when first needed
-    elif not server_name:
-        context = ssl.create_default_context()
-    else:
-        context = _new_context(server_name)
-        context.options |= ssl.OP_NO_COMPRESSION
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-    if cert is not None:
-        _load_client_cert(context, cert)
-    return context
-
-
-def _load_client_cert(context: ssl.SSLContext, cert: _ClientCert) -> None:
-    """Load a client certificate and key given as files or as data. The ssl module reads only
-    files: data goes through a private temporary directory that is removed at once."""
-    try:
-        if cert.cert_file and not cert.cert_pem:
-            if not (cert.key_file or cert.key_pem):
-                raise KubeConfigError("client-certificate is set without client-key")
-            if cert.key_file:
-                context.load_cert_chain(cert.cert_file, cert.key_file)
-                return
-        cert_pem = cert.cert_pem or Path(cert.cert_file).read_bytes()
-        key_pem = cert.key_pem or (Path(cert.key_file).read_bytes() if cert.key_file else b"")
-        if not key_pem:
-            raise KubeConfigError("client-certificate-data is set without client-key(-data)")
-        with tempfile.TemporaryDirectory(prefix="kube-client-") as private:
-            cert_path, key_path = Path(private) / "tls.crt", Path(private) / "tls.key"
-            for target, content in ((cert_path, cert_pem), (key_path, key_pem)):
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "wb") as out:
-                    out.write(content)
-            context.load_cert_chain(str(cert_path), str(key_path))
-    except (ssl.SSLError, OSError) as err:
-        raise KubeConfigError(f"cannot load the client certificate: {err}") from None
+    for header, value in fields:
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+            raise KubeConfigError(f"the value of {header} holds a control character")
+    return fields

@@ -17,3 +17,7 @@ class KubeError(Exception):
     @property
     def is_not_found(self) -> bool:
         return self.status == 404
+
+
+class KubeConfigError(Exception):
+    """The kubeconfig or the in-cluster configuration cannot be used (the message says why)."""

@@ -21,15 +21,14 @@ Source-type detection and the choice of the source to write to follow the origin
 from __future__ import annotations
 
 import enum
-import marshal
 import posixpath
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from argocd_image_updater.model.resources import METADATA_READ
+from argocd_image_updater.model.app_object import keep_object, kept_object
 
 DEFAULT_TARGET_FILE_PREFIX: Final = ".argocd-source-"
 KUSTOMIZATION_PREFIX: Final = "kustomization"
@@ -96,7 +95,7 @@ class AppSource:
     ``("sourceHydrator", "drySource")``. ``index`` is ``i`` for multi-source apps.
     ``kind`` names the configuration block present (Helm, Kustomize, Plugin, Directory) or
     ``UNKNOWN`` when there is none. ``kept`` holds :attr:`raw`: the source's mapping itself, or
-    the whole Application it belongs to, serialized (see :func:`_kept`), read at
+    the whole Application it belongs to, serialized (see :func:`~argocd_image_updater.model.app_object.keep_object`), read at
     ``spec_path``.
     """
 
@@ -124,7 +123,7 @@ class AppSource:
         """The source's object (read anew from what is kept: the caller may change it)."""
         if not isinstance(self.kept, bytes):
             return self.kept
-        value: Any = _unkept(self.kept)["spec"]
+        value: Any = kept_object(self.kept)["spec"]
         for step in self.spec_path:
             value = value[step]
         return value  # type: ignore[no-any-return]
@@ -335,74 +334,6 @@ def _read_source(
     )
 
 
-_KEPT_SPEC: Final = ("source", "sources", "sourceHydrator")
-_KEPT_STATUS: Final[Mapping[str, tuple[str, ...] | None]] = MappingProxyType(
-    {
-        "sync": ("status", "revision", "revisions"),
-        "health": ("status", "message"),
-        "operationState": ("phase", "message"),
-        "summary": ("images",),
-        "conditions": None,
-        "sourceType": None,
-        "sourceTypes": None,
-    }
-)
-"""The ``status`` fields read: the view's own and those the ship tracker reports (``None``:
-the whole value)."""
-
-
-def _pick(value: Any, keys: Sequence[str]) -> Any:
-    if not isinstance(value, dict):
-        return value  # malformed: the view names the field
-    return {key: value[key] for key in keys if key in value}
-
-
-def compact_object(obj: Any) -> Any:
-    """``obj`` (an Application as the API returns it) reduced to the fields the updater reads:
-    the metadata that identifies it and its labels and annotations, the sources in ``spec``
-    (what a patch edits), and the parts of ``status`` the view and the ship tracker read.
-    Everything else (``status.resources``, ``status.history``, ``status.operationState``'s
-    results, ``managedFields``, …) is left out, so that the Applications kept from one cycle to
-    the next hold a fraction of the listed objects. The values kept are the same objects, not
-    copies (the object as listed is read once and then dropped); malformed parts are kept as
-    they are, so that :meth:`Application.from_object` reports them as it would have."""
-    if not isinstance(obj, dict):
-        return obj
-    out = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
-    if "metadata" in obj:
-        out["metadata"] = _pick(obj["metadata"], METADATA_READ)
-    if "spec" in obj:
-        out["spec"] = _pick(obj["spec"], _KEPT_SPEC)
-    status = obj.get("status")
-    if isinstance(status, dict):
-        kept: dict[str, Any] = {}
-        for key, fields in _KEPT_STATUS.items():
-            if key in status:
-                kept[key] = status[key] if fields is None else _pick(status[key], fields)
-        out["status"] = kept
-    elif "status" in obj:
-        out["status"] = status
-    return out
-
-
-def _kept(obj: Mapping[str, Any]) -> bytes | Mapping[str, Any]:
-    """How a view keeps its object: serialized, one object where the mapping is dozens (with
-    its strings, about a fifth of the memory), read again by the few that need it (planning
-    reads its source, the writers the whole object). ``marshal``, not JSON: five times faster
-    to write and twice as fast to read, a little smaller; it only ever reads back what this
-    process wrote (never stored, never received). An object it cannot hold (a YAML timestamp
-    in a local manifest) is kept as it is."""
-    try:
-        return marshal.dumps(cast(dict[str, Any], obj))  # another mapping: ValueError
-    except ValueError:
-        return obj
-
-
-def _unkept(kept: bytes) -> Any:
-    """The object :func:`_kept` serialized (a new copy: the caller may change it)."""
-    return marshal.loads(kept)  # noqa: S302 - our own bytes, from _kept in this process
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class Application:
     """Read-only view of one Application; build it with :meth:`from_object`.
@@ -417,7 +348,7 @@ class Application:
     resource_version: str
     uid: str
     kept: bytes | Mapping[str, Any] = field(repr=False)
-    """What :attr:`raw` gives back (see :func:`_kept`)."""
+    """What :attr:`raw` gives back (see :func:`~argocd_image_updater.model.app_object.keep_object`)."""
     single_source: AppSource | None
     multi_sources: tuple[AppSource, ...]
     source_hydrator: AppSource | None
@@ -447,7 +378,7 @@ class Application:
         spec = r.mapping(obj, "spec", "spec") or _EMPTY
         status = r.mapping(obj, "status", "status") or _EMPTY
 
-        kept = _kept(obj)
+        kept = keep_object(obj)
         single = r.mapping(spec, "source", "spec.source")
         multi = tuple(
             _read_source(r, s, p, ("sources", i), kept)
@@ -491,7 +422,7 @@ class Application:
         """The object the view was built from (read anew from what is kept: the caller may change
         it)."""
         if isinstance(self.kept, bytes):
-            return _unkept(self.kept)  # type: ignore[no-any-return]
+            return kept_object(self.kept)  # type: ignore[no-any-return]
         return self.kept
 
     @property

@@ -26,10 +26,9 @@ trailing ``/`` is ignored; paths compare exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
-if TYPE_CHECKING:
-    from argocd_image_updater.model.update_config import UpdateSettings
+from argocd_image_updater.model.update_settings import UpdateSettings
 
 ChartKind = Literal["oci", "helm"]
 
@@ -177,7 +176,7 @@ class ChartSpec:
 
     alias: str
     chart: str
-    settings: UpdateSettings = field(default_factory=lambda: _no_settings())
+    settings: UpdateSettings = field(default_factory=UpdateSettings)
     origin: str = field(default="", compare=False)
 
     @property
@@ -192,10 +191,3 @@ class ChartSpec:
         if " annotation " in self.origin:
             return self.origin
         return f"{self.origin}.{subfield}"
-
-
-def _no_settings() -> UpdateSettings:
-    # Imported here: reading a chart reference (the `test` command) needs no update settings.
-    from argocd_image_updater.model.update_config import UpdateSettings
-
-    return UpdateSettings()

@@ -10,7 +10,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import Final, Protocol
+
+DEFAULT_REQUEST_DEADLINE: Final = 60.0
+"""Seconds a registry request may take in all (connection, response head and whole body) when
+its registries.conf entry sets no ``timeout``."""
 
 
 class TagSortMode(enum.StrEnum):
@@ -42,6 +46,8 @@ class RegistryEndpoint:
     """Requests per second; 0 = unlimited."""
     tag_sort_mode: TagSortMode = TagSortMode.NONE
     is_default: bool = False
+    timeout: float = DEFAULT_REQUEST_DEADLINE
+    """``timeout`` of registries.conf: the deadline of each request, in seconds."""
     plain_http_fallback: bool = False
     """HTTPS first, plain HTTP when the server answers the TLS handshake in plain HTTP: for
     loopback registries that no registries.conf entry covers, as the docker CLI does."""

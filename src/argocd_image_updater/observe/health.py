@@ -14,6 +14,15 @@ class Health:
     """Seconds without a finished cycle after which the process is unhealthy; 0 = never."""
     ready: bool = False
     last_cycle_end: float = field(default_factory=time.monotonic)
+    failing: dict[str, str] = field(default_factory=dict)
+    """Parts of the process that keep failing (a watch), by name: the process is unhealthy
+    while any is."""
+
+    def part_failing(self, name: str, message: str) -> None:
+        self.failing[name] = message
+
+    def part_recovered(self, name: str) -> None:
+        self.failing.pop(name, None)
 
     def cycle_finished(self) -> None:
         self.ready = True
@@ -24,6 +33,8 @@ class Health:
         self.cycle_finished()
 
     def healthy(self) -> tuple[bool, str]:
+        if self.failing:
+            return False, "; ".join(f"{name}: {why}" for name, why in sorted(self.failing.items()))
         if self.stall_after <= 0:
             return True, "ok"
         idle = time.monotonic() - self.last_cycle_end

@@ -60,6 +60,13 @@ ARGOCD_API_ERRORS: Final = Counter(
 )
 
 # --- additions --------------------------------------------------------------------------------
+K8S_API_RETRIES: Final = Counter(
+    _P + "k8s_api_retries",
+    "Kubernetes API requests sent again, by what the previous attempt met: an HTTP status "
+    "(429, 500, 502, 503, 504) or 'connection' (a reset connection)",
+    ["reason"],
+    registry=REGISTRY,
+)
 REGISTRY_RESPONSES: Final = Counter(
     _P + "registry_responses",
     "Registry HTTP responses by request kind and status code ('error' for transport errors)",

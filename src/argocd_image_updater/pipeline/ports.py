@@ -92,6 +92,19 @@ class BatchWriter(Protocol):
     ) -> BatchResult: ...
 
 
+class KeptFields(Protocol):
+    """What the API server keeps of an ImageUpdater's status: the fields of the installed CRD
+    (:class:`~argocd_image_updater.report.installed_crd.InstalledCrd`)."""
+
+    def keep_status(self, status: Mapping[str, Any]) -> dict[str, Any]:
+        """``status`` without the fields the server would prune."""
+        ...
+
+    def learn(self, sent: Mapping[str, Any], answered: Any) -> None:
+        """Note what a write's answer shows the server pruned (or now keeps)."""
+        ...
+
+
 class StatusStore(Protocol):
     """Where an ImageUpdater's ``status`` is stored (the ``/status`` subresource)."""
 

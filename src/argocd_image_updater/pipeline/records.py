@@ -1,9 +1,10 @@
 """The records passed between the stages of a cycle.
 
 Config sources produce a :class:`Collected` (the applications to update, with the
-ImageUpdater each comes from as a :class:`CRState`); the cycle turns it into a
-:class:`CycleResult` (one :class:`AppOutcome` per application); a batch writer answers with a
-:class:`BatchResult`; the report stage reads all of them.
+ImageUpdater each comes from as a :class:`CRState`); the cycle gives each application its scan
+jobs (a :class:`CycleApp`) and turns them into a :class:`CycleResult` (one :class:`AppOutcome`
+per application); a batch writer answers with a :class:`BatchResult`; the report stage reads
+all of them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argocd_image_updater.model.update_config import AppUpdateConfig
+from argocd_image_updater.plan.jobs import AppJobs
 from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.plan.moved import TagMove
 
@@ -42,6 +44,22 @@ class Collected:
     def errors(self) -> int:
         """Skipped files and objects, and ImageUpdaters that could not be used."""
         return len(self.problems) + sum(1 for cr in self.crs if cr.error)
+
+
+@dataclass(frozen=True, slots=True)
+class CycleApp:
+    """One application of a cycle once its scan jobs are known: its configuration, the
+    ImageUpdater it comes from (none for annotations) and what to scan for it."""
+
+    config: AppUpdateConfig
+    cr: CRState | None
+    jobs: AppJobs
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the key of its outcome and of what is remembered of it."""
+        app = self.config.app
+        return f"{app.namespace}/{app.name}"
 
 
 @dataclass(slots=True)

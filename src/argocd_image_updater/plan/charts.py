@@ -37,14 +37,6 @@ from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.tags import TagInfo
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.holds import HoldContext
-from argocd_image_updater.plan.jobs import (
-    Refusal,
-    ScanKey,
-    parse_min_age,
-    registry_access,
-    scan_key_for,
-    skipped_result,
-)
 from argocd_image_updater.plan.model import (
     ImageChange,
     ImageReason,
@@ -52,6 +44,15 @@ from argocd_image_updater.plan.model import (
     Outcome,
     RevisionEdit,
     SourcePath,
+)
+from argocd_image_updater.plan.scans import (
+    EndpointFor,
+    Refusal,
+    ScanKey,
+    parse_min_age,
+    registry_access,
+    scan_key_for,
+    skipped_result,
 )
 from argocd_image_updater.policy.downgrade import downgrade
 from argocd_image_updater.policy.filters import parse_allow_tags
@@ -63,8 +64,6 @@ from argocd_image_updater.policy.strategies import parse_strategy
 CHARTFILE_PREFIX: Final = "chartfile"
 HELM_INDEX: Final = "helm-index"
 """``ScanKey.kind`` of a chart listed by a Helm repository's ``index.yaml``."""
-
-EndpointFor = Callable[[str, str], RegistryEndpoint]
 
 
 def is_chartfile_target(target: str | None) -> bool:
@@ -285,7 +284,7 @@ class _HelmVersions:
         )
 
 
-"""``(job, scan) → selection``: the cycle's shared choice (``plan.decide.ScanResults``)."""
+"""``(job, scan) → selection``: the cycle's shared choice (``plan.choices.ScanResults``)."""
 
 
 def chart_image(ref: ChartRef, alias: str) -> ImageRef:

@@ -19,13 +19,10 @@ Equal :class:`ScanKey` values, across all applications of a cycle, mean one regi
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from argocd_image_updater.config.credentials import CredentialRefError, parse_credential_ref
-from argocd_image_updater.config.durations import DurationError, parse_go_duration
 from argocd_image_updater.model.application import AppSource, SourceType
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import PlatformFilter, runtime_platform
@@ -34,44 +31,24 @@ from argocd_image_updater.model.update_config import (
     AppUpdateConfig,
     ImageSpec,
     ManifestTarget,
-    SkippedImage,
-    UpdateSettings,
     Verification,
     WriteBack,
 )
+from argocd_image_updater.plan.charts import ChartJob, plan_chart_scans
 from argocd_image_updater.plan.model import EditKind, ImageReason, ImageResult, Outcome, SourcePath
 from argocd_image_updater.plan.params import ParamNames
+from argocd_image_updater.plan.scans import EndpointFor as EndpointFor
+from argocd_image_updater.plan.scans import (
+    Refusal,
+    parse_min_age,
+    registry_access,
+    scan_key_for,
+    skipped_result,
+)
+from argocd_image_updater.plan.scans import ScanKey as ScanKey
 from argocd_image_updater.policy.filters import parse_allow_tags
-from argocd_image_updater.policy.min_age import FROM_CREATED, FROM_SEEN, MIN_AGE_FROM
-from argocd_image_updater.policy.select import Policy, PolicyError, needs_metadata
+from argocd_image_updater.policy.select import Policy, PolicyError
 from argocd_image_updater.policy.strategies import parse_strategy
-
-if TYPE_CHECKING:
-    from argocd_image_updater.plan.charts import ChartJob
-
-EndpointFor = Callable[[str, str], RegistryEndpoint]
-_SECRET_PREFIXES: Final = ("pullsecret:", "secret:")
-
-
-@dataclass(frozen=True, slots=True)
-class ScanKey:
-    """One registry scan: equal keys across all apps of a cycle are scanned once.
-
-    ``repository`` already carries the endpoint's default namespace. ``credentials`` is the
-    image's credential reference, ``""`` for the endpoint's own. ``platforms`` (sorted) only
-    matter, and are only set, when ``metadata`` is fetched; ``only_tags`` restricts the scan
-    (the followed tag of the ``digest`` strategy), ``()`` means every tag.
-    """
-
-    api_url: str
-    repository: str
-    credentials: str
-    metadata: bool
-    platforms: tuple[str, ...]
-    only_tags: tuple[str, ...]
-    kind: str = ""
-    """``""`` for a registry scan; ``helm-index`` for a chart of a Helm repository
-    (``api_url`` is then the repository URL, ``repository`` the chart name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,77 +175,6 @@ def find_live(
     return _find(live, cfg)
 
 
-def pull_secret_namespace(ref: str) -> str | None:
-    """The namespace a ``pullsecret:``/``secret:`` reference names, if it names one."""
-    if not ref.startswith(_SECRET_PREFIXES):
-        return None
-    location = ref.partition(":")[2]
-    namespace, sep, _ = location.partition("/")
-    return namespace if sep else None
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why an image or chart cannot be scanned (its result's reason and message)."""
-
-    reason: ImageReason
-    message: str
-
-
-def registry_access(
-    config: AppUpdateConfig,
-    settings: UpdateSettings,
-    endpoint_for: EndpointFor,
-    registry: str,
-    name: str,
-) -> tuple[RegistryEndpoint, str, str] | Refusal:
-    """The endpoint, repository path and pull secret (``""`` for none) a scan of ``name`` on
-    ``registry`` uses, or why it may not run: a pull secret reference that cannot be read or
-    names another namespace than the app's (outside legacy mode), or no endpoint for it."""
-    pull_secret = settings.effective_pull_secret
-    if pull_secret:
-        try:
-            parse_credential_ref(pull_secret)
-        except CredentialRefError as err:
-            where = settings.where("pull_secret")
-            return Refusal(ImageReason.INVALID_CONFIG, f"{where}: {err}")
-    app = config.app
-    namespace = pull_secret_namespace(pull_secret)
-    if namespace is not None and namespace != app.namespace and not config.is_legacy:
-        return Refusal(
-            ImageReason.PULL_SECRET_NAMESPACE,
-            f"{settings.where('pull_secret')} namespace '{namespace}' differs from app "
-            f"namespace '{app.namespace}'",
-        )
-    try:
-        endpoint = endpoint_for(registry, name)
-    except Exception as err:  # a configuration lookup; its failure is this image's error
-        return Refusal(
-            ImageReason.REGISTRY_CONFIG,
-            f"Could not get registry endpoint from configuration: {err}",
-        )
-    return endpoint, endpoint.repository_path(name), pull_secret or ""
-
-
-def parse_min_age(settings: UpdateSettings) -> tuple[timedelta | None, bool]:
-    """``minAge`` and whether it counts from the creation time; PolicyError naming the field."""
-    from_text = (settings.min_age_from or FROM_SEEN).strip().lower()
-    if from_text not in MIN_AGE_FROM:
-        raise PolicyError(
-            f"{settings.where('min_age_from')}: '{settings.min_age_from}' is not one of "
-            f"{', '.join(MIN_AGE_FROM)}"
-        )
-    if not settings.min_age:
-        return None, False
-    try:
-        min_age = parse_go_duration(settings.min_age.strip())
-    except DurationError as err:
-        raise PolicyError(f"{settings.where('min_age')}: {err}") from None
-    if min_age.total_seconds() < 0:
-        raise PolicyError(f"{settings.where('min_age')}: '{settings.min_age}' is negative")
-    return (min_age or None), from_text == FROM_CREATED
-
-
 @functools.lru_cache(maxsize=256)
 def platform_filter(platforms: tuple[str, ...]) -> PlatformFilter:
     """The filter of a ``platforms`` setting (``()``: the runtime platform); one per setting,
@@ -350,21 +256,6 @@ def edit_kind(
         return "plugin", names or ParamNames.plugin(), ""
     names = ParamNames.helm(helm.spec, helm.name, helm.tag) if helm else ParamNames.helm()
     return "helm", names, ""
-
-
-def scan_key_for(
-    policy: Policy, endpoint: RegistryEndpoint, repository: str, credentials: str
-) -> ScanKey:
-    """The registry scan a policy needs of ``repository`` (images and OCI charts alike)."""
-    metadata = needs_metadata(policy, time_sorted=endpoint.tag_sort_mode.is_time_sorted)
-    return ScanKey(
-        api_url=endpoint.api_url,
-        repository=repository,
-        credentials=credentials,
-        metadata=metadata,
-        platforms=tuple(policy.platforms.keys) if metadata else (),
-        only_tags=policy.strategy.only_tags(policy.constraint),
-    )
 
 
 def _plan_image(
@@ -464,24 +355,6 @@ def _plan_image_contained(
         )
 
 
-def skipped_result(skipped: SkippedImage) -> ImageResult:
-    """The result of an image (or chart) left out of the application by its templates."""
-    if skipped.error:
-        outcome, reason = Outcome.ERROR, ImageReason.INVALID_CONFIG
-    else:
-        outcome, reason = Outcome.SKIPPED, ImageReason.TEMPLATE_MISSING_KEY
-    return ImageResult(
-        skipped.alias,
-        skipped.image,
-        None,
-        None,
-        outcome,
-        reason,
-        skipped.message,
-        detail=skipped.detail,
-    )
-
-
 @functools.lru_cache(maxsize=64)
 def _in_spec(spec_path: tuple[str | int, ...]) -> tuple[str | int, ...]:
     """``("spec", *spec_path)``, one tuple per path (every kept plan holds one)."""
@@ -494,8 +367,6 @@ def plan_scans(config: AppUpdateConfig, endpoint_for: EndpointFor) -> AppJobs:
     ``endpoint_for(registry, image_name)`` gives the registry endpoint serving an image; an
     exception it raises becomes that image's error.
     """
-    from argocd_image_updater.plan.charts import plan_chart_scans
-
     app = config.app
     target = config.write_back.write_back_target
     source_type = app.source_type(target)

@@ -13,12 +13,9 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from argocd_image_updater.model.image import ImageRef
-
-if TYPE_CHECKING:
-    from argocd_image_updater.plan.holds import RollbackGuard
 
 EditKind = Literal["helm", "kustomize", "plugin"]
 SourcePath = tuple[str | int, ...]
@@ -126,6 +123,13 @@ class ImageResult:
         return self.reason not in _NOT_CONSIDERED
 
 
+class ChangeGuard(Protocol):
+    """A check the writer of a change's target makes before writing it, when only the writer
+    reads that target: :class:`~argocd_image_updater.plan.holds.RollbackGuard`, which the git
+    writer knows. The plan only carries it (a protocol, so that this module, which
+    ``plan.holds`` builds on, does not import it back)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ImageChange:
     """An image that moves to a new tag/digest, and the parameter edits that do it.
@@ -143,7 +147,7 @@ class ImageChange:
     labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
     edits: tuple[ParamEdit, ...] = ()
     old_digest: str = ""
-    guard: RollbackGuard | None = field(default=None, compare=False, repr=False)
+    guard: ChangeGuard | None = field(default=None, compare=False, repr=False)
     """Set when the write-back target may have been rolled back from a tag written earlier
     and only the writer can read it (a git file): the writer holds the change then."""
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from argocd_image_updater.model.controller_state import repo_key
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.policy.select import PolicyError
 

@@ -5,8 +5,8 @@ A strategy other than ``digest`` chooses from tag names (``semver``, ``alphabeti
 metadata that may be a few cycles old (``newest-build``), so the digest of the chosen tag is asked
 for after the choice: one request per distinct (registry, repository, credentials, tag) in a
 cycle, never one per tag of the repository. :func:`wanted_pins` lists them from the scans and
-the choices (made once, shared with the planner through :class:`~.decide.ScanResults`); the
-cycle asks the registry and stores the answers with :meth:`~.decide.ScanResults.pin`; the
+the choices (made once, shared with the planner through :class:`~.choices.ScanResults`); the
+cycle asks the registry and stores the answers with :meth:`~.choices.ScanResults.pin`; the
 planner writes ``tag@digest`` with them. Pure: no I/O here.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from argocd_image_updater.plan.decide import ScanResults
+from argocd_image_updater.plan.choices import ScanResults
 from argocd_image_updater.plan.jobs import AppJobs, ImageJob
 from argocd_image_updater.policy.select import PolicyError
 

@@ -3,11 +3,11 @@
 ``allowTags`` is ``regexp:<expression>`` or ``any`` (an empty value means any). Anything else,
 including a bare regular expression, matches no tag at all, as in the original; the matcher
 carries the reason so that it can be reported. The expression is searched for anywhere in the
-tag (unanchored). The original uses Go's RE2 syntax; expressions are run with Python's ``re``
-after translating RE2's POSIX classes (``[[:digit:]]``) and ``\\z``. Differences left are rare
-in tag filters: RE2 rejects back-references and look-around (accepted here), and Python rejects
-``\\pN`` classes and flags such as ``(?i)`` that are not at the start (such an expression then
-matches no tag and the matcher's ``error`` says why).
+tag (unanchored). It is compiled with RE2, as the original's Go ``regexp`` is, through
+:mod:`argocd_image_updater.kits.re2match`: the same syntax (``[[:digit:]]``, ``\\z``, ``\\pL``,
+``(?i)`` anywhere; no back-references or look-around) and matching in time linear in the tag,
+whatever the expression. An expression RE2 refuses matches no tag and the matcher's ``error``
+gives RE2's reason.
 
 ``ignoreTags`` entries are globs with the semantics of Go's ``filepath.Match``: ``*`` and ``?``
 do not match ``/``, ``[...]`` classes take ranges and ``^`` negation, ``\\`` escapes, and a
@@ -17,14 +17,12 @@ the translator in :mod:`argocd_image_updater.kits.globs`.
 
 from __future__ import annotations
 
-import functools
-import re
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from argocd_image_updater.kits.globs import GlobError, compile_glob
+from argocd_image_updater.kits.globs import GlobError, match_glob
+from argocd_image_updater.kits.re2match import RegexpError, compile_re2
 
 MatchKind = Literal["any", "none", "regexp"]
 _ALLOW_HINT: Final = "use regexp:<expression> or any"
@@ -44,8 +42,10 @@ class TagMatcher:
             return True
         if self.kind == "none":
             return False
-        compiled = _compile_regexp(self.pattern)
-        return compiled is not None and compiled.search(tag) is not None
+        try:
+            return compile_re2(self.pattern).found_in(tag)
+        except RegexpError:
+            return False
 
     def __str__(self) -> str:
         return f"regexp:{self.pattern}" if self.kind == "regexp" else self.kind
@@ -66,10 +66,8 @@ def parse_allow_tags(text: str | None) -> TagMatcher:
             "none", error=f"unknown match function '{function}' in '{text}': {_ALLOW_HINT}"
         )
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            re.compile(_translate_re2(expression))
-    except (re.error, ValueError) as err:
+        compile_re2(expression)
+    except RegexpError as err:
         return TagMatcher(
             "none",
             error=f"could not compile regexp '{expression}' in '{text}': {err}; fix the expression",
@@ -77,82 +75,12 @@ def parse_allow_tags(text: str | None) -> TagMatcher:
     return TagMatcher("regexp", expression)
 
 
-@functools.lru_cache(maxsize=256)
-def _compile_regexp(expression: str) -> re.Pattern[str] | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return re.compile(_translate_re2(expression))
-    except (re.error, ValueError):
-        return None
-
-
-_POSIX_CLASSES: Final = {
-    "alnum": "0-9A-Za-z",
-    "alpha": "A-Za-z",
-    "ascii": "\\x00-\\x7f",
-    "blank": "\\t ",
-    "cntrl": "\\x00-\\x1f\\x7f",
-    "digit": "0-9",
-    "graph": "!-~",
-    "lower": "a-z",
-    "print": " -~",
-    "punct": "!-/:-@\\[-`{-~",
-    "space": "\\t\\n\\v\\f\\r ",
-    "upper": "A-Z",
-    "word": "0-9A-Za-z_",
-    "xdigit": "0-9A-Fa-f",
-}
-
-
-def _translate_re2(expression: str) -> str:
-    """RE2 syntax Python spells differently: POSIX classes inside ``[...]`` and ``\\z``."""
-    out: list[str] = []
-    i, n = 0, len(expression)
-    in_class = False
-    while i < n:
-        c = expression[i]
-        if c == "\\" and i + 1 < n:
-            pair = expression[i : i + 2]
-            out.append("\\Z" if pair == "\\z" and not in_class else pair)
-            i += 2
-            continue
-        if not in_class:
-            out.append(c)
-            i += 1
-            if c == "[":
-                in_class = True
-                if i < n and expression[i] == "^":
-                    out.append("^")
-                    i += 1
-                if i < n and expression[i] == "]":  # a leading ']' is a literal
-                    out.append("\\]")
-                    i += 1
-            continue
-        if c == "[" and expression.startswith(":", i + 1):
-            end = expression.find(":]", i + 2)
-            if end != -1:
-                name = expression[i + 2 : end]
-                if name not in _POSIX_CLASSES:
-                    raise ValueError(f"unsupported character class [:{name}:]")
-                out.append(_POSIX_CLASSES[name])
-                i = end + 2
-                continue
-        if c == "]":
-            in_class = False
-            out.append(c)
-        elif c in "[&~|":  # literal in a class; escaped so Python reads no set operation
-            out.append("\\" + c)
-        else:
-            out.append(c)
-        i += 1
-    return "".join(out)
-
-
 def glob_match(pattern: str, name: str) -> bool:
     """Whether ``name`` matches the glob ``pattern`` (Go ``filepath.Match``; bad pattern: no)."""
-    compiled = _compile_glob(pattern)
-    return compiled is not None and compiled.fullmatch(name) is not None
+    try:
+        return match_glob(pattern, name)
+    except GlobError:
+        return False
 
 
 def is_ignored(tag: str, patterns: Iterable[str]) -> str | None:
@@ -161,10 +89,3 @@ def is_ignored(tag: str, patterns: Iterable[str]) -> str | None:
         if glob_match(pattern, tag):
             return pattern
     return None
-
-
-def _compile_glob(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return compile_glob(pattern)
-    except GlobError:
-        return None

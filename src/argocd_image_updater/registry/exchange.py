@@ -1,6 +1,8 @@
 """HTTP to one registry endpoint with retries, pacing and accounting.
 
-* retries: 429/5xx/transport errors are retried with backoff, honouring ``Retry-After``;
+* retries: 429/5xx/transport errors are retried with backoff, honouring ``Retry-After``; a
+  request that overran its deadline (registries.conf ``timeout``) is not: a registry that
+  trickles its answer would only stall the image ``attempts`` times as long;
 * pacing: every HTTP request takes a slot of the endpoint's rate limit and concurrency bound,
   and is counted in the metrics and in :class:`RequestStats`;
 * a loopback registry that answers TLS in plain HTTP is spoken to in plain HTTP when the endpoint
@@ -13,11 +15,13 @@ import asyncio
 import ssl
 import time
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 
 from argocd_image_updater import http1
+from argocd_image_updater.config.durations import format_go_duration
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.retry import RETRY_STATUSES, RetryPolicy
 from argocd_image_updater.observe.log import TRACE, get_logger
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
 from argocd_image_updater.registry.transport import http_client
 
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+_NAMES: Final[Mapping[str, str]] = {"tags": "tag list", "ping": "API check"}
 
 
 def _tls_failure(exc: BaseException) -> str | None:
@@ -119,6 +124,27 @@ class EndpointHTTP:
         if self._owns_http:
             await self._http.aclose()
 
+    def _unavailable(
+        self, kind: RequestKind, repository: str, exc: httpx.TransportError
+    ) -> RegistryUnavailable:
+        """The error of a request that failed at the transport on its last attempt."""
+        what = f"{kind} of repository '{repository}'"
+        detail = f"{type(exc).__name__}: {exc or 'no detail'}"
+        if isinstance(exc, httpx.RemoteProtocolError):
+            # It answered, but not in valid HTTP/1.1 (or cut the answer off): not a wrong URL.
+            message = (
+                f"registry {self.registry} sent a malformed or cut-off answer for {what} "
+                f"after {self.retry.attempts} attempts ({detail}); the registry, or a proxy in "
+                "front of it, is misbehaving"
+            )
+        else:
+            message = (
+                f"registry {self.registry} could not be reached for {what} after "
+                f"{self.retry.attempts} attempts ({detail}); check that 'api_url' is right and "
+                "the registry is up, then try again"
+            )
+        return RegistryUnavailable(message, registry=self.registry, repository=repository)
+
     def is_own(self, url: str | httpx.URL) -> bool:
         """Whether ``url`` is on the registry's own origin."""
         return httpx.URL(url).copy_with(path="/", query=None, fragment=None) == self.origin
@@ -140,6 +166,8 @@ class EndpointHTTP:
             async with self._limits.slot(paced=paced or attempt > 0):
                 try:
                     reply = await self._exchange(kind, method, url, headers, limit, redirects)
+                except http1.DeadlineExceeded as exc:
+                    raise self._overran(kind, repository, exc.deadline) from None
                 except httpx.TransportError as exc:
                     if isinstance(exc, httpx.ProxyError) and str(exc).startswith("407"):
                         # The tunnel was refused for want of credentials: retrying cannot help.
@@ -162,14 +190,7 @@ class EndpointHTTP:
                             registry=self.registry, repository=repository, detail=tls
                         ) from None
                     if last:
-                        raise RegistryUnavailable(
-                            f"registry {self.registry} could not be reached for "
-                            f"{kind} of repository '{repository}' after {attempts} attempts "
-                            f"({type(exc).__name__}: {exc or 'no detail'}); check that "
-                            "'api_url' is right and the registry is up, then try again",
-                            registry=self.registry,
-                            repository=repository,
-                        ) from None
+                        raise self._unavailable(kind, repository, exc) from None
                     delay = self.retry.backoff(attempt)
                     reason = type(exc).__name__
                 else:
@@ -190,6 +211,19 @@ class EndpointHTTP:
         # The TLS attempt never reached the registry's HTTP server: no second rate-limit wait.
         return await self.send(
             kind, method, fallback, headers, repository, limit, redirects, paced=False
+        )
+
+    def _overran(self, kind: RequestKind, repository: str, deadline: float) -> RegistryUnavailable:
+        shown = format_go_duration(timedelta(seconds=deadline))
+        where = f" of repository '{repository}'" if repository else ""
+        return RegistryUnavailable(
+            f"registry {self.registry} did not answer the {_NAMES.get(kind, kind)} request{where} "
+            f"within its "
+            f"deadline of {shown} (it answers too slowly or not at all); if the registry is only "
+            f"slow, raise 'timeout' of its entry (prefix {self.endpoint.prefix or self.registry}) "
+            "in registries.conf",
+            registry=self.registry,
+            repository=repository,
         )
 
     def _fall_back_to_plain_http(self, url: str | httpx.URL, detail: str) -> bool:
@@ -226,7 +260,13 @@ class EndpointHTTP:
         start = time.perf_counter()
         try:
             answer = await http1.fetch(
-                self._http, method, url, headers=headers, limit=limit, follow_redirects=redirects
+                self._http,
+                method,
+                url,
+                headers=headers,
+                limit=limit,
+                follow_redirects=redirects,
+                deadline=self.endpoint.timeout,
             )
         except httpx.TransportError as exc:
             REGISTRY_REQUESTS_FAILED.labels(self.registry).inc()

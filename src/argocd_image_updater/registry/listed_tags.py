@@ -3,7 +3,7 @@
 A scan that needs tag names only (``semver``, ``alphabetical``, time-sorted registries) turns
 each listed name into a :class:`~argocd_image_updater.model.tags.TagInfo`. From one cycle to the
 next most repositories list the same names: the last cycle's tuple of ``TagInfo`` is handed out
-again, so the planner's choice memory (:class:`~argocd_image_updater.plan.decide.ChoiceMemory`)
+again, so the planner's choice memory (:class:`~argocd_image_updater.plan.choices.ChoiceMemory`)
 recognises the tags by identity instead of comparing them one by one. The names are compared
 exactly (a new, removed or reordered tag is a new list). A repository that no scan listed in
 the last :data:`ROUNDS_KEPT` rounds is forgotten, so the entries follow the repositories in use.

@@ -8,13 +8,13 @@ Applications configured by legacy annotations get empty CR labels. The dashboard
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
-from prometheus_client import Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from argocd_image_updater.observe.metrics import REGISTRY
 from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleResult
@@ -30,6 +30,12 @@ TIME_TO_LIVE: Final = Histogram(
     "per write-back method",
     ("method",),
     buckets=(30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600),
+    registry=REGISTRY,
+)
+NOT_SHIPPED: Final = Counter(
+    _P + "images_not_shipped",
+    "Image changes not live within their ImageUpdater's spec.shipTimeout, per write-back method",
+    ("method",),
     registry=REGISTRY,
 )
 APPLICATIONS_WATCHED: Final = Gauge(
@@ -117,7 +123,7 @@ def record_cycle(
             _count(key, outcome.app, errors=errors, updated=0 if dry_run else updated)
         if not gauges:
             return
-        waiting = Counter(
+        waiting = collections.Counter(
             str(r.reason)
             for outcome in result.apps
             if outcome.plan is not None

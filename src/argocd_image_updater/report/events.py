@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from argocd_image_updater.kits.fence import check_fence
 from argocd_image_updater.model.resources import IMAGE_UPDATERS
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import EventSink
@@ -117,6 +118,7 @@ class EventRecorder:
 
     async def _create(self, namespace: str, body: Mapping[str, Any]) -> bool:
         try:
+            check_fence(f"creating event {body.get('reason', '')} in {namespace}")
             await self._sink.create_event(namespace, body)
         except Exception as err:  # events are best effort
             log.warning(

@@ -16,6 +16,7 @@ from argocd_image_updater.plan.holds import announced
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import REASON_TAG_MOVED, EventRecorder
+from argocd_image_updater.report.installed_crd import InstalledCrd
 from argocd_image_updater.report.ship_tracker import ShipTracker, announce
 from argocd_image_updater.report.status import (
     StatusWriter,
@@ -40,6 +41,8 @@ class Reporter:
     """Follows written changes until they are live (``status.shipments``, ``ImageShipped``)."""
     statuses: StatusReuse = field(default_factory=StatusReuse)
     """The statuses last computed, reused for ImageUpdaters whose inputs did not change."""
+    crd: InstalledCrd | None = None
+    """What the installed CRD lacks: said in each status's ``Ready`` condition."""
 
     async def reconciling(self, collected: Collected) -> None:
         """Mark ``Reconciling=True`` on the ImageUpdaters whose spec changed since their last
@@ -101,6 +104,11 @@ class Reporter:
                 ),
             )
 
+        def crd_marked(
+            cr: CRState, stored: Mapping[str, Any] | None, status: Mapping[str, Any]
+        ) -> Mapping[str, Any]:
+            return status if self.crd is None else self.crd.mark(status, cr.raw, stored, now)
+
         async def status_of(cr_index: int) -> None:
             assert self.status is not None
             cr = collected.crs[cr_index]
@@ -108,13 +116,15 @@ class Reporter:
                 with _contained("write the status of", cr):
                     await self.status.write(
                         cr,
-                        lambda stored: (
+                        lambda stored: crd_marked(
+                            cr,
+                            stored,
                             computed(cr, stored)
                             | (
                                 {"shipments": shipping.status_entries(cr, stored)}
                                 if shipping is not None
                                 else {}
-                            )
+                            ),
                         ),
                     )
 

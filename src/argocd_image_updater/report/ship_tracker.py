@@ -28,7 +28,7 @@ from argocd_image_updater.pipeline.ports import RevisionFetcher, RevisionHistory
 from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ParamEdit, RevisionEdit
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops
-from argocd_image_updater.report.cycle_metrics import TIME_TO_LIVE
+from argocd_image_updater.report.cycle_metrics import NOT_SHIPPED, TIME_TO_LIVE
 from argocd_image_updater.report.events import EventRecorder
 from argocd_image_updater.report.shipping import (
     DEFAULT_TIMEOUT,
@@ -413,10 +413,12 @@ async def announce(
     notifier: Notifier | None,
 ) -> None:
     """``ImageShipped``/``ImageNotShipped`` events on the Applications, the time-to-live
-    histogram, and the ``shipped`` notifications of the changes that just became final."""
+    histogram and the not-shipped counter, and the ``shipped`` notifications of the changes that just became final."""
     for shipment in finished:
         if shipment.time_to_live is not None:
             TIME_TO_LIVE.labels(shipment.method).observe(shipment.time_to_live)
+        elif shipment.stage is Stage.NOT_SHIPPED:
+            NOT_SHIPPED.labels(shipment.method).inc()
         log.info(
             "%s",
             describe(shipment),

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from argocd_image_updater.kits.fence import WriteFenced, check_fence
 from argocd_image_updater.kits.json_copy import json_copy
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.pipeline.ports import ConflictError, StatusStore, StoreError
+from argocd_image_updater.pipeline.ports import ConflictError, KeptFields, StatusStore, StoreError
 from argocd_image_updater.pipeline.records import AppOutcome, CRState
 from argocd_image_updater.plan.model import ImageChange, ImageResult, Outcome
 
@@ -434,7 +435,8 @@ class StatusWriter:
     read again and the write retried (at most ``attempts`` times); a function given as status is
     re-evaluated against the fresh stored status. A CR deleted meanwhile is ignored. A status
     that differs from the stored one only by a ``lastCheckedAt`` less than ``heartbeat`` later is
-    not written (see :func:`unchanged`).
+    not written (see :func:`unchanged`). With :attr:`crd` set, what the installed CRD keeps of a
+    status is compared (the server prunes the rest), and each answer teaches it what was pruned.
     """
 
     def __init__(
@@ -443,6 +445,7 @@ class StatusWriter:
         self._store = store
         self._attempts = attempts
         self._heartbeat = heartbeat
+        self.crd: KeptFields | None = None
         self.skipped = 0
         """How many writes were left out because the stored status was current."""
 
@@ -453,13 +456,15 @@ class StatusWriter:
         fields = {"imageUpdater_namespace": cr.namespace, "imageUpdater_name": cr.name}
         for attempt in range(1, self._attempts + 1):
             body = dict(status(stored)) if callable(status) else dict(status)
-            if unchanged(body, stored, self._heartbeat):
+            kept = self.crd.keep_status(body) if self.crd is not None else body
+            if unchanged(kept, stored, self._heartbeat):
                 self.skipped += 1
                 return True
             patch: dict[str, Any] = {"status": body}
             if version:
                 patch["metadata"] = {"resourceVersion": version}
             try:
+                check_fence(f"writing the status of ImageUpdater {cr.namespace}/{cr.name}")
                 result = await self._store.patch_status(cr.namespace, cr.name, patch)
             except ConflictError as err:
                 if attempt == self._attempts:
@@ -477,12 +482,14 @@ class StatusWriter:
                 found = fresh.get("status")
                 stored = found if isinstance(found, dict) else None
                 continue
-            except StoreError as err:
+            except (StoreError, WriteFenced) as err:
                 log.error("could not write the status: %s", str(err), **fields)
                 return False
             if result is None:
                 log.debug("ImageUpdater is gone, not writing its status", **fields)
                 return False
             cr.resource_version = str((result.get("metadata") or {}).get("resourceVersion", ""))
+            if self.crd is not None:
+                self.crd.learn(body, result.get("status"))
             return True
         return False

@@ -26,11 +26,11 @@ controller that verifies no signature never loads it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from argocd_image_updater.kits.re2match import Regexp, RegexpError, compile_re2
 from argocd_image_updater.verify.keys import UnusableKey, check_key, verify_with
 from argocd_image_updater.verify.payloads import Signed
 from argocd_image_updater.verify.tlog import (
@@ -58,24 +58,24 @@ class MatcherError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Matcher:
-    """An exact value, or ``regexp:<expression>`` matching the whole value."""
+    """An exact value, or ``regexp:<expression>`` matching the whole value (RE2, Go's syntax)."""
 
     text: str
-    pattern: re.Pattern[str] | None = None
+    pattern: Regexp | None = None
 
     @classmethod
     def parse(cls, text: str) -> Matcher:
         if not text.startswith(REGEXP):
             return cls(text)
         try:
-            return cls(text, re.compile(text[len(REGEXP) :]))
-        except re.error as err:
+            return cls(text, compile_re2(text[len(REGEXP) :]))
+        except RegexpError as err:
             raise MatcherError(f"'{text}' is not a valid regular expression ({err})") from None
 
     def matches(self, value: str) -> bool:
         if self.pattern is None:
             return value == self.text
-        return self.pattern.fullmatch(value) is not None
+        return self.pattern.matches_whole(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,21 +7,19 @@ HMAC signatures and timestamps are in :mod:`~argocd_image_updater.webhook.signat
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from argocd_image_updater.webhook.events import RejectionReason, WebhookRejected, WebhookRequest
+from argocd_image_updater.webhook.decoding import Payload
+from argocd_image_updater.webhook.events import (
+    RejectionReason,
+    WebhookRejected,
+    WebhookRequest,
+    reject,
+)
 from argocd_image_updater.webhook.signatures import secrets_equal
-
-if TYPE_CHECKING:
-    from argocd_image_updater.webhook.decoding import Payload
 
 MAX_BODY_BYTES: Final = 1 << 20
 """Largest accepted request body (1 MiB), like the original."""
-
-
-def reject(message: str, reason: RejectionReason, status: int = 400) -> WebhookRejected:
-    """The refusal of a call: ``message`` is the answer's text."""
-    return WebhookRejected(message, reason=reason, status=status)
 
 
 def require_post(request: WebhookRequest) -> None:

@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
 
-from argocd_image_updater.webhook.checks import reject
-from argocd_image_updater.webhook.events import RejectionReason, WebhookRejected
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRejected, reject
 
 STR: Final = "string"
 INT: Final = "int"

@@ -115,3 +115,8 @@ class WebhookRejected(Exception):
 
     def __repr__(self) -> str:
         return f"WebhookRejected(status={self.status}, reason={self.reason!r}, message={self.message!r})"
+
+
+def reject(message: str, reason: RejectionReason, status: int = 400) -> WebhookRejected:
+    """The refusal of a call: ``message`` is the answer's text."""
+    return WebhookRejected(message, reason=reason, status=status)

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Final
 
 from argocd_image_updater.model.registry_event import RegistryEvent
-from argocd_image_updater.webhook.checks import MAX_BODY_BYTES, reject
-from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.checks import MAX_BODY_BYTES
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest, reject
 from argocd_image_updater.webhook.registry import webhook_types
 from argocd_image_updater.webhook.types import Clock, WebhookParser
 

@@ -9,6 +9,7 @@ cycle re-reads, re-plans and retries (nothing of the other edit is lost).
 from __future__ import annotations
 
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
+from argocd_image_updater.kits.fence import check_fence
 from argocd_image_updater.kube.client import APPLICATIONS, KubeClient, KubeError
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.pipeline.ports import ConflictError
@@ -24,6 +25,7 @@ class KubeAppWriter:
 
     async def write(self, app: Application, plan: AppPlan) -> None:
         ops = json_patch_ops(app.raw, plan)
+        check_fence(f"patching Application {app.namespace}/{app.name}")
         try:
             await self._kube.json_patch(APPLICATIONS, app.namespace, app.name, ops)
         except KubeError as err:
@@ -45,6 +47,7 @@ class ArgoCDAppWriter:
 
     async def write(self, app: Application, plan: AppPlan) -> None:
         ops = json_patch_ops(app.raw, plan)
+        check_fence(f"patching Application {app.namespace}/{app.name}")
         try:
             await self._client.patch_application(app.name, app.namespace, ops)
         except ArgoCDError as err:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from argocd_image_updater.config.reloading import WatchedFile
-from argocd_image_updater.kits.gotemplate import Template
+from argocd_image_updater.kits.gotemplate import Limits, Template
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.writeback.messages import MessageError, commit_message_template
 
@@ -65,6 +65,6 @@ class CommitTemplateFile(Template):
             default=current is None,
         )
 
-    def render(self, data: Any) -> str:
+    def render(self, data: Any, limits: Limits | None = None) -> str:
         self._refresh()
-        return (self._current or _DEFAULT).render(data)
+        return (self._current or _DEFAULT).render(data, limits)

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import functools
 import json
-import posixpath
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
@@ -41,9 +39,16 @@ from argocd_image_updater.kits.yamltext.quick import quick_parse
 from argocd_image_updater.kits.yamltext.tree import Doc, is_empty_scalar
 from argocd_image_updater.kits.yamltext.tree import Node as TreeNode
 from argocd_image_updater.kits.yamltext.tree import parse as parse_tree
-from argocd_image_updater.model.application import AppSource
-from argocd_image_updater.plan.model import ParamEdit
-from argocd_image_updater.plan.params import apply_edits, kustomize_images
+from argocd_image_updater.writeback.kustomize_images import (
+    IMAGE_FIELDS,
+    KUSTOMIZATION_FILE_NAMES,
+    KustomizationError,
+    KustomizeImage,
+    find_kustomization,
+    images_for_plan,
+    kustomization_path,
+    parse_image_override,
+)
 from argocd_image_updater.writeback.override_file import document_prefix
 
 __all__ = [
@@ -56,76 +61,6 @@ __all__ = [
     "parse_image_override",
     "update_kustomization",
 ]
-
-KUSTOMIZATION_FILE_NAMES: Final = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-"""The file names kustomize recognises, in the order they are looked for."""
-
-_FIELDS: Final = ("name", "newName", "newTag", "digest")
-
-
-class KustomizationError(ValueError):
-    """The kustomization cannot be found, read or updated; the message names the file."""
-
-
-@dataclass(frozen=True, slots=True)
-class KustomizeImage:
-    """One element of a kustomization's ``images:`` list (``""`` = field absent)."""
-
-    name: str
-    new_name: str = ""
-    new_tag: str = ""
-    digest: str = ""
-
-    def fields(self) -> tuple[tuple[str, str], ...]:
-        """The present fields in kustomize's order: name, newName, newTag, digest."""
-        values = (self.name, self.new_name, self.new_tag, self.digest)
-        return tuple((k, v) for k, v in zip(_FIELDS, values, strict=True) if k == "name" or v)
-
-
-def parse_image_override(text: str) -> KustomizeImage:
-    """``[name=]image[:tag][@digest]`` → the ``images:`` element it sets.
-
-    The tag is the text after the last ``:`` that follows the last ``/`` (so a registry port is
-    not a tag); the digest is the text after ``@``.
-    """
-    name, sep, image = text.strip().partition("=")
-    if not sep:
-        image = name
-    image, _, digest = image.partition("@")
-    slash = image.rfind("/")
-    colon = image.rfind(":")
-    tag = ""
-    if colon > slash:
-        image, tag = image[:colon], image[colon + 1 :]
-    if not sep:
-        return KustomizeImage(name=image, new_tag=tag, digest=digest)
-    return KustomizeImage(name=name, new_name=image, new_tag=tag, digest=digest)
-
-
-def images_for_plan(source: AppSource, managed: Sequence[ParamEdit]) -> tuple[str, ...]:
-    """The source's ``kustomize.images`` once the plan's kustomize edits are made.
-
-    ``managed`` are every parameter edit of the plan (up-to-date images included), so the
-    result names every image the kustomization should hold.
-    """
-    edits = [e for e in managed if e.kind == "kustomize"]
-    return tuple(kustomize_images(apply_edits(source.raw, edits)))
-
-
-def find_kustomization(names_present: Iterable[str], directory: str = ".") -> str:
-    """The kustomization file among ``names_present`` (base names found in ``directory``).
-
-    Looked for in kustomize's order: ``kustomization.yaml``, ``kustomization.yml``,
-    ``Kustomization``. Raise :class:`KustomizationError` when there is none.
-    """
-    present = set(names_present)
-    for name in KUSTOMIZATION_FILE_NAMES:
-        if name in present:
-            return name
-    raise KustomizationError(
-        f"could not find kustomization in {directory}: expected one of "
-        f"{', '.join(KUSTOMIZATION_FILE_NAMES)}"
-    )
 
 
 def _merge(images: Sequence[str]) -> list[KustomizeImage]:
@@ -380,7 +315,7 @@ def _update_item(text: str, path: str, index: int, entry: KustomizeImage) -> str
             text = set_value(text, ["images", index, key], value)
         except YamlEditError as err:
             raise KustomizationError(f"{path}: {err}") from None
-    for key in _FIELDS:
+    for key in IMAGE_FIELDS:
         if key not in wanted and key in fields:
             text = _remove_field(text, _Doc(text, path).items()[index], key)
     return text
@@ -398,7 +333,7 @@ def _expected(original: Any, entries: Sequence[KustomizeImage]) -> dict[str, Any
         element = dict(entry.fields())
         for i, item in enumerate(images):
             if item.get("name") == entry.name:
-                kept = {k: v for k, v in item.items() if k not in _FIELDS}
+                kept = {k: v for k, v in item.items() if k not in IMAGE_FIELDS}
                 images[i] = kept | element
                 break
         else:
@@ -471,7 +406,7 @@ def _in_place_edits(
             return None
         index = names.index(entry.name)
         wanted = dict(entry.fields())
-        if {k for k in _FIELDS if k in fields[index]} != wanted.keys():
+        if {k for k in IMAGE_FIELDS if k in fields[index]} != wanted.keys():
             return None
         for key, value in wanted.items():
             node = fields[index][key]
@@ -534,8 +469,3 @@ def _update_body(text: str, entries: Sequence[KustomizeImage], path: str) -> str
             "as the expected images"
         )
     return new
-
-
-def kustomization_path(directory: str, name: str) -> str:
-    """``directory/name`` relative to the repository root (``name`` alone for the root)."""
-    return name if directory in ("", ".") else posixpath.join(directory, name)

@@ -7,7 +7,9 @@ so templates written for the original work unchanged.
 Labels}`` where ``Image`` is the image path without registry (``example/app`` for
 ``gcr.io/example/app``), ``OldTag``/``NewTag`` the digest when known, else the tag name, and
 ``Labels`` the OCI labels of the new image (an empty map when it has none). A template that
-fails to execute gives ``build: update of application <app>``. A change whose tag name stays and
+fails to execute (also one past the template limits of
+:mod:`~argocd_image_updater.kits.gotemplate.limits`) gives ``build: update of application
+<app>`` and logs the error, as the original does. A change whose tag name stays and
 whose digest differs (the tag was pushed again, written because of ``pinDigest`` or the
 ``digest`` strategy) has its reason appended to the message, whatever the template: ``tag
 '<tag>' of <image> moved to another digest``.
@@ -31,6 +33,7 @@ from typing import Any, Final
 
 from argocd_image_updater.kits.gotemplate import Template, TemplateError
 from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.plan.model import ImageChange
 
 __all__ = [
@@ -112,6 +115,7 @@ def commit_message_template(text: str | None, name: str = "commitMessage") -> Te
 
 
 _DEFAULT_TEMPLATE: Final = commit_message_template(None)
+log = get_logger("git")
 
 
 def _as_data(data: Any) -> Mapping[str, Any]:
@@ -140,7 +144,12 @@ def commit_message(template: Template | None, app_name: str, changes: Sequence[I
     )
     try:
         message = (template or _DEFAULT_TEMPLATE).render(_as_data(data))
-    except TemplateError:
+    except TemplateError as err:
+        log.error(
+            "could not execute template for Git commit message: %s",
+            str(err),
+            application=app_name,
+        )
         message = f"build: update of application {app_name}"
     moved = [
         f"tag '{c.moved_tag}' of {c.image.name} moved to another digest"

@@ -18,12 +18,8 @@ from pathlib import Path
 
 import click
 
-from argocd_image_updater.cli.test_run import (
-    TestFailed,
-    TestOptions,
-    print_explain,
-    run_test_explained,
-)
+from argocd_image_updater.cli.test_run import print_explain, run_test_explained
+from argocd_image_updater.cli.test_setup import TestFailed, TestOptions
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.log import Logger, get_logger

@@ -2,7 +2,8 @@
 
 * :func:`bare_repo` — a bare repository with an initial commit (also usable as ``file://``);
 * :class:`GitHttpServer` — smart HTTP: ``git http-backend`` behind a small standard-library CGI
-  bridge, with optional Basic auth and TLS, and request counters by service;
+  bridge, with optional Basic auth and TLS, request counters by service, and requests of a service
+  that can be held as if stalled in the network (:meth:`GitHttpServer.hold`);
 * :class:`GitSshServer` — a private ``sshd`` whose only command is ``git-shell``, with its own
   host key, a generated client key and a known_hosts line.
 
@@ -22,6 +23,7 @@ import hmac
 import os
 import pwd
 import re
+import select
 import socket
 import ssl
 import subprocess
@@ -280,6 +282,15 @@ def _v2_command(body: bytes) -> str | None:
     return None
 
 
+def _client_gone(sock: socket.socket) -> bool:
+    """Whether the client closed (or reset) its side of ``sock``, all it sent having been read."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
@@ -325,6 +336,11 @@ class GitHttpServer:
         self.requests: collections.Counter[str] = collections.Counter()
         self.auth_failures = 0
         self.chunked_requests = 0
+        self.held = 0
+        """Requests waiting while their service is held (:meth:`hold`)."""
+        self.dropped = 0
+        """Held requests whose client went away before they were let go: never served."""
+        self._gate: tuple[str, threading.Event] | None = None
         self._lock = threading.Lock()
         self._httpd: _BridgeServer | None = None
         self._thread: threading.Thread | None = None
@@ -381,6 +397,41 @@ class GitHttpServer:
         await asyncio.to_thread(self.stop)
 
     # --- request handling ----------------------------------------------------------------------
+
+    def hold(self, service: str = "receive-pack") -> None:
+        """From now on, hold every POST of ``service`` (``receive-pack``: pushes, ``upload-pack``:
+        fetches) before its request is read, as a stalled network would (:attr:`held` counts
+        those waiting), until :meth:`release`. A held request whose client has gone away by then
+        (its git process was killed) is dropped unserved (:attr:`dropped`), like bytes that
+        never arrived: a dropped push is never applied."""
+        with self._lock:
+            if self._gate is None:
+                self._gate = (service, threading.Event())
+
+    def release(self) -> None:
+        """Let the held requests go on, and stop holding new ones."""
+        with self._lock:
+            gate, self._gate = self._gate, None
+        if gate is not None:
+            gate[1].set()
+
+    def _hold(self, service: str | None) -> bool:
+        """Wait while requests of ``service`` are held; whether this one was held."""
+        with self._lock:
+            gate = self._gate if self._gate is not None and self._gate[0] == service else None
+            if gate is not None:
+                self.held += 1
+        if gate is None:
+            return False
+        gate[1].wait(timeout=120)
+        with self._lock:
+            self.held -= 1
+        return True
+
+    def _drop(self, handler: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.dropped += 1
+        handler.close_connection = True
 
     def _authenticate(self, header: str | None) -> str | None:
         if not header or not header.lower().startswith("basic "):
@@ -443,10 +494,20 @@ class GitHttpServer:
             handler.wfile.write(body)
 
     def _serve(self, handler: BaseHTTPRequestHandler) -> None:
-        body = self._read_body(handler) if handler.command == "POST" else b""
         parts = urlsplit(handler.path)
         path = unquote(parts.path)
         service = _service_of(path, parts.query)
+        held = handler.command == "POST" and self._hold(service)
+        try:
+            body = self._read_body(handler) if handler.command == "POST" else b""
+        except OSError:
+            if not held:
+                raise
+            self._drop(handler)
+            return
+        if held and _client_gone(handler.connection):  # all it sent was read: EOF follows
+            self._drop(handler)
+            return
         user: str | None = None
         if self.users:
             user = self._authenticate(handler.headers.get("Authorization"))

@@ -4,9 +4,13 @@ It keeps objects in memory and behaves like kube-apiserver for what the product 
 list (label and field selectors, pagination), get, create, replace, merge / JSON / strategic merge
 patch, delete (with finalizers), watch; resourceVersion (one global counter), uid, generation,
 the status subresource, optimistic concurrency (409 Conflict), structural schemas of the shipped
-CRDs with pruning, defaulting and CEL rules (422 Invalid), and Status bodies shaped like the
-real ones. Tests can count requests, inject faults and latency, and change objects directly
-through :attr:`KubeApiServer.store`; direct changes emit watch events too.
+CRDs with pruning, defaulting and CEL rules (422 Invalid), the CustomResourceDefinitions
+themselves (of the project's ImageUpdater CRD, or another one such as the original project's),
+and Status bodies shaped like the real ones. Tests can count requests, inject faults (an error
+status with or without ``Retry-After``, a connection reset before or after the request is
+applied) and latency, see the ``Impersonate-*`` fields requests carried
+(:attr:`KubeApiServer.impersonations`), and change objects directly through
+:attr:`KubeApiServer.store`; direct changes emit watch events too.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Self
+from urllib.parse import unquote
 
 from aiohttp import web
 
@@ -348,6 +353,8 @@ class _Watch:
     loop: asyncio.AbstractEventLoop
     queue: asyncio.Queue[WatchEvent | None]
     start_rv: int  # every change up to here is in the replay
+    scheduled: int = 0  # events put (or being put) into the queue
+    received: int = 0  # events taken from it
 
 
 @dataclass
@@ -389,6 +396,7 @@ class KubeStore:
         self._watches: set[_Watch] = set()
         for namespace in (*SYSTEM_NAMESPACES, *namespaces):
             self.ensure_namespace(namespace)
+        self._define_custom_types()
 
     def resolve(self, ref: str | ResourceType) -> ResourceType:
         if isinstance(ref, ResourceType):
@@ -423,6 +431,23 @@ class KubeStore:
         if obj is None:
             raise not_found(rt, name)
         return obj
+
+    def _define_custom_types(self) -> None:
+        """Store the CustomResourceDefinition of each custom type, as the API server serves it
+        (``get``/``list``/``watch customresourcedefinitions``)."""
+        if not any(rt.plural == "customresourcedefinitions" for rt in self.types):
+            return
+        for rt in self.types:
+            if rt.definition is not None:
+                crd = copy.deepcopy(dict(rt.definition))
+                crd["status"] = {
+                    "acceptedNames": dict(crd["spec"]["names"]),
+                    "conditions": [
+                        {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"}
+                    ],
+                    "storedVersions": [rt.version],
+                }
+                self.put(crd)
 
     # -- reads --
 
@@ -735,6 +760,7 @@ class KubeStore:
             if watch.rt is event.rt and watch.namespace in (None, namespace):
                 try:
                     watch.loop.call_soon_threadsafe(watch.queue.put_nowait, event)
+                    watch.scheduled += 1
                 except RuntimeError:  # its event loop is gone
                     self._watches.discard(watch)
 
@@ -774,6 +800,13 @@ class KubeStore:
             self._watches.add(watch)
             return replay, watch
 
+    def progress(self, watch: _Watch) -> int | None:
+        """The resourceVersion a bookmark of ``watch`` may carry: the store's, when every
+        event before it has reached the watch (as the API server's watch cache reports its
+        progress); None while some are on their way."""
+        with self._lock:
+            return self._rv if watch.received == watch.scheduled else None
+
     def unsubscribe(self, watch: _Watch) -> None:
         with self._lock:
             self._watches.discard(watch)
@@ -790,6 +823,8 @@ class _Fault:
     message: str | None
     remaining: int  # -1: a latency rule
     delay: float = 0.0
+    retry_after: str | None = "1"  # sent with a 429 or 503
+    reset: str = ""  # "before" / "after" the request is applied: the connection is dropped
 
     def matches(self, verb: str, resource: str) -> bool:
         return self.verb in (None, verb) and self.resource in (None, resource)
@@ -804,6 +839,8 @@ class ServedApp(InThread):
     def __init__(self, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.host, self.port, self.ssl_context = "127.0.0.1", 0, ssl_context
         self.requests: Counter[tuple[str, str]] = Counter()
+        self.abandoned: Counter[tuple[str, str]] = Counter()
+        """Requests whose client went away while they were delayed (never served)."""
         self._faults: list[_Fault] = []
         self._fault_lock = threading.Lock()
         self._runner: web.AppRunner | None = None
@@ -847,11 +884,18 @@ class ServedApp(InThread):
         resource: str | None = None,
         status: int = 500,
         message: str | None = None,
+        retry_after: str | None = "1",
     ) -> None:
         """Answer the next ``count`` requests matching ``verb``/``resource`` (None: any) with
-        ``status``. Verbs: get, list, watch, create, update, patch, delete."""
+        ``status`` (a 429 or 503 with ``Retry-After: retry_after``, unless None). Verbs: get,
+        list, watch, create, update, patch, delete."""
         with self._fault_lock:
-            self._faults.append(_Fault(verb, resource, status, message, count))
+            self._faults.append(_Fault(verb, resource, status, message, count, 0.0, retry_after))
+
+    def clear_faults(self) -> None:
+        """Forget the failures still to inject (latency rules stay)."""
+        with self._fault_lock:
+            self._faults = [f for f in self._faults if f.remaining < 0]
 
     def set_latency(
         self, seconds: float, *, verb: str | None = None, resource: str | None = None
@@ -880,7 +924,11 @@ class ServedApp(InThread):
                 fault.remaining -= 1
                 self._faults = [f for f in self._faults if f.remaining != 0]
         if delay:
-            await asyncio.sleep(delay)
+            try:
+                await asyncio.sleep(delay)
+            except asyncio.CancelledError:  # the client gave up: the request is never served
+                self.abandoned[(verb, resource)] += 1
+                raise
         return fault
 
 
@@ -904,12 +952,14 @@ _VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch",
 class KubeApiServer(ServedApp):
     """The Kubernetes API fake. ``token``: require ``Authorization: Bearer <token>``;
     ``namespaces``: created besides the system ones; ``ca_pem``: the CA of ``ssl_context``'s
-    certificate, for :meth:`write_kubeconfig`."""
+    certificate, for :meth:`write_kubeconfig`; ``imageupdater_crd``: the ImageUpdater CRD to
+    serve and prune by (the project's by default; the original project's one, say)."""
 
     def __init__(
         self,
         store: KubeStore | None = None,
         *,
+        imageupdater_crd: str | Path | None = None,
         token: str | None = None,
         namespaces: Iterable[str] = ("argocd",),
         bookmark_interval: float = 60.0,
@@ -917,11 +967,33 @@ class KubeApiServer(ServedApp):
         ca_pem: bytes | None = None,
     ) -> None:
         super().__init__(ssl_context=ssl_context)
+        if store is None and imageupdater_crd is not None:
+            store = KubeStore(default_types(Path(imageupdater_crd)))
         self.store = store or KubeStore()
         for namespace in namespaces:
             self.store.ensure_namespace(namespace)
         self.token, self.bookmark_interval, self.ca_pem = token, bookmark_interval, ca_pem
         self._streams: set[asyncio.Queue[WatchEvent | None]] = set()
+        self.impersonations: list[Impersonation] = []
+        """The ``Impersonate-*`` fields of each request that carried them, in order."""
+        self.client_users: list[str] = []
+        """The common name of each request's client certificate (the user the API server's
+        x509 authenticator names), in order."""
+
+    def reset_next(
+        self,
+        count: int = 1,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        after_apply: bool = False,
+    ) -> None:
+        """Drop the connection of the next ``count`` matching requests without an answer:
+        before doing anything, or (``after_apply``) once a write has been applied, as when an
+        API server or a load balancer in front of it fails at the worst moment."""
+        with self._fault_lock:
+            reset = "after" if after_apply else "before"
+            self._faults.append(_Fault(verb, resource, 0, None, count, reset=reset))
 
     def build_app(self) -> web.Application:
         app = web.Application(client_max_size=16 * 1024 * 1024)
@@ -929,6 +1001,12 @@ class KubeApiServer(ServedApp):
         return app
 
     async def before_close(self) -> None:
+        for queue in list(self._streams):
+            queue.put_nowait(None)
+
+    def end_watches(self) -> None:
+        """End every open watch, as the API server does at a watch's timeout (call from the
+        server's event loop)."""
         for queue in list(self._streams):
             queue.put_nowait(None)
 
@@ -954,12 +1032,33 @@ class KubeApiServer(ServedApp):
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
-            return await self._serve(request)
+            response = await self._serve(request)
+        except _Reset:
+            return _reset(request)
         except KubeError as exc:
             response = json_response(exc.status(), exc.code)
-            if exc.code in (429, 503):
-                response.headers["Retry-After"] = "1"
+            after = request.get(_RETRY_AFTER, "1")
+            if exc.code in (429, 503) and after is not None:
+                response.headers["Retry-After"] = after
             return response
+        if request.get(_RESET_AFTER):
+            return _reset(request)
+        return response
+
+    def _impersonation(self, request: web.Request) -> None:
+        """Record the request's ``Impersonate-*`` fields; as the API server, refuse groups,
+        a uid or extras without a user."""
+        headers = request.headers
+        prefix = "impersonate-extra-"
+        extra: dict[str, list[str]] = {}
+        for name in dict.fromkeys(k.lower() for k in headers if k.lower().startswith(prefix)):
+            extra[unquote(name[len(prefix) :])] = headers.getall(name)
+        user, uid = headers.get("Impersonate-User", ""), headers.get("Impersonate-Uid", "")
+        groups = tuple(headers.getall("Impersonate-Group", []))
+        if not user and (groups or uid or extra):
+            raise KubeError(400, "requested impersonation without impersonating a user")
+        if user:
+            self.impersonations.append(Impersonation(user, groups, uid, extra))
 
     def _discovery(self, parts: list[str]) -> JSON | None:
         groups: dict[str, list[ResourceType]] = {}
@@ -1040,6 +1139,10 @@ class KubeApiServer(ServedApp):
             return json_response(VERSION_INFO)
         if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
             raise KubeError(401, "Unauthorized")
+        if request.transport is not None and (peer := request.transport.get_extra_info("peercert")):
+            names = [v for rdn in peer.get("subject", ()) for k, v in rdn if k == "commonName"]
+            self.client_users.append(names[0] if names else "")
+        self._impersonation(request)
         if request.method == "GET" and (doc := self._discovery(parts)) is not None:
             return json_response(doc)
         rt, namespace, name, sub = self._target(parts)
@@ -1052,7 +1155,12 @@ class KubeApiServer(ServedApp):
             "DELETE": "delete",
         }.get(request.method, request.method.lower())
         fault = await self._account(verb, rt.plural + (f"/{sub}" if sub else ""))
-        if fault is not None:
+        if fault is not None and fault.reset == "before":
+            raise _Reset
+        if fault is not None and fault.reset == "after":
+            request[_RESET_AFTER] = True
+        elif fault is not None:
+            request[_RETRY_AFTER] = fault.retry_after
             raise KubeError(fault.status, fault.message or REASONS.get(fault.status, "injected"))
         if verb == "list":
             return self._list(rt, namespace, query)
@@ -1189,12 +1297,14 @@ class KubeApiServer(ServedApp):
                     if now < deadline and now >= min(next_mark, last_mark):
                         next_mark = now + self.bookmark_interval if now >= next_mark else next_mark
                         last_mark = never if now >= last_mark else last_mark
+                        seen = max(seen, self.store.progress(watch) or 0)
                         meta = {"resourceVersion": str(seen)}
                         mark = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
                         await response.write(_line({"type": "BOOKMARK", "object": mark}))
                     continue
                 if event is None:
                     break
+                watch.received += 1
                 seen = max(seen, event.rv)
                 await self._send(response, event, selector)
         except ConnectionResetError:
@@ -1215,6 +1325,32 @@ class KubeApiServer(ServedApp):
             kind = "ADDED" if now else "DELETED"
         if now or (before and kind == "DELETED"):
             await response.write(_line({"type": kind, "object": event.obj}))
+
+
+@dataclass(frozen=True)
+class Impersonation:
+    """What one request asked to be done as: ``Impersonate-User``, ``-Group`` (each),
+    ``-Uid`` and ``-Extra-<key>`` (keys percent-decoded)."""
+
+    user: str
+    groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: dict[str, list[str]] = field(default_factory=dict)
+
+
+_RESET_AFTER: Final = web.RequestKey("reset_after", bool)
+_RETRY_AFTER: Final = web.RequestKey[str | None]("retry_after")
+
+
+class _Reset(Exception):
+    """Drop the connection without an answer."""
+
+
+def _reset(request: web.Request) -> web.Response:
+    transport = request.transport
+    if transport is not None:
+        transport.abort()
+    return web.Response(status=500)  # never reaches the client
 
 
 def _line(body: JSON) -> bytes:

@@ -39,6 +39,7 @@ class ResourceType:
     custom: bool = False  # custom resource: CRD schema, 422 on schema errors, generation, Status
     status_subresource: bool = False
     short_names: tuple[str, ...] = ()
+    definition: Mapping[str, Any] | None = None  # the CustomResourceDefinition it comes from
 
     @property
     def api_version(self) -> str:
@@ -137,6 +138,17 @@ def _exactly_one(*keys: str) -> Callable[[Any], bool]:
 CEL_RULES: Final[Mapping[str, Callable[[Any], bool]]] = {
     "self.enabled == false || has(self.cosignKey) || has(self.keyless)": (
         lambda o: o.get("enabled") is False or _has(o, "cosignKey") or _has(o, "keyless")
+    ),
+    # the original's CRD (a cluster that still serves it): cosign only, GitHub or GitLab only
+    "self.enabled == false || has(self.cosignKey)": (
+        lambda o: o.get("enabled") is False or _has(o, "cosignKey")
+    ),
+    "(has(self.github) ? 1 : 0) + (has(self.gitlab) ? 1 : 0) == 1": _exactly_one(
+        "github", "gitlab"
+    ),
+    "!(has(self.useAnnotations) && self.useAnnotations == true) ? "
+    "(has(self.images) && size(self.images) > 0) : true": (
+        lambda o: o.get("useAnnotations") is True or len(o.get("images") or ()) > 0
     ),
     "has(self.spec) || has(self.name)": lambda o: _has(o, "spec") or _has(o, "name"),
     "(has(self.helm) ? 1 : 0) + (has(self.kustomize) ? 1 : 0) + (has(self.plugin) ? 1 : 0) == 1": (
@@ -702,6 +714,7 @@ def crd_resource_type(crd: Mapping[str, Any]) -> ResourceType:
         custom=True,
         status_subresource="status" in (version.get("subresources") or {}),
         short_names=tuple(names.get("shortNames") or ()),
+        definition=crd,
     )
 
 
@@ -716,15 +729,20 @@ IMAGEUPDATER_CRD: Final = (
     / "argocd-image-updater.argoproj.io_imageupdaters.yaml"
 )
 APPLICATION_CRD: Final = "argocd-application-crd.yaml"
+ORIGINAL_IMAGEUPDATER_CRD: Final = (
+    Path(__file__).resolve().parent / "data" / ("original-imageupdater-crd.yaml")
+)
+"""The original project's ImageUpdater CRD (no ``status.shipments``, ``spec.holds``, …)."""
 
 
 @functools.cache
-def shipped_crd_types() -> tuple[ResourceType, ...]:
-    """Application (Argo CD's CRD) and ImageUpdater (the project's CRD)."""
+def shipped_crd_types(imageupdater_crd: Path = IMAGEUPDATER_CRD) -> tuple[ResourceType, ...]:
+    """Application (Argo CD's CRD) and ImageUpdater (the project's CRD, or the one given: the
+    original project's, say, as a cluster that kept it serves it)."""
     application = resources.files("argocd_image_updater_testing.data").joinpath(APPLICATION_CRD)
     return tuple(
         crd_resource_type(_load_yaml(text))
-        for text in (application.read_text(), IMAGEUPDATER_CRD.read_text())
+        for text in (application.read_text(), Path(imageupdater_crd).read_text())
     )
 
 
@@ -740,5 +758,20 @@ def _load_yaml(text: str) -> Any:
     return YAML(typ="safe", pure=True).load(text)
 
 
-def default_types() -> tuple[ResourceType, ...]:
-    return (*BUILTIN_TYPES, *shipped_crd_types())
+CUSTOM_RESOURCE_DEFINITIONS: Final = ResourceType(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "customresourcedefinition",
+    "CustomResourceDefinition",
+    False,
+    _obj(apiVersion=_STR, kind=_STR, metadata=OBJECT_META, spec=_ANY_OBJECT, status=_ANY_OBJECT),
+    short_names=("crd", "crds"),
+)
+"""Served read-only in effect: the store holds the definitions of its custom types."""
+
+
+def default_types(imageupdater_crd: Path = IMAGEUPDATER_CRD) -> tuple[ResourceType, ...]:
+    """The built-in types, the CustomResourceDefinitions and the shipped CRDs' types, with the
+    ImageUpdater type of ``imageupdater_crd``."""
+    return (*BUILTIN_TYPES, CUSTOM_RESOURCE_DEFINITIONS, *shipped_crd_types(imageupdater_crd))

@@ -19,8 +19,14 @@ Supported:
 * string (``"…"`` with Go escapes, raw ``\\`…\\```), character, number (int, float, hex, octal,
   binary, ``_`` separators), ``true``/``false``/``nil`` literals;
 * functions ``and or not len index slice eq ne lt le gt ge print println printf``; ``printf``
-  knows the verbs ``%v %s %d %q %x %X %t %c %b %o %U %e %f %g %T %%`` with flags ``+ - # 0``,
-  width and precision.
+  knows the verbs ``%v %s %d %q %x %X %t %c %b %o %O %U %e %E %f %F %g %G %T %%`` with flags
+  ``+ - # 0`` and space, width and precision (digits or ``*``) and argument indexes ``%[n]d``,
+  read exactly as Go's ``fmt`` reads them (:mod:`.printf`).
+
+Bounds (:mod:`.limits`): a width or precision past one million is refused as Go's ``fmt``
+refuses it, and each :meth:`Template.render` is held to a cap on the bytes it writes and on its
+execution steps (:class:`Limits`; 1 MiB and 100,000 by default), raising
+:class:`OutputLimitError` or :class:`StepLimitError` (both :class:`TemplateError`).
 
 Opt-in extensions (:meth:`Template.parse` arguments):
 
@@ -41,12 +47,29 @@ like ``map[string]string``), a dataclass instance like a Go struct (an unknown f
 error), ``list``/``tuple`` like a slice, ``None`` like ``nil``. Values print like Go's ``%v``.
 
 Modules: :mod:`.lexer` (text to tokens), :mod:`.parser` (parse tree, parse-time checks),
-:mod:`.exec` (execution), :mod:`.funcs` (builtin functions), :mod:`.formatting` (Go's ``fmt``),
-:mod:`.template` (:class:`Template`). The package depends on nothing outside the standard library.
+:mod:`.exec` (execution), :mod:`.funcs` (builtin functions), :mod:`.formatting` and
+:mod:`.printf` (Go's ``fmt``), :mod:`.limits` (the bounds), :mod:`.template`
+(:class:`Template`). The package depends on nothing outside the standard library.
 """
 
-from argocd_image_updater.kits.gotemplate.errors import TemplateError
+from argocd_image_updater.kits.gotemplate.errors import (
+    LimitError,
+    OutputLimitError,
+    StepLimitError,
+    TemplateError,
+)
 from argocd_image_updater.kits.gotemplate.formatting import go_quote, go_sprint
+from argocd_image_updater.kits.gotemplate.limits import DEFAULT_LIMITS, Limits
 from argocd_image_updater.kits.gotemplate.template import Template
 
-__all__ = ["Template", "TemplateError", "go_quote", "go_sprint"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "LimitError",
+    "Limits",
+    "OutputLimitError",
+    "StepLimitError",
+    "Template",
+    "TemplateError",
+    "go_quote",
+    "go_sprint",
+]

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NoReturn, Protocol
 
-from argocd_image_updater.kits.gotemplate.errors import ExecError, TemplateError
+from argocd_image_updater.kits.gotemplate.errors import (
+    ExecError,
+    OutputLimitError,
+    StepLimitError,
+    TemplateError,
+    TextTooLong,
+)
 from argocd_image_updater.kits.gotemplate.formatting import (
     NO_VALUE,
     format_v,
@@ -15,7 +21,8 @@ from argocd_image_updater.kits.gotemplate.formatting import (
     sorted_items,
     type_name,
 )
-from argocd_image_updater.kits.gotemplate.funcs import FUNCS, truth
+from argocd_image_updater.kits.gotemplate.funcs import BUILDS_TEXT, FUNCS, truth
+from argocd_image_updater.kits.gotemplate.limits import MAX_TEMPLATE_DEPTH, STEP_BYTES, Limits
 from argocd_image_updater.kits.gotemplate.parser import (
     Action,
     Chain,
@@ -31,10 +38,27 @@ from argocd_image_updater.kits.gotemplate.parser import (
     Variable,
 )
 
-if TYPE_CHECKING:
-    from argocd_image_updater.kits.gotemplate.template import Template
 
-MAX_TEMPLATE_DEPTH = 100
+class Parsed(Protocol):
+    """What execution reads of a parsed template (:class:`~.template.Template` is one): the
+    names it gives in errors, its source for error positions, its parse tree, its extra
+    functions and the templates ``{{template}}`` may call."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def nodes(self) -> list[Any]: ...
+    @property
+    def funcs(self) -> Mapping[str, Callable[..., Any]]: ...
+    @property
+    def templates(self) -> Mapping[str, Parsed] | None: ...
+    def line_col(self, pos: int) -> tuple[int, int]: ...
+
+
 _NO_FINAL = object()  # no value piped in from a previous command
 
 
@@ -57,17 +81,69 @@ class _Continue(Exception):
     pass
 
 
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+class Budget:
+    """What is left of one expansion's :class:`~.limits.Limits`; the states of nested
+    ``{{template}}`` calls share it. ``tmpl`` is the template being expanded (named in errors)."""
+
+    __slots__ = ("limits", "steps", "tmpl", "written")
+
+    def __init__(self, tmpl: Parsed, limits: Limits) -> None:
+        self.tmpl = tmpl
+        self.limits = limits
+        self.steps = limits.max_steps
+        self.written = 0
+
+    def _prefix(self) -> str:
+        return f'template: {self.tmpl.file}: executing "{self.tmpl.name}"'
+
+    def step(self, count: int = 1) -> None:
+        self.steps -= count
+        if self.steps < 0:
+            raise StepLimitError(
+                f"{self._prefix()}: execution exceeds the limit of {self.limits.max_steps} steps"
+            )
+
+    def too_long(self) -> OutputLimitError:
+        return OutputLimitError(
+            f"{self._prefix()}: output exceeds the limit of {self.limits.max_output} bytes"
+        )
+
+    def write(self, out: list[str], text: str) -> None:
+        self.written += _utf8_len(text)
+        if self.written > self.limits.max_output:
+            raise self.too_long()
+        out.append(text)
+
+    def built(self, text: str) -> None:
+        """Account for a text a function built: held to the output limit, one step per
+        ``STEP_BYTES``."""
+        size = _utf8_len(text)
+        if size > self.limits.max_output:
+            raise self.too_long()
+        self.step(size // STEP_BYTES)
+
+
 class State:
-    def __init__(self, tmpl: Template, data: Any, depth: int = 0) -> None:
+    def __init__(self, tmpl: Parsed, data: Any, budget: Budget, depth: int = 0) -> None:
         self.tmpl = tmpl
         self.vars: list[list[Any]] = [["$", data]]
         self.out: list[str] = []
+        self.budget = budget
         self.depth = depth
 
     def fail(self, cmd_pos: int, src: str, msg: str) -> NoReturn:
+        # Like Go's ErrorContext: the line, and the byte offset within it (0-based).
         line, col = self.tmpl.line_col(cmd_pos)
+        start = cmd_pos - col + 1
+        offset = len(self.tmpl.source[start:cmd_pos].encode("utf-8", "surrogatepass"))
         name, file = self.tmpl.name, self.tmpl.file
-        raise TemplateError(f'template: {file}:{line}:{col}: executing "{name}" at <{src}>: {msg}')
+        raise TemplateError(
+            f'template: {file}:{line}:{offset}: executing "{name}" at <{src}>: {msg}'
+        )
 
     def invoke(self, dot: Any, node: Invoke) -> None:
         templates = self.tmpl.templates or {}
@@ -79,7 +155,7 @@ class State:
         value = None if node.pipe is None else self.pipeline(dot, node.pipe)
         if value is NO_VALUE:
             value = None
-        inner = State(target, value, self.depth + 1)
+        inner = State(target, value, self.budget, self.depth + 1)
         inner.out = self.out
         try:
             inner.walk(value, target.nodes)
@@ -89,13 +165,16 @@ class State:
             ) from None
 
     def walk(self, dot: Any, nodes: list[Any]) -> None:
+        budget = self.budget
         for node in nodes:
+            budget.step()
             if isinstance(node, Text):
-                self.out.append(node.text)
+                budget.write(self.out, node.text)
             elif isinstance(node, Action):
                 value = self.pipeline(dot, node.pipe)
                 if not node.pipe.decl:
-                    self.out.append("<no value>" if value is NO_VALUE else format_v(value))
+                    text = "<no value>" if value is NO_VALUE else format_v(value)
+                    budget.write(self.out, text)
             elif isinstance(node, Invoke):
                 self.invoke(dot, node)
             elif isinstance(node, Control):
@@ -119,23 +198,26 @@ class State:
         if value is NO_VALUE or value is None:
             self.walk(dot, node.else_body)
             return
+        items: Iterable[tuple[Any, Any]]
         if isinstance(value, list | tuple):
-            items: list[tuple[Any, Any]] = list(enumerate(value))
+            items, empty = enumerate(value), not value
         elif isinstance(value, Mapping):
-            items = sorted_items(value)
+            items, empty = sorted_items(value), not value
         elif isinstance(value, int) and not isinstance(value, bool):
             if len(node.pipe.decl) > 1:
                 cmd = node.pipe.cmds[0]
                 self.fail(cmd.pos, cmd.src, "can't use two iteration variables with an int")
-            items = [(i, i) for i in range(value)]
+            # Lazily: the step limit, not the memory, bounds "{{range 100000000}}".
+            items, empty = ((i, i) for i in range(value)), value <= 0
         else:
             cmd = node.pipe.cmds[0]
             self.fail(cmd.pos, cmd.src, f"range can't iterate over {format_v(value)}")
-        if not items:
+        if empty:
             self.walk(dot, node.else_body)
             return
         decl = node.pipe.decl
         for key, elem in items:
+            self.budget.step()
             if decl:
                 pairs = [(decl[-1], elem)] + ([(decl[0], key)] if len(decl) == 2 else [])
                 for name, v in pairs:
@@ -224,6 +306,13 @@ class State:
         return receiver
 
     def call(self, dot: Any, name: str, cmd: Command, args: list[Any], final: Any) -> Any:
+        self.budget.step()
+        result = self._call(dot, name, cmd, args, final)
+        if isinstance(result, str) and (name in BUILDS_TEXT or name in self.tmpl.funcs):
+            self.budget.built(result)  # "index" or "and" hand back data, built by no one
+        return result
+
+    def _call(self, dot: Any, name: str, cmd: Command, args: list[Any], final: Any) -> Any:
         extra = self.tmpl.funcs.get(name)
         if extra is not None:
             values = [self.argument(dot, node, cmd) for node in args]
@@ -247,6 +336,10 @@ class State:
         if final is not _NO_FINAL:
             values.append(None if final is NO_VALUE else final)
         try:
+            if name in BUILDS_TEXT:
+                return FUNCS[name](*values, limit=self.budget.limits.max_output)
             return FUNCS[name](*values)
+        except TextTooLong:
+            raise self.budget.too_long() from None
         except ExecError as exc:
             raise ExecError(f"error calling {name}: {exc}") from None

@@ -1,4 +1,5 @@
-"""Go's ``fmt`` printing as templates print values: ``%v``, ``Sprint``, ``Sprintf``, ``Quote``.
+"""Go's ``fmt`` printing as templates print values: ``%v``, ``Sprint``, ``Quote`` (``Sprintf``'s
+format parsing is in :mod:`.printf`).
 
 Values follow the package's data model: a mapping prints like a Go map (sorted keys),
 a dataclass like a struct, a list or tuple like a slice, ``None`` like ``nil``.
@@ -8,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from argocd_image_updater.kits.gotemplate.errors import TextTooLong
 
 
 class NoValue:
@@ -111,7 +115,19 @@ def go_sprint(value: Any) -> str:
 
 def format_v(value: Any, plus: bool = False) -> str:
     """Go's ``fmt`` ``%v`` (``%+v`` with ``plus``) for the supported value types."""
-    return _format(value, "v", {"V"} if plus else set(), None)
+    return format_value(value, Spec("v", frozenset({"V"}) if plus else frozenset()))
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One verb with its flags (``+ - # 0`` and space; ``V`` for ``%+v``), precision and width,
+    and ``room``: the most characters the value may print (:class:`TextTooLong` beyond)."""
+
+    verb: str
+    flags: frozenset[str]
+    prec: int | None = None
+    width: int | None = None
+    room: int | None = None
 
 
 def _bad_verb(value: Any, verb: str) -> str:
@@ -120,173 +136,154 @@ def _bad_verb(value: Any, verb: str) -> str:
     return f"%!{verb}({type_name(value)}={format_v(value)})"
 
 
-def _format(value: Any, verb: str, flags: set[str], prec: int | None) -> str:
+def _check(spec: Spec, size: int) -> None:
+    if spec.room is not None and size > spec.room:
+        raise TextTooLong()
+
+
+def _pad(text: str, spec: Spec, zero: bool = False) -> str:
+    """``text`` padded to the width (Go pads every scalar, also inside a slice or map); with
+    ``zero`` and the ``0`` flag, zeros go between the sign and the digits."""
+    width = spec.width
+    if width is None or len(text) >= width:
+        return text
+    _check(spec, width)
+    if "-" in spec.flags:
+        return text.ljust(width)
+    if zero and "0" in spec.flags:
+        sign = text[0] if text[:1] in ("-", "+", " ") else ""
+        return sign + text[len(sign) :].rjust(width - len(sign), "0")
+    return text.rjust(width)
+
+
+def _join(texts: Iterable[str], spec: Spec, sep: str = " ") -> str:
+    """The texts joined, checking their running size against ``spec.room``."""
+    out: list[str] = []
+    size = 0
+    for text in texts:
+        size += len(text) + len(sep)
+        _check(spec, size)
+        out.append(text)
+    return sep.join(out)
+
+
+def format_value(value: Any, spec: Spec) -> str:
+    """Go's ``fmt`` formatting of one value with ``spec``."""
+    verb = spec.verb
     if verb == "T":
-        return type_name(value)
+        return _pad(type_name(value), spec)
     if value is None or value is NO_VALUE:
-        return "<nil>" if verb == "v" else _bad_verb(value, verb)
+        return _pad("<nil>", spec) if verb == "v" else _bad_verb(value, verb)
     if isinstance(value, bool):
-        return ("true" if value else "false") if verb in "vt" else _bad_verb(value, verb)
+        return _pad("true" if value else "false", spec) if verb in "vt" else _bad_verb(value, verb)
     if isinstance(value, int):
-        return _format_int(value, verb, flags)
+        return _format_int(value, spec)
     if isinstance(value, float):
-        return _format_float(value, verb, flags, prec)
+        return _format_float(value, spec)
     if isinstance(value, str):
-        return _format_str(value, verb, flags, prec)
+        return _format_str(value, spec)
     if isinstance(value, list | tuple):
-        return "[" + " ".join(_format(v, verb, flags, prec) for v in value) + "]"
+        return "[" + _join((format_value(v, spec) for v in value), spec) + "]"
     if isinstance(value, Mapping):
-        items = (
-            f"{_format(k, verb, flags, prec)}:{_format(v, verb, flags, prec)}"
-            for k, v in sorted_items(value)
-        )
-        return "map[" + " ".join(items) + "]"
+        items = (f"{format_value(k, spec)}:{format_value(v, spec)}" for k, v in sorted_items(value))
+        return "map[" + _join(items, spec) + "]"
     if is_struct(value):
-        parts = []
-        for f in dataclasses.fields(value):
-            text = _format(getattr(value, f.name), verb, flags, prec)
-            parts.append(f"{f.name}:{text}" if "V" in flags else text)
-        return "{" + " ".join(parts) + "}"
-    return str(value) if verb in "vs" else _bad_verb(value, verb)
+        fields = (
+            (f"{f.name}:" if "V" in spec.flags else "") + format_value(getattr(value, f.name), spec)
+            for f in dataclasses.fields(value)
+        )
+        return "{" + _join(fields, spec) + "}"
+    return _pad(str(value), spec) if verb in "vs" else _bad_verb(value, verb)
 
 
-def _format_int(value: int, verb: str, flags: set[str]) -> str:
-    sign = "-" if value < 0 else ("+" if "+" in flags else "")
-    mag = abs(value)
-    if verb in "vd":
-        return sign + str(mag)
-    if verb in "xXobO":
-        base = {"x": "x", "X": "X", "o": "o", "b": "b", "O": "o"}[verb]
-        digits = format(mag, base)
-        prefix = ""
-        if verb == "O":
-            prefix = "0o"
-        elif "#" in flags:
-            prefix = {"x": "0x", "X": "0X", "o": "0", "b": "0b"}[verb]
-        return sign + prefix + digits
+def _sign(negative: bool, flags: frozenset[str]) -> str:
+    if negative:
+        return "-"
+    return "+" if "+" in flags else (" " if " " in flags else "")
+
+
+def _format_int(value: int, spec: Spec) -> str:
+    verb, flags, prec, width = spec.verb, spec.flags, spec.prec, spec.width
     if verb in "cqU":
         ch = chr(value) if 0 <= value <= 0x10FFFF and not 0xD800 <= value <= 0xDFFF else "\ufffd"
-        if verb == "c":
-            return ch
-        if verb == "q":
-            return go_quote(ch, "'")
-        return f"U+{value:04X}"
-    return _bad_verb(value, verb)
+        text = ch if verb == "c" else go_quote(ch, "'") if verb == "q" else f"U+{value:04X}"
+        return _pad(text, spec)
+    if verb not in "vdxXobO":
+        return _bad_verb(value, verb)
+    sign = _sign(value < 0, flags)
+    digits = str(abs(value)) if verb in "vd" else format(abs(value), "o" if verb == "O" else verb)
+    if prec is not None:
+        # Go: a precision is the minimum number of digits, and cancels the 0 flag.
+        if prec == 0 and value == 0:
+            digits = ""
+        _check(spec, prec)
+        digits = digits.rjust(prec, "0")
+    elif width is not None and "0" in flags and "-" not in flags:
+        digits = digits.rjust(width - len(sign), "0")
+    prefix = ""
+    if verb == "O":
+        prefix = "0o"
+    elif "#" in flags:
+        prefix = {"x": "0x", "X": "0X", "b": "0b", "o": "" if digits[:1] == "0" else "0"}.get(
+            verb, ""
+        )
+    return _pad(sign + prefix + digits, spec)
 
 
-def _format_float(value: float, verb: str, flags: set[str], prec: int | None) -> str:
+def _format_float(value: float, spec: Spec) -> str:
+    verb, prec = spec.verb, spec.prec
     if verb not in "vgGeEfF":
         return _bad_verb(value, verb)
-    if math.isnan(value) or math.isinf(value) or (verb in "vgG" and prec is None):
+    special = math.isnan(value) or math.isinf(value)
+    if special or (verb in "vgG" and prec is None):
         text = _go_float(value)
         text = text.upper() if verb == "G" else text
     else:
-        spec = "g" if verb == "v" else verb
-        text = f"{value:.{6 if prec is None else prec}{spec}}"
-        if spec in "gG" and "e" in text.lower():
-            mantissa, _, exp = text.partition("e" if spec == "g" else "E")
-            text = f"{mantissa}{'e' if spec == 'g' else 'E'}{exp[0]}{int(exp[1:]):02d}"
-    if "+" in flags and not text.startswith(("-", "+")):
-        text = "+" + text
-    return text
+        kind = "g" if verb == "v" else verb
+        digits = 6 if prec is None else prec
+        _check(spec, digits)
+        text = f"{value:.{digits}{kind}}"
+        if kind in "gG" and "e" in text.lower():
+            mantissa, _, exp = text.partition("e" if kind == "g" else "E")
+            text = f"{mantissa}{'e' if kind == 'g' else 'E'}{exp[0]}{int(exp[1:]):02d}"
+    if not text.startswith(("-", "+")):
+        text = _sign(False, spec.flags) + text
+    return _pad(text, spec, zero=not special)
 
 
-def _format_str(value: str, verb: str, flags: set[str], prec: int | None) -> str:
+def _format_str(value: str, spec: Spec) -> str:
+    verb, prec = spec.verb, spec.prec
     if verb in "vs":
-        return value if prec is None else value[:prec]
+        return _pad(value if prec is None else value[:prec], spec)
     if verb == "q":
-        if "#" in flags and "`" not in value and all(c.isprintable() or c == "\t" for c in value):
-            return f"`{value}`"
-        return go_quote(value)
+        text = value if prec is None else value[:prec]
+        if (
+            "#" in spec.flags
+            and "`" not in text
+            and all(c.isprintable() or c == "\t" for c in text)
+        ):
+            return _pad(f"`{text}`", spec)
+        return _pad(go_quote(text), spec)
     if verb in "xX":
         data = value.encode()
         if prec is not None:
             data = data[:prec]
         text = data.hex()
-        return text.upper() if verb == "X" else text
+        return _pad(text.upper() if verb == "X" else text, spec)
     return _bad_verb(value, verb)
 
 
-def _pad(text: str, width: int | None, flags: set[str], numeric: bool) -> str:
-    if width is None or len(text) >= width:
-        return text
-    if "-" in flags:
-        return text.ljust(width)
-    if "0" in flags and numeric:
-        sign = text[0] if text[:1] in ("-", "+") else ""
-        return sign + text[len(sign) :].rjust(width - len(sign), "0")
-    return text.rjust(width)
-
-
-def sprintf(fmt: str, args: Sequence[Any]) -> str:
-    """Go's ``fmt.Sprintf`` for the verbs listed in the module docstring."""
+def sprint(args: Sequence[Any], line: bool, limit: int | None = None) -> str:
+    """Go's ``fmt.Sprint`` (``Sprintln`` with ``line``); :class:`TextTooLong` past ``limit``
+    characters."""
+    spec = Spec("v", frozenset(), room=limit)
     out: list[str] = []
-    argi, i, n = 0, 0, len(fmt)
-    while i < n:
-        j = fmt.find("%", i)
-        if j < 0:
-            out.append(fmt[i:])
-            break
-        out.append(fmt[i:j])
-        i = j + 1
-        flags: set[str] = set()
-        while i < n and fmt[i] in "+-# 0":
-            flags.add(fmt[i])
-            i += 1
-        width, i, argi = _star_or_digits(fmt, i, args, argi, out, "BADWIDTH")
-        if width is not None and width < 0:
-            flags.add("-")
-            width = -width
-        prec: int | None = None
-        if i < n and fmt[i] == ".":
-            prec, i, argi = _star_or_digits(fmt, i + 1, args, argi, out, "BADPREC")
-            prec = 0 if prec is None or prec < 0 else prec
-        if i >= n:
-            out.append("%!(NOVERB)")
-            break
-        verb = fmt[i]
-        i += 1
-        if verb == "%":
-            out.append("%")
-            continue
-        if verb == "v":
-            # Like Go: "%+v" names struct fields instead of forcing a sign; "%#v" is not modelled.
-            if "+" in flags:
-                flags.add("V")
-            flags -= {"+", "#"}
-        if argi >= len(args):
-            out.append(f"%!{verb}(MISSING)")
-            continue
-        arg = args[argi]
-        argi += 1
-        numeric = isinstance(arg, int | float) and not isinstance(arg, bool)
-        out.append(_pad(_format(arg, verb, flags, prec), width, flags, numeric))
-    if argi < len(args):
-        extra = ", ".join(
-            "<nil>" if a is None else f"{type_name(a)}={format_v(a)}" for a in args[argi:]
-        )
-        out.append(f"%!(EXTRA {extra})")
-    return "".join(out)
-
-
-def _star_or_digits(
-    fmt: str, i: int, args: Sequence[Any], argi: int, out: list[str], bad: str
-) -> tuple[int | None, int, int]:
-    if fmt[i : i + 1] == "*":
-        if argi < len(args) and isinstance(args[argi], int) and not isinstance(args[argi], bool):
-            return int(args[argi]), i + 1, argi + 1
-        out.append(f"%!({bad})")
-        return None, i + 1, argi + 1
-    j = i
-    while j < len(fmt) and fmt[j].isdigit():
-        j += 1
-    return (int(fmt[i:j]) if j > i else None), j, argi
-
-
-def sprint(args: Sequence[Any], line: bool) -> str:
-    out: list[str] = []
+    size = 0
     for k, arg in enumerate(args):
         if k and (line or not (isinstance(arg, str) or isinstance(args[k - 1], str))):
             out.append(" ")
-        out.append(format_v(arg))
+        text = format_value(arg, spec)
+        size += len(text) + 1
+        _check(spec, size)
+        out.append(text)
     return "".join(out) + ("\n" if line else "")

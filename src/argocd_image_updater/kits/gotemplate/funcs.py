@@ -8,12 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from argocd_image_updater.kits.gotemplate.errors import ExecError
-from argocd_image_updater.kits.gotemplate.formatting import (
-    NO_VALUE,
-    sprint,
-    sprintf,
-    type_name,
-)
+from argocd_image_updater.kits.gotemplate.formatting import NO_VALUE, sprint, type_name
+from argocd_image_updater.kits.gotemplate.printf import sprintf
 
 
 def truth(value: Any) -> bool:
@@ -143,10 +139,10 @@ def _slice(item: Any, *indexes: Any) -> Any:
     return list(result)
 
 
-def _printf(fmt: Any, *args: Any) -> str:
+def _printf(fmt: Any, *args: Any, limit: int | None = None) -> str:
     if not isinstance(fmt, str):
         raise ExecError(f"wrong type for value; expected string; got {type_name(fmt)}")
-    return sprintf(fmt, args)
+    return sprintf(fmt, args, limit)
 
 
 FUNCS: dict[str, Callable[..., Any]] = {
@@ -154,8 +150,8 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "len": _length,
     "index": _index,
     "slice": _slice,
-    "print": lambda *a: sprint(a, line=False),
-    "println": lambda *a: sprint(a, line=True),
+    "print": lambda *a, limit=None: sprint(a, line=False, limit=limit),
+    "println": lambda *a, limit=None: sprint(a, line=True, limit=limit),
     "printf": _printf,
     "eq": _eq,
     "ne": lambda a, b: not _eq(a, b),
@@ -165,6 +161,9 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "ge": lambda a, b: not _less(a, b),
 }
 
+
+BUILDS_TEXT = frozenset({"print", "println", "printf"})
+"""The builtins that build text: they take a ``limit`` keyword (see :mod:`.limits`)."""
 
 # Arity of the builtins: (minimum, maximum or None).
 ARITY: dict[str, tuple[int, int | None]] = {

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from argocd_image_updater.kits.gotemplate.formatting import go_quote
 from argocd_image_updater.kits.gotemplate.funcs import ARITY, UNSUPPORTED_FUNCS, arity_of
 from argocd_image_updater.kits.gotemplate.lexer import Token
+from argocd_image_updater.kits.gotemplate.limits import MAX_PARSE_DEPTH
 
 
 @dataclass(slots=True)
@@ -118,6 +119,7 @@ class Parser:
         self.associate = associate
         self.vars = ["$"]
         self.range_depth = 0
+        self.nesting = 0
         self.arity = dict(ARITY)
         self.arity.update({name: arity_of(f) for name, f in funcs.items()})
 
@@ -220,20 +222,32 @@ class Parser:
 
     def invoke(self, word: Token) -> Invoke:
         name = self.template_name(word)
+        name_pos = self.toks[self.i - 1].pos  # Go places a {{template}} node at its name
         pipe: Pipe | None = None
         if self.peek_non_space().kind == "}}":
             self.next()
         else:
             pipe = self.pipeline(f"{word.kind} clause", "}}")
         src = self.src[word.pos : self.toks[self.i - 1].pos].strip()
-        node = Invoke(word.pos, "{{" + src + "}}", name, pipe)
+        node = Invoke(name_pos, "{{" + src + "}}", name, pipe)
         if word.kind == "block":
             if pipe is None:
                 self.fail(word.pos, "missing pipeline in block clause")
+            self.nest(word.pos, 1)
             self.named_body(word, name)
+            self.nest(word.pos, -1)
         return node
 
+    def nest(self, pos: int, step: int) -> None:
+        """Enter (``step`` 1) or leave (-1) a nested control, block or parenthesized pipeline.
+        Go caps only parentheses (at 10,000, on growable stacks); here every kind of nesting
+        counts against :data:`~.limits.MAX_PARSE_DEPTH`, below Python's recursion limit."""
+        self.nesting += step
+        if self.nesting > MAX_PARSE_DEPTH:
+            self.fail(pos, "max expression depth exceeded")
+
     def control(self, word: Token) -> Control:
+        self.nest(word.pos, 1)
         mark = len(self.vars)
         pipe = self.pipeline(word.kind, "}}")
         if word.kind == "range":
@@ -254,6 +268,7 @@ class Parser:
                 if term != "end":
                     self.fail(self.toks[self.i - 1].pos, "expected {{end}}; found {{else}}")
         del self.vars[mark:]
+        self.nest(word.pos, -1)
         return Control(word.kind, pipe, body, else_body)
 
     def pipeline(self, context: str, end: str) -> Pipe:
@@ -370,6 +385,11 @@ class Parser:
             return Variable(node.name, node.names + names)
         if isinstance(node, Pipe):
             return Chain(node, names)
+        if isinstance(node, Function):  # "fn.Field": call fn, then take the field, like Go
+            tok = self.toks[self.i - len(names) - 1]
+            call = Command(tok.pos, tok.val, [node])
+            self.check_command(call, 0)
+            return Chain(Pipe(tok.pos, [], False, [call]), names)
         self.fail(self.toks[self.i - len(names)].pos, "unexpected . after term")
 
     def term(self) -> Any:
@@ -394,6 +414,9 @@ class Parser:
         if kind in ("bool", "number", "string"):
             return Literal(tok.value)
         if kind == "(":
-            return self.pipeline("parenthesized pipeline", ")")
+            self.nest(tok.pos, 1)
+            pipe = self.pipeline("parenthesized pipeline", ")")
+            self.nest(tok.pos, -1)
+            return pipe
         self.i -= 1
         return None

@@ -6,8 +6,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from argocd_image_updater.kits.gotemplate.errors import ExecError, TemplateError
-from argocd_image_updater.kits.gotemplate.exec import State
+from argocd_image_updater.kits.gotemplate.exec import Budget, State
+from argocd_image_updater.kits.gotemplate.formatting import NO_VALUE
 from argocd_image_updater.kits.gotemplate.lexer import Lexer
+from argocd_image_updater.kits.gotemplate.limits import DEFAULT_LIMITS, Limits
 from argocd_image_updater.kits.gotemplate.parser import Parser, Text
 
 
@@ -80,12 +82,19 @@ class Template:
         tmpl = cls(name, text, funcs, templates)
         toks = Lexer(text, tmpl._fail).run()
         associate = None if templates is None else tmpl._associate
-        tmpl.nodes = Parser(text, toks, tmpl._fail, tmpl.funcs, associate).parse()
+        try:
+            tmpl.nodes = Parser(text, toks, tmpl._fail, tmpl.funcs, associate).parse()
+        except RecursionError:  # a safety net: MAX_PARSE_DEPTH stops nesting well before
+            raise TemplateError(f"template: {name}: max expression depth exceeded") from None
         return tmpl
 
-    def render(self, data: Any) -> str:
-        """Execute the template with ``data`` as ``.`` and ``$``; raise :class:`TemplateError`."""
-        state = State(self, data)
+    def render(self, data: Any, limits: Limits | None = None) -> str:
+        """Execute the template with ``data`` as ``.`` and ``$``; raise :class:`TemplateError`
+        (:class:`~.errors.OutputLimitError` or :class:`~.errors.StepLimitError` past ``limits``,
+        by default :data:`~.limits.DEFAULT_LIMITS`)."""
+        if data is None:  # Go's nil data: an invalid value, whose fields are "<no value>"
+            data = NO_VALUE
+        state = State(self, data, Budget(self, limits or DEFAULT_LIMITS))
         try:
             state.walk(data, self.nodes)
         except ExecError as exc:  # raised outside a command, e.g. by a variable assignment

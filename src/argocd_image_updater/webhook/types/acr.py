@@ -9,12 +9,11 @@ from argocd_image_updater.model.webhook_types import ACR
 from argocd_image_updater.webhook.checks import (
     check_authorization,
     missing,
-    reject,
     require_content_type,
     require_post,
 )
 from argocd_image_updater.webhook.decoding import INT, STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest, reject
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = ACR.name

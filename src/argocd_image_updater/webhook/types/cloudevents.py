@@ -11,12 +11,11 @@ from argocd_image_updater.webhook.checks import (
     check_shared_secret,
     first_dotted_segment,
     missing,
-    reject,
     require_content_type,
     require_post,
 )
 from argocd_image_updater.webhook.decoding import MAP, STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest, reject
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = CLOUDEVENTS.name

@@ -14,11 +14,10 @@ from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.model.webhook_types import GENERIC
 from argocd_image_updater.webhook.checks import (
     missing,
-    reject,
     require_post,
 )
 from argocd_image_updater.webhook.decoding import STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest, reject
 from argocd_image_updater.webhook.signatures import (
     GENERIC_TIMESTAMP_TOLERANCE,
     generic_signing_input,

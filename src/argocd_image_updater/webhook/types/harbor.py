@@ -11,14 +11,13 @@ from argocd_image_updater.webhook.checks import (
     first_dotted_segment,
     missing,
     namespaced,
-    reject,
     require_content_type,
     require_post,
     url_host,
     with_scheme,
 )
 from argocd_image_updater.webhook.decoding import INT, MAP, STR, Schema, decode_payload
-from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest, reject
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = HARBOR.name

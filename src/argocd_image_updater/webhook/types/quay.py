@@ -9,13 +9,12 @@ from argocd_image_updater.model.webhook_types import QUAY
 from argocd_image_updater.webhook.checks import (
     check_query_secret,
     first_dotted_segment,
-    reject,
     require_post,
     url_host,
     with_scheme,
 )
 from argocd_image_updater.webhook.decoding import STR, STRS, Schema, decode_payload
-from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest
+from argocd_image_updater.webhook.events import RejectionReason, WebhookRequest, reject
 from argocd_image_updater.webhook.types import WebhookType
 
 NAME: Final = QUAY.name

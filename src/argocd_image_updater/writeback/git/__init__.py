@@ -16,6 +16,7 @@ from argocd_image_updater.writeback.git.auth import (
     TlsOptions,
     prepare_auth,
 )
+from argocd_image_updater.writeback.git.clone import BranchNotFound, Timeouts
 from argocd_image_updater.writeback.git.commits import atomic_write
 from argocd_image_updater.writeback.git.credentials import (
     SECRET_TYPE_LABEL,
@@ -33,13 +34,7 @@ from argocd_image_updater.writeback.git.process import (
     run_git,
 )
 from argocd_image_updater.writeback.git.repo import RepoCache
-from argocd_image_updater.writeback.git.worktree import (
-    BranchNotFound,
-    PushDenied,
-    PushRejected,
-    Timeouts,
-    WorkTree,
-)
+from argocd_image_updater.writeback.git.worktree import PushDenied, PushRejected, WorkTree
 from argocd_image_updater.writeback.git.writer import CommitSettings, GitBatchWriter
 
 __all__ = [

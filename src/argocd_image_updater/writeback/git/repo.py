@@ -35,9 +35,10 @@ from argocd_image_updater.writeback.git.auth import (
     NoCredentials,
     prepare_auth,
 )
+from argocd_image_updater.writeback.git.clone import Timeouts
 from argocd_image_updater.writeback.git.objects import absent_objects
 from argocd_image_updater.writeback.git.process import GitTimeout, minimal_env, run_git
-from argocd_image_updater.writeback.git.worktree import Timeouts, WorkTree
+from argocd_image_updater.writeback.git.worktree import WorkTree
 
 log = get_logger("writeback.git")
 

@@ -133,7 +133,7 @@ class _RolledBack:
 
 def rolled_back(work: WorkTree, member: _Member) -> dict[str, _RolledBack]:
     """The changes of ``member`` whose target file was rolled back (:class:`RollbackGuard`)."""
-    guarded = [c for c in member.plan.changes if c.guard is not None]
+    guarded = [c for c in member.plan.changes if isinstance(c.guard, RollbackGuard)]
     if not guarded:
         return {}
     path = _path(work, member)
@@ -143,7 +143,7 @@ def rolled_back(work: WorkTree, member: _Member) -> dict[str, _RolledBack]:
     found: dict[str, _RolledBack] = {}
     for change in guarded:
         guard = change.guard
-        assert guard is not None
+        assert isinstance(guard, RollbackGuard)
         lookup = ImageLookup(guard.kind, guard.names, guard.kustomize_name, change.image)
         tag = image_tag(member.target.format.current_image(text, source, lookup))
         if guard.check(tag) is not None:

@@ -11,6 +11,7 @@ from typing import Any, Final, Self
 
 import httpx
 
+from argocd_image_updater.kits.fence import check_fence
 from argocd_image_updater.model.pr_hosts import PullRequestHost
 from argocd_image_updater.model.repo_url import RepoLocation
 from argocd_image_updater.model.retry import parse_retry_after
@@ -171,6 +172,8 @@ async def send(
 ) -> httpx.Response:
     """One request; transport failures become :class:`ScmError` (the URL carries no token)."""
     request = http.build_request(method, url, params=params, json=json, headers=dict(headers))
+    if method not in ("GET", "HEAD"):
+        check_fence(f"sending {provider} API {describe(method, request.url)}")
     try:
         return await http.send(request)
     except httpx.HTTPError as exc:

@@ -1,0 +1,112 @@
+"""The watch of ImageUpdaters that starts a cycle early when one's spec changes (its
+``metadata.generation``), like the original, under supervision: whatever ends it (an API
+error, a malformed event, a bug) is logged with the resource watched, and the watch starts
+again after a backoff (1 s doubling up to 60 s, with jitter); after
+:data:`FAILURES_UNHEALTHY` failures in a row ``/healthz`` reports it until it works again."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from argocd_image_updater.kube.errors import KubeError
+from argocd_image_updater.observe.health import Health
+from argocd_image_updater.observe.log import get_logger
+
+log = get_logger("controller")
+
+FAILURES_UNHEALTHY: Final = 5
+RESTART_BASE: Final = 1.0
+RESTART_CAP: Final = 60.0
+
+Events = AsyncIterator[tuple[str, dict[str, Any]]]
+
+
+@dataclass
+class Restarts:
+    """The backoff between a failed watch and its next start."""
+
+    base: float = RESTART_BASE
+    cap: float = RESTART_CAP
+
+    def delay(self, failures: int) -> float:
+        backoff = min(self.cap, self.base * 2.0 ** max(0, failures - 1))
+        return backoff * (0.5 + random.random() / 2)
+
+
+async def watch_specs(
+    source: Callable[[str | None], Events],
+    scopes: list[str | None],
+    wake: asyncio.Event,
+    stop: asyncio.Event,
+    health: Health | None = None,
+    restarts: Restarts | None = None,
+) -> None:
+    """Set ``wake`` when an ImageUpdater's spec changes in any of ``scopes`` (namespaces, None:
+    all); ``source(scope)`` is the stream of its changes
+    (:func:`argocd_image_updater.kube.watch.follow`)."""
+    seen: dict[tuple[str, str], int] = {}
+    restarts = restarts or Restarts()
+
+    def changed(kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata")
+        if kind not in ("ADDED", "MODIFIED", "DELETED") or not isinstance(meta, dict):
+            return
+        key = (str(meta.get("namespace")), str(meta.get("name")))
+        if kind == "DELETED":
+            seen.pop(key, None)
+            return
+        generation = meta.get("generation")
+        generation = generation if isinstance(generation, int) else 0
+        if seen.get(key) != generation:
+            first = key not in seen
+            seen[key] = generation
+            if not first or kind == "MODIFIED":
+                log.info(
+                    "ImageUpdater spec changed, starting a cycle",
+                    imageUpdater_namespace=key[0],
+                    imageUpdater_name=key[1],
+                )
+                wake.set()
+
+    async def supervise(scope: str | None) -> None:
+        name = f"watch of ImageUpdaters in {scope or 'all namespaces'}"
+        failures = 0
+        while not stop.is_set():
+            try:
+                async for kind, obj in source(scope):
+                    if failures:
+                        failures = 0
+                        log.info("%s works again", name)
+                        if health is not None:
+                            health.part_recovered(name)
+                    changed(kind, obj)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                failures += 1
+                why = str(err) if isinstance(err, KubeError) else f"{type(err).__name__}: {err}"
+                delay = restarts.delay(failures)
+                log.warning(
+                    "%s failed (%d in a row): %s; starting it again in %.1fs",
+                    name,
+                    failures,
+                    why,
+                    delay,
+                )
+                if health is not None and failures >= FAILURES_UNHEALTHY:
+                    health.part_failing(name, f"failed {failures} times in a row: {why}")
+                await _wait(stop, delay)
+
+    await asyncio.gather(*(supervise(s) for s in scopes))
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    try:
+        async with asyncio.timeout(seconds):
+            await stop.wait()
+    except TimeoutError:
+        pass

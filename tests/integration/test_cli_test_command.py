@@ -172,3 +172,24 @@ async def test_explain_shows_the_warnings_of_the_settings(
     assert any("^1.(" in line for line in warnings), out
     # the invalid allowTags matches no tag: nothing is chosen, exit code 3
     assert result.returncode == 3, result.stderr
+
+
+async def test_explain_says_when_a_too_young_tag_is_eligible(
+    registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    created = now - timedelta(hours=2)
+    async with ImagePusher(registry.url) as pusher:
+        await pusher.push_image(repo, "1.0.0", created=now - timedelta(days=30))
+        await pusher.push_image(repo, "1.1.0", created=created)
+    conf = conf_for(tmp_path, registry)
+    image = f"{registry.host}/{repo}"
+    args = ("--min-age", "24h", "--min-age-from", "created", "--registries-conf-path", str(conf))
+    result = cli("test", image, *args, "--explain")
+    assert result.returncode == 0, result.stderr
+    eligible = (created + timedelta(hours=24)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert f"too-young: 1.1.0 eligible at {eligible}" in result.stdout.splitlines()
+    assert f"latest image according to constraint is {image}:1.0.0" in result.stdout
+
+    bad = cli("test", image, "--min-age", "3 days", "--registries-conf-path", str(conf))
+    assert bad.returncode == 1 and "--min-age: " in bad.stdout + bad.stderr

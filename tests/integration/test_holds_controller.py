@@ -182,7 +182,9 @@ async def test_a_rollback_committed_to_the_git_target_is_held(
         )
         synced(kube, image, "1.0.0")  # Argo CD synced the older commit
         result = await cycles(controller)
-        assert result_of(result).message == "held: rolled back from 1.0.1 to 1.0.0"
+        assert result_of(result).message == (
+            "held: rolled back from 1.0.1 to 1.0.0 by Sandbox <sandbox@example.com>"
+        )
         assert log_subjects(remote, "main", home=home)[0] == "Roll back"  # nothing committed
         assert len(held_events(kube)) == 1
     finally:

@@ -174,3 +174,59 @@ async def test_a_webhook_event_records_the_pushed_tag_as_first_seen_at_once(
         assert running(kube) == "1.2.0"
     finally:
         await close_all(closers)
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def web_of(result: CycleResult) -> Any:
+    [outcome] = result.apps
+    assert outcome.plan is not None
+    [web] = outcome.plan.results
+    return web
+
+
+async def test_an_image_waiting_for_min_age_says_which_tag_is_eligible_when(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    from argocd_image_updater.observe.metrics import REGISTRY
+
+    start = datetime.now(UTC).replace(microsecond=0)
+    await push(registry, repo, {"1.0.0": start, "1.1.0": start})
+    image = f"{registry.host}/{repo}"
+    setup_app(kube, image, {"minAge": "72h"})
+
+    first = web_of(await one_cycle(kube, registry, tmp_path, start))
+    eligible = f"too-young: 1.1.0 eligible at {stamp(start + timedelta(hours=72))}"
+    assert (first.reason, first.message) == ("too-young", eligible)
+
+    await push(registry, repo, {"1.2.0": start})
+    later = start + timedelta(hours=73)  # 1.1.0 is old enough: written; 1.2.0 seen now
+    assert web_of(await one_cycle(kube, registry, tmp_path, later)).reason == "updated"
+    obj = app_obj(kube, "shop")
+    obj["status"]["summary"]["images"] = [f"{image}:1.1.0"]
+    kube.store.put(obj)
+    waiting = web_of(await one_cycle(kube, registry, tmp_path, later + timedelta(hours=1)))
+    assert (waiting.reason, waiting.message) == (
+        "too-young",
+        f"too-young: 1.2.0 eligible at {stamp(later + timedelta(hours=72))}",
+    )  # not up-to-date: a newer tag waits
+    status = json.dumps(kube.store.get("imageupdaters", NS, "shop")["status"])
+    assert f"1.2.0 eligible at {stamp(later + timedelta(hours=72))}" in status
+    gauge = REGISTRY.get_sample_value(
+        "argocd_image_updater_images_waiting", {"reason": "too-young"}
+    )
+    assert gauge == 1.0
+
+
+async def test_the_eligible_time_counts_from_the_creation_time_with_min_age_from_created(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    created = now - timedelta(hours=2)
+    await push(registry, repo, {"1.0.0": now - timedelta(days=30), "1.1.0": created})
+    image = f"{registry.host}/{repo}"
+    setup_app(kube, image, {"minAge": "24h", "minAgeFrom": "created"})
+    web = web_of(await one_cycle(kube, registry, tmp_path, now))
+    assert web.message == f"too-young: 1.1.0 eligible at {stamp(created + timedelta(hours=24))}"

@@ -18,7 +18,7 @@ from fleet import registries_conf
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
 from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.observe.metrics import REGISTRY
-from argocd_image_updater.writeback.git import RepoCache
+from argocd_image_updater.writeback.git import GitCredentialsResolver, RepoCache, RevisionFetcher
 from argocd_image_updater.writeback.git.objects import absent_objects
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.git_servers import bare_repo, branch_commit, git
@@ -46,7 +46,7 @@ async def push_tags(registry: RegistryServer, repo: str, tags: list[str], day: i
 
 
 async def make_controller(
-    kube: KubeApiServer, registry: RegistryServer, tmp_path: Path
+    kube: KubeApiServer, registry: RegistryServer, tmp_path: Path, **flags: Any
 ) -> tuple[Any, list[Any]]:
     settings = resolve(
         "run",
@@ -56,7 +56,8 @@ async def make_controller(
             "git_cache_dir": str(tmp_path / "clones"),
             "git_commit_message_path": str(tmp_path / "no-template"),
             "once": True,
-        },
+        }
+        | flags,
         env={},
     )
     return await build_controller(settings)
@@ -467,3 +468,117 @@ async def test_unknown_revisions_cost_no_git_process(tmp_path: Path) -> None:
     both = await cache.contains_commits(url, [(first, second), (second, first), *answers])
     assert both[(first, second)] is True and both[(second, first)] is False
     assert (git_runs("cat-file"), git_runs("merge-base")) == (before[0], before[1] + 2)
+
+
+@pytest.mark.parametrize("store", ["configmap", "state-dir"])
+async def test_a_restart_goes_on_following_the_changes_written_before(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, store: str
+) -> None:
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    kube.store.put(kustomize_app("shop", image, "1.0.0"))
+    kube.store.put(updater("shop", "shop", image))
+    flags = {"state_dir": str(tmp_path / "state")} if store == "state-dir" else {}
+
+    async def cycle() -> None:  # a new controller process each time
+        controller, closers = await make_controller(kube, registry, tmp_path, **flags)
+        try:
+            await controller.cycle()
+        finally:
+            await close_all(closers)
+
+    await cycle()
+    [entry] = shipments(kube, "shop")
+    assert entry["state"] == "Written"
+    await cycle()  # Argo CD holds the new parameter: synced (after a restart)
+    [entry] = shipments(kube, "shop")
+    assert entry["state"] == "Synced"
+    set_app_status(kube, "shop", sync="Synced", health="Healthy", images=[f"{image}:1.0.1"])
+    await cycle()
+    [entry] = shipments(kube, "shop")
+    assert entry["state"] == "Shipped", entry
+    [event] = events(kube, "ImageShipped")
+    assert f"image 'web' {image}:1.0.1 is live after" in event["message"]
+
+
+async def test_a_synced_revision_the_new_clone_lacks_is_fetched_once(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    """After a restart with an empty clone cache, Argo CD syncs a commit pushed on top of ours:
+    the revision is fetched (once) and the change is shipped, not left to the timeout."""
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    kustomization = (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "images:\n- name: {image}\n  newTag: 1.0.0\n"
+    )
+    remote = bare_repo(
+        tmp_path / "deploy.git", files={"web/kustomization.yaml": kustomization.format(image=image)}
+    )
+    kube.store.put(
+        objects.application(
+            "web",
+            NS,
+            images=[f"{image}:1.0.0"],
+            repo_url=f"file://{remote}",
+            path="web",
+            target_revision="main",
+        )
+    )
+    writeback = {"method": "git", "gitConfig": {"writeBackTarget": "kustomization"}}
+    kube.store.put(updater("web", "web", image, writeBackConfig=writeback))
+
+    async def cycle(clones: str) -> None:
+        controller, closers = await make_controller(
+            kube, registry, tmp_path, git_cache_dir=str(tmp_path / clones)
+        )
+        try:
+            await controller.cycle()
+        finally:
+            await close_all(closers)
+
+    await cycle("clones-1")
+    ours = branch_commit(remote, "main")
+    assert ours is not None
+    work = tmp_path / "elsewhere"
+    git("clone", "-q", str(remote), str(work), home=tmp_path)
+    (work / "README.md").write_text("docs\n")
+    git("add", "-A", cwd=work, home=tmp_path)
+    git("commit", "-qm", "docs", cwd=work, home=tmp_path)
+    git("push", "-q", "origin", "HEAD:main", cwd=work, home=tmp_path)
+    later = branch_commit(remote, "main")
+    assert later is not None and later != ours
+    set_app_status(
+        kube, "web", sync="Synced", health="Healthy", images=[f"{image}:1.0.1"], revision=later
+    )
+    fetches = git_runs("fetch")
+    await cycle("clones-2")  # a restart: a new process, an empty clone cache
+    [entry] = shipments(kube, "web")
+    assert entry["state"] == "Shipped", entry
+    assert len(events(kube, "ImageShipped")) == 1
+    assert git_runs("fetch") == fetches + 1
+
+
+async def test_a_revision_is_fetched_once_and_then_answers_from_the_clone(
+    tmp_path: Path,
+) -> None:
+    remote = bare_repo(tmp_path / "deploy.git", files={"a.yaml": "a: 1\n"})
+    first = branch_commit(remote, "main")
+    work = tmp_path / "work"
+    git("clone", "-q", str(remote), str(work), home=tmp_path)
+    for n in (2, 3):
+        (work / "a.yaml").write_text(f"a: {n}\n")
+        git("commit", "-qam", f"change {n}", cwd=work, home=tmp_path)
+    git("push", "-q", "origin", "HEAD:main", cwd=work, home=tmp_path)
+    last = branch_commit(remote, "main")
+    assert first is not None and last is not None
+    cache = RepoCache(tmp_path / "clones")
+    url = f"file://{remote}"
+    assert await cache.contains_commit(url, first, last) is None  # no clone at all
+    fetcher = RevisionFetcher(cache, GitCredentialsResolver(None, NS))
+    since = datetime.now(UTC) - timedelta(days=1)
+    before = git_runs("fetch")
+    for _ in range(2):
+        await fetcher.fetch_revisions(url, [last], since, "repocreds", NS)
+    assert git_runs("fetch") == before + 1
+    assert await cache.contains_commit(url, first, last) is True

@@ -1,6 +1,7 @@
 """Every writer checks the write fence right before it sends: with the fence closed (this
 replica no longer leads) an Application patch, a status write, an event, a state ConfigMap save
-and a pull-request call are refused and nothing reaches the API fakes; reads still go through.
+(also the ship tracker's store of the changes it follows) and a pull-request call are refused
+and nothing reaches the API fakes; reads still go through.
 (The git push is refused likewise: tests/integration/test_fencing.py.)"""
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from argocd_image_updater.kube.client import KubeClient
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.pipeline.ports import StoreError
-from argocd_image_updater.pipeline.records import CRState
+from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ImageResult, Outcome
 from argocd_image_updater.report.events import EventRecorder
+from argocd_image_updater.report.ship_tracker import ShipTracker
 from argocd_image_updater.report.status import StatusWriter
 from argocd_image_updater.writeback.argocd import KubeAppWriter
 from argocd_image_updater.writeback.scm import client_for, ensure_pull_request, parse_repo_url
@@ -104,6 +106,22 @@ async def test_a_state_configmap_save_is_refused(kube: KubeApiServer, client: Ku
         await fenced(store.save(state))
     assert kube.request_count("create", "configmaps") == 0
     assert kube.request_count("update", "configmaps") == 0
+
+
+async def test_the_ship_trackers_store_of_the_changes_followed_is_refused(
+    kube: KubeApiServer, client: KubeClient
+) -> None:
+    tracker = ShipTracker(state=ConfigMapStateStore(client, NS), clock=lambda: NOW)
+    written = CycleResult(apps=[AppOutcome(app=f"{NS}/web", plan=web_plan(), written=True)])
+    await fenced(tracker.observe(Collected(), written, dry_run=False))
+    assert list(tracker.pending) == [(f"{NS}/web", "web")]  # followed, not stored
+    assert kube.request_count("create", "configmaps") == 0
+    assert kube.request_count("update", "configmaps") == 0
+    # With the fence open the next look stores it.
+    await fenced(tracker.observe(Collected(), CycleResult(), dry_run=False), open_=True)
+    assert kube.request_count("create", "configmaps") == 1
+    stored = await ConfigMapStateStore(client, NS).load()
+    assert list(stored.shipments()) == [f"{NS}/web"]
 
 
 async def test_a_pull_request_call_is_refused() -> None:

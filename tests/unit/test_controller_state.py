@@ -12,6 +12,7 @@ from argocd_image_updater.model.controller_state import (
     DIGESTS_KEY,
     FIRST_SEEN_KEY,
     MAX_BYTES,
+    SHIPMENTS_KEY,
     WRITES_KEY,
     ControllerState,
     StateError,
@@ -182,7 +183,9 @@ def test_a_record_too_large_for_plain_data_is_stored_compressed_whole() -> None:
     assert _plain_size(state.to_data(limit=10**9)) > MAX_BYTES
     stored = state.to_stored()
     assert stored.size <= MAX_BYTES and not stored.dropped
-    assert set(stored.binary) == {WRITES_KEY + ".gz", FIRST_SEEN_KEY + ".gz", DIGESTS_KEY + ".gz"}
+    assert set(stored.binary) == {
+        key + ".gz" for key in (WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY, SHIPMENTS_KEY)
+    }
     assert stored.data == {"version": "1"}
     back = ControllerState.from_stored(stored.data, stored.binary, token="7")
     assert back.to_data(limit=10**9) == state.to_data(limit=10**9)

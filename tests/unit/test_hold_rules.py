@@ -18,7 +18,14 @@ from argocd_image_updater.model.controller_state import WriteRecord
 from argocd_image_updater.model.holds import HOLD_ANNOTATION, HOLD_REASON_ANNOTATION, ManualHold
 from argocd_image_updater.model.platform import PlatformFilter
 from argocd_image_updater.model.tags import TagInfo
-from argocd_image_updater.plan.holds import HOLD_ANNOUNCE, HOLD_ROLLBACK, HoldContext
+from argocd_image_updater.plan.holds import (
+    HOLD_ANNOUNCE,
+    HOLD_ROLLBACK,
+    HoldContext,
+    announced,
+    overwriter,
+)
+from argocd_image_updater.plan.params import ParamNames
 from argocd_image_updater.policy.strategies import named
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -114,9 +121,63 @@ SEMVER = named("semver")
 TAGS = tuple(TagInfo(t) for t in ("1.0.0", "1.1.0", "1.2.0", "2.0.0"))
 
 
-def check(context: HoldContext, running: str, chosen: str) -> str | None:
-    verdict = context.check("web", running, TagInfo(chosen), SEMVER, TAGS, None, PlatformFilter())
+def check(context: HoldContext, running: str, chosen: str, target: str | None = None) -> str | None:
+    verdict = context.check(
+        "web", running, TagInfo(chosen), SEMVER, TAGS, None, PlatformFilter(), target
+    )
     return None if verdict is None else f"{verdict.detail}: {verdict.message}"
+
+
+@pytest.mark.parametrize("via", ["argocd", "git"])
+def test_a_target_set_back_is_held_whether_or_not_the_written_tag_ran(via: str) -> None:
+    never_ran = HoldContext(NOW, {"web": WriteRecord("1.1.0", NOW, via=via)}, via=via)
+    # cluster mode, argocd method: the Application's parameters are the target
+    assert check(never_ran, "1.0.0", "1.1.0", target="1.0.0") == (
+        f"{HOLD_ANNOUNCE} 1.0.0: held: rolled back from 1.1.0 to 1.0.0"
+    )
+    assert check(never_ran, "1.0.0", "1.1.0", target="1.1.0") is None  # waiting for a sync
+    assert check(never_ran, "1.0.0", "1.1.0", target="") is None  # not in the target
+    assert check(never_ran, "1.0.0", "1.2.0", target="1.0.0") is None  # a newer tag: update
+    assert check(never_ran, "1.0.0", "1.1.0", target="1.2.0") is None  # set forward: no hold
+    # local mode: what runs was read from the target
+    local = HoldContext(NOW, never_ran.writes, via=via, live_is_target=True)
+    assert check(local, "1.0.0", "1.1.0") == (
+        f"{HOLD_ANNOUNCE} 1.0.0: held: rolled back from 1.1.0 to 1.0.0"
+    )
+    announced = HoldContext(
+        NOW, {"web": WriteRecord("1.1.0", NOW, held="1.0.0", via=via, held_by="kubectl")}, via=via
+    )
+    assert check(announced, "1.0.0", "1.1.0", target="1.0.0") == (
+        f"{HOLD_ROLLBACK}: held: rolled back from 1.1.0 to 1.0.0 by kubectl"
+    )
+
+
+def test_a_write_elsewhere_or_of_an_earlier_version_does_not_hold_by_the_target() -> None:
+    record = WriteRecord("1.1.0", NOW, via="git", commit="abc")
+    switched = HoldContext(NOW, {"web": record}, via="argocd")  # the method changed since
+    assert check(switched, "1.0.0", "1.1.0", target="1.0.0") is None
+    old = HoldContext(NOW, {"web": WriteRecord("1.1.0", NOW)}, via="argocd")
+    assert check(old, "1.0.0", "1.1.0", target="1.0.0") is None
+
+
+def test_the_git_guard_holds_a_file_set_back_after_a_push() -> None:
+    where = ("kustomize", ParamNames(), "")
+    record = WriteRecord("1.1.0", NOW, via="git", commit="abc")
+    context = HoldContext(NOW, {"web": record}, via="git")
+    guard = context.guard("web", TagInfo("1.1.0"), SEMVER, TAGS, None, PlatformFilter(), where)
+    assert guard is not None
+    assert guard.check("1.1.0") is None and guard.check("1.2.0") is None
+    assert guard.check("") is None
+    verdict = guard.check("1.0.0", "Jane <jane@example.com>")
+    assert verdict is not None
+    assert verdict.message == "held: rolled back from 1.1.0 to 1.0.0 by Jane <jane@example.com>"
+    assert announced(verdict.detail) == "1.0.0"
+    assert overwriter(verdict.message, "1.0.0") == "Jane <jane@example.com>"
+    newer = context.guard("web", TagInfo("1.2.0"), SEMVER, TAGS, None, PlatformFilter(), where)
+    assert newer is None
+    by_request = HoldContext(NOW, {"web": WriteRecord("1.1.0", NOW, via="git")}, via="git")
+    chosen = TagInfo("1.1.0")
+    assert by_request.guard("web", chosen, SEMVER, TAGS, None, PlatformFilter(), where) is None
 
 
 def test_a_running_tag_older_than_the_written_one_is_a_rollback_once_it_ran() -> None:
@@ -125,7 +186,7 @@ def test_a_running_tag_older_than_the_written_one_is_a_rollback_once_it_ran() ->
     assert check(not_yet, "1.0.0", "1.1.0") is None  # never seen running: not a rollback
     ran = HoldContext(NOW, {"web": WriteRecord("1.1.0", NOW, live=True)})
     assert check(ran, "1.0.0", "1.1.0") == (
-        f"{HOLD_ANNOUNCE}: held: rolled back from 1.1.0 to 1.0.0"
+        f"{HOLD_ANNOUNCE} 1.0.0: held: rolled back from 1.1.0 to 1.0.0"
     )
     assert check(ran, "1.0.0", "1.2.0") is None  # newer than the tag rolled back from
     assert check(ran, "1.2.0", "2.0.0") is None  # newer than written: not a rollback

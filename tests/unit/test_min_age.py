@@ -10,7 +10,7 @@ from argocd_image_updater.model.platform import Platform, PlatformFilter
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
 from argocd_image_updater.model.update_config import UpdateSettings
 from argocd_image_updater.plan.scans import parse_min_age
-from argocd_image_updater.policy.min_age import TagAges, too_young
+from argocd_image_updater.policy.min_age import TagAges, too_young, waiting_message
 from argocd_image_updater.policy.select import Policy, PolicyError, choose
 from argocd_image_updater.policy.verdicts import TagVerdict
 
@@ -32,6 +32,24 @@ def test_the_newest_tag_old_enough_is_chosen_and_younger_ones_are_too_young() ->
     assert later.verdict("1.1.0").detail == "until 2026-03-11T12:00:00Z"  # type: ignore[union-attr]
     none = choose(Policy(min_age=timedelta(days=30)), TAGS, ages=TagAges(NOW, SEEN))
     assert none.chosen is None and "3 too-young" in none.summary
+
+
+def test_the_tag_that_is_old_enough_first_of_those_above_the_chosen_one_is_eligible() -> None:
+    selection = choose(Policy(min_age=timedelta(hours=72)), TAGS, ages=TagAges(NOW, SEEN))
+    assert selection.eligible == ("1.2.0", NOW + timedelta(hours=72))
+    assert (
+        waiting_message(selection.eligible) == "too-young: 1.2.0 eligible at 2026-03-13T12:00:00Z"
+    )
+    # 1.2.0 is seen later than 1.1.0 becomes old enough: 1.1.0 is eligible first
+    seen = {"1.0.0": NOW - timedelta(days=9), "1.1.0": NOW - timedelta(days=4), "1.2.0": NOW}
+    later = choose(Policy(min_age=timedelta(days=5)), TAGS, ages=TagAges(NOW, seen))
+    assert later.eligible == ("1.1.0", NOW + timedelta(days=1))
+    # first seen at the same moment: the best of them
+    fresh = choose(Policy(min_age=timedelta(days=1)), TAGS, ages=TagAges(NOW))
+    assert fresh.chosen is None and fresh.eligible == ("1.2.0", NOW + timedelta(days=1))
+    # everything old enough: nothing waits
+    old = choose(Policy(min_age=timedelta(days=1)), TAGS[:2], ages=TagAges(NOW, SEEN))
+    assert old.eligible is None and waiting_message(None) == ""
 
 
 def test_without_first_seen_times_min_age_is_not_applied() -> None:

@@ -324,6 +324,33 @@ def test_min_age_from_created_applies_to_charts() -> None:
     assert result.results[0].chosen == f"{OCI_WEB}:1.1.0"
 
 
+def test_a_chart_whose_newer_versions_are_too_young_says_when_one_is_eligible() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from argocd_image_updater.model.platform import Platform
+    from argocd_image_updater.model.tags import PlatformImage
+    from argocd_image_updater.policy.min_age import TagAges
+
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    app = application([{"repoURL": f"{REG}/org/charts", "chart": "web", "targetRevision": "1.1.0"}])
+    settings = UpdateSettings(min_age="72h", min_age_from="created")
+    jobs = plan_scans(
+        config(app, ("web", OCI_WEB), settings=settings), RegistryConfig().endpoint_for
+    )
+    (job,) = jobs.chart_jobs
+
+    def built(name: str, hours: int) -> TagInfo:
+        created = now - timedelta(hours=hours)
+        return TagInfo(name, "", (PlatformImage(Platform("", ""), "", created),))
+
+    results = ScanResults()
+    results[job.scan_key] = FakeScan((built("1.1.0", 240), built("1.2.0", 24), built("1.3.0", 2)))
+    results.ages[job.scan_key] = TagAges(now)
+    (only,) = plan_app(jobs, results).results
+    assert only.reason == ImageReason.TOO_YOUNG
+    assert only.message == "too-young: 1.2.0 eligible at 2026-06-03T00:00:00Z"
+
+
 def test_a_manual_hold_keeps_a_chart_from_being_written() -> None:
     from datetime import UTC, datetime
 
@@ -342,6 +369,28 @@ def test_a_manual_hold_keeps_a_chart_from_being_written() -> None:
     (only,) = result.results
     assert only.reason == ImageReason.HELD and "freeze" in only.message
     assert json_patch_ops(app.raw, result) == []
+
+
+@pytest.mark.parametrize("via", ["argocd", "git"])
+def test_a_chart_version_set_back_from_the_one_written_is_held(via: str) -> None:
+    from datetime import UTC, datetime
+
+    from argocd_image_updater.model.controller_state import WriteRecord
+    from argocd_image_updater.plan.holds import HoldContext
+
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    app = application([{"repoURL": f"{REG}/org/charts", "chart": "web", "targetRevision": "1.0.0"}])
+    jobs = plan_scans(config(app, ("web", OCI_WEB)), RegistryConfig().endpoint_for)
+    (job,) = jobs.chart_jobs
+    results = ScanResults()
+    results[job.scan_key] = FakeScan((TagInfo("1.0.0"), TagInfo("1.1.0")))
+    written = WriteRecord("1.1.0", now, via=via, commit="abc" if via == "git" else "")
+    holds = HoldContext(now, {"web": written}, via=via)  # 1.1.0 never ran
+    (only,) = plan_app(jobs, results, holds=holds).results
+    assert (only.reason, only.message) == (
+        ImageReason.HELD,
+        "held: rolled back from 1.1.0 to 1.0.0",
+    )
 
 
 def test_a_registry_event_selects_the_oci_charts_of_its_repository() -> None:

@@ -100,7 +100,7 @@ def hold_command(**params: Any) -> None:
     "state_dir",
     envvar="IMAGE_UPDATER_STATE_DIR",
     default="",
-    help="applications-api local: the controller's --state-dir",
+    help="the controller's --state-dir, when it keeps its record in a file",
 )
 def release_command(**params: Any) -> None:
     _run("release", **params)

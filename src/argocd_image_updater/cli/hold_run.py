@@ -131,11 +131,7 @@ async def release(
     if applications_api == "local":
         namespace = namespace or LOCAL_NAMESPACE
         where = _edit_manifest(local_path, namespace, app, changes)
-        store: StateStore | None = None
-        if state_dir:
-            from argocd_image_updater.local.state_file import FileStateStore
-
-            store = FileStateStore(state_dir)
+        store = _file_store(state_dir) if state_dir else None
         await _forget_writes(store, app_key(namespace, app), aliases)
         return f"released {_described(aliases)} of {where}"
     from argocd_image_updater.controller.state_store import ConfigMapStateStore
@@ -148,9 +144,19 @@ async def release(
     async with kube:
         namespace = namespace or kube.namespace
         where = await _patch_with(kube, namespace, app, changes)
-        state = ConfigMapStateStore(kube, controller_namespace or kube.namespace)
+        state: StateStore = (
+            _file_store(state_dir)
+            if state_dir  # a controller keeping its record in a file
+            else ConfigMapStateStore(kube, controller_namespace or kube.namespace)
+        )
         await _forget_writes(state, app_key(namespace, app), aliases)
     return f"released {_described(aliases)} of {where}"
+
+
+def _file_store(state_dir: str) -> StateStore:
+    from argocd_image_updater.local.state_file import FileStateStore
+
+    return FileStateStore(state_dir)
 
 
 async def _forget_writes(store: StateStore | None, key: str, aliases: Sequence[str]) -> None:

@@ -46,6 +46,7 @@ from argocd_image_updater.report.ship_tracker import ShipTracker
 from argocd_image_updater.report.status import StatusWriter
 from argocd_image_updater.writeback.argocd import ArgoCDAppWriter, KubeAppWriter
 from argocd_image_updater.writeback.chart_versions import ChartFileVersions
+from argocd_image_updater.writeback.git import RevisionFetcher
 
 log = get_logger("run")
 
@@ -161,10 +162,17 @@ async def build_cluster_controller(
             if kube is not None
             else None,
             notifier,
-            ShipTracker(batch_writer.cache),
+            ShipTracker(
+                batch_writer.cache,
+                state=state_store,
+                fetcher=RevisionFetcher(batch_writer.cache, batch_writer.credentials),
+            ),
             crd=crd,
         ),
     )
+    tracker = controller.reporter.shipping if controller.reporter is not None else None
+    if tracker is not None:
+        tracker.may_save = controller.is_leader  # what it follows is stored by the leader
     return controller, closers
 
 

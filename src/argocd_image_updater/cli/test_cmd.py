@@ -53,6 +53,19 @@ class _StrategyOption(click.Option):
     "--secrets-dir", default="", help="read secret:/pullsecret: from <dir>/<ns>/<name>/<field>"
 )
 @click.option(
+    "--min-age",
+    default="",
+    metavar="DURATION",
+    help="only consider tags at least this old (minAge, a Go duration such as 72h); tags count "
+    "as first seen now unless --min-age-from created",
+)
+@click.option(
+    "--min-age-from",
+    type=click.Choice(["seen", "created"]),
+    default="seen",
+    help="where the age of --min-age counts from: first seen (now), or the image's creation time",
+)
+@click.option(
     "--explain",
     is_flag=True,
     help="print the credential source, and every tag with its verdict and reason",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import click
@@ -19,12 +20,14 @@ from argocd_image_updater.cli.test_setup import (
     load_registries,
     registry_access,
 )
+from argocd_image_updater.config.durations import DurationError, parse_go_duration
 from argocd_image_updater.config.registries import RegistriesConfError
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.platform import Platform, PlatformFilter, runtime_platform
 from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.log import Logger, get_logger
 from argocd_image_updater.policy.filters import parse_allow_tags
+from argocd_image_updater.policy.min_age import TagAges, waiting_message
 from argocd_image_updater.policy.select import (
     Policy,
     PolicyError,
@@ -67,12 +70,18 @@ def build_policy(opts: TestOptions, image: ImageRef, log: Logger) -> Policy:
             if opts.explain:
                 click.echo(f"warning: {flag}: {problem}")
     platforms: list[Platform | str] = list(opts.platforms) or [runtime_platform()]
+    try:
+        min_age = parse_go_duration(opts.min_age) if opts.min_age else None
+    except DurationError as err:
+        raise PolicyError(f"--min-age: {err}") from None
     policy = Policy(
         strategy=strategy,
         constraint=opts.semver_constraint,
         allow=allow,
         ignore=opts.ignore_tags,
         platforms=PlatformFilter(platforms),
+        min_age=min_age,
+        min_age_from_created=opts.min_age_from == "created",
     )
     policy.validate(image.original or str(image))
     return policy
@@ -134,7 +143,8 @@ async def run_test_explained(opts: TestOptions, log: Logger) -> Explained:
         pinned = ""
         async with Scanner() as scanner:
             result = await scanner.scan(request)
-            selection = choose(policy, result.tags, result.order_hint)
+            ages = TagAges(datetime.now(UTC)) if policy.min_age is not None else None
+            selection = choose(policy, result.tags, result.order_hint, ages)
             if opts.pin_digest and not policy.strategy.pins_digest and selection.chosen:
                 pinned = await scanner.tag_digest(
                     endpoint, image.name, selection.chosen.name, credentials
@@ -181,6 +191,9 @@ def print_explain(explained: Explained) -> None:
     )
     for line in explain_lines(verdicts):
         click.echo(line)
+    waiting = waiting_message(explained.selection.eligible)
+    if waiting:
+        click.echo(waiting)
     if explained.verdict is not None and explained.trust is not None:
         from argocd_image_updater.verify.explain import verdict_lines
 

@@ -61,6 +61,8 @@ class TestOptions:
     verify_issuer: str = ""
     verify_trusted_root: str = ""
     pin_digest: bool = False
+    min_age: str = ""
+    min_age_from: str = "seen"
 
     @property
     def verifies(self) -> bool:

@@ -1,7 +1,7 @@
 """What a cycle reads from and adds to the controller's remembered record
-(:class:`~argocd_image_updater.model.controller_state.ControllerState`): the tags written and
-seen running (rollback holds), the rollback holds announced, when each tag was first seen
-(``minAge``), and the tags no longer listed (forgotten)."""
+(:class:`~argocd_image_updater.model.controller_state.ControllerState`): the tags written, where
+and seen running (rollback holds), the rollback holds announced and who overwrote the tag, when
+each tag was first seen (``minAge``), and the tags no longer listed (forgotten)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.pipeline.records import AppOutcome, CRState, CycleApp
 from argocd_image_updater.plan.charts import ChartJob
 from argocd_image_updater.plan.choices import ScanResults
-from argocd_image_updater.plan.holds import HOLD_ANNOUNCE, HoldContext
+from argocd_image_updater.plan.holds import HoldContext, announced, overwriter
 from argocd_image_updater.plan.jobs import ImageJob, ScanKey
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.policy.min_age import TagAges
@@ -28,17 +28,36 @@ def hold_context(
     """What planning ``config``'s application needs to know about its holds."""
     app = config.app
     writes = state.writes_of(app_key(app.namespace, app.name)) if state is not None else {}
-    return HoldContext(now, writes, manual_holds(app, cr.raw if cr is not None else None))
+    return HoldContext(
+        now,
+        writes,
+        manual_holds(app, cr.raw if cr is not None else None),
+        via=via_of(config),
+        live_is_target=config.live_is_target,
+    )
+
+
+def via_of(config: AppUpdateConfig) -> str:
+    """Where ``config``'s application's tags are written: ``git`` or ``argocd`` (as
+    :attr:`~argocd_image_updater.model.write_record.WriteRecord.via`)."""
+    return "git" if config.write_back.is_git else "argocd"
 
 
 def remember_holds(state: ControllerState, outcome: AppOutcome, holds: HoldContext) -> None:
-    """Remember which written tags were seen running and which rollback holds were announced
-    (the ``ImageHeld`` event is created once per hold)."""
+    """Remember which written tags were seen running."""
     for alias in holds.live:
         state.mark_live(outcome.app, alias)
-    for result in outcome.plan.results if outcome.plan is not None else ():
-        if result.detail == HOLD_ANNOUNCE:
-            state.mark_held(outcome.app, result.alias or result.image, _tag_only(result.current))
+
+
+def remember_announced(state: ControllerState, outcomes: Sequence[AppOutcome]) -> None:
+    """Remember the rollback holds announced (the ``ImageHeld`` event is created once per
+    hold), with who overwrote the tag when known."""
+    for outcome in outcomes:
+        for result in outcome.plan.results if outcome.plan is not None else ():
+            to = announced(result.detail)
+            if to is not None:
+                by = overwriter(result.message, to)
+                state.mark_held(outcome.app, result.alias or result.image, to, by)
 
 
 def _tag_only(reference: str | None) -> str:
@@ -48,17 +67,25 @@ def _tag_only(reference: str | None) -> str:
         return ""
 
 
-def remember_writes(state: ControllerState, outcomes: Sequence[AppOutcome], now: datetime) -> None:
-    """Remember the tags written for each image (rollback holds compare the running tag with
-    them)."""
+def remember_writes(
+    state: ControllerState,
+    outcomes: Sequence[AppOutcome],
+    now: datetime,
+    via: Mapping[str, str] | None = None,
+) -> None:
+    """Remember the tags written for each image, and where (``via``: by Application key;
+    rollback holds compare the target and the running tag with them)."""
     for outcome in outcomes:
         if not outcome.written or outcome.error or outcome.plan is None:
             continue
+        commit = outcome.pushed[1] if outcome.pushed else ""
         for result in outcome.plan.results:
             if result.outcome is Outcome.UPDATED and result.chosen:
                 tag = _tag_only(result.chosen)
                 if tag:
-                    state.record_write(outcome.app, result.alias or result.image, tag, now)
+                    alias = result.alias or result.image
+                    where = (via or {}).get(outcome.app, "")
+                    state.record_write(outcome.app, alias, tag, now, where, commit)
 
 
 def forget_untagged(

@@ -155,8 +155,8 @@ class AppUpdates:
         return await write_app(outcome, app.config.app, writer, replan, cycle.context.may_write)
 
     def finish(self, app: CycleApp, holds: HoldContext, outcome: AppOutcome) -> AppOutcome:
-        """``outcome`` with what the report needs of ``app``; the holds it announced and the
-        written tags seen running are remembered."""
+        """``outcome`` with what the report needs of ``app``; the written tags seen running are
+        remembered (the holds it announced once the cycle's writes are done: ``remember``)."""
         state = self.cycle.context.state
         if state is not None:
             remember_holds(state, outcome, holds)

@@ -133,7 +133,7 @@ async def write_batch(
     deferred: Sequence[tuple[AppUpdateConfig, AppOutcome]], writer: BatchWriter | None
 ) -> None:
     """Write the plans of ``deferred`` with ``writer`` and record in each outcome what became
-    of it (written, pushed, its link, waiting for sync, or its error)."""
+    of it (written, pushed, its link, held, waiting for sync, or its error)."""
     if writer is None:
         for _, outcome in deferred:
             outcome.error = f"no writer for the git write-back method of {outcome.app}"
@@ -149,6 +149,7 @@ async def write_batch(
     for _, outcome in deferred:
         if outcome.plan is None:
             continue
+        outcome.plan = outcome.plan.held(done.held.get(outcome.app, {}))
         outcome.plan = outcome.plan.waiting_for_sync(done.waiting.get(outcome.app, {}))
         log_updates(outcome.plan, outcome.app)
         error = done.errors.get(outcome.app)

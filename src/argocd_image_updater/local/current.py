@@ -152,4 +152,4 @@ def fill_current(config: AppUpdateConfig, target: TargetText | None) -> AppUpdat
         SourceType.parse(app.status_source_type)
     ]
     fresh = Application.from_object(with_status(app.raw, types, images))
-    return dataclasses.replace(config, app=fresh, images=tuple(specs))
+    return dataclasses.replace(config, app=fresh, images=tuple(specs), live_is_target=True)

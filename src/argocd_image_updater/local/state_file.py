@@ -1,6 +1,7 @@
 """The controller's remembered record in a file (local mode, ``--state-dir``): ``state.json``.
 
-The file holds one JSON object (``version``, ``writes``, ``firstSeen``, ``digests``). A save
+The file holds one JSON object (``version``, ``writes``, ``firstSeen``, ``digests``,
+``shipments``). A save
 holds an exclusive lock on ``state.lock`` while it reads the file again (another process, e.g.
 the ``release`` command, may have changed it: the unsaved changes are then applied to the newer
 copy) and replaces it atomically (a temporary file in the same directory, then a rename).
@@ -23,6 +24,7 @@ from argocd_image_updater.model.controller_state import (
     DIGESTS_KEY,
     FIRST_SEEN_KEY,
     MAX_INFLATED_BYTES,
+    SHIPMENTS_KEY,
     VERSION_KEY,
     WRITES_KEY,
     ControllerState,
@@ -32,7 +34,12 @@ from argocd_image_updater.pipeline.ports import StoreError
 
 STATE_FILE: Final = "state.json"
 LOCK_FILE: Final = "state.lock"
-_FIELDS: Final = {WRITES_KEY: "writes", FIRST_SEEN_KEY: "firstSeen", DIGESTS_KEY: "digests"}
+_FIELDS: Final = {
+    WRITES_KEY: "writes",
+    FIRST_SEEN_KEY: "firstSeen",
+    DIGESTS_KEY: "digests",
+    SHIPMENTS_KEY: "shipments",
+}
 
 
 class FileStateStore:

@@ -1,10 +1,13 @@
 """What the controller remembers across cycles, restarts and leader changes (pure).
 
 * per Application (``namespace/name``) and image alias: the last tag the controller wrote, when,
-  whether it was seen running since, and the rollback hold it announced (:class:`WriteRecord`);
+  where, whether it was seen running since, and the rollback hold it announced
+  (:class:`~argocd_image_updater.model.write_record.WriteRecord`);
 * per image repository (``<registry host>/<repository path>``) and tag: when the controller
   first saw the tag in the registry (``minAge``);
-* per repository and tag: the last digest seen (a tag moved to another digest).
+* per repository and tag: the last digest seen (a tag moved to another digest);
+* the written changes not yet confirmed live (ship tracking: ``report.ship_tracker``), as the
+  tracker serializes them, so that a restart goes on following them.
 
 The record is versioned (:data:`STATE_VERSION`); it is stored as a few JSON documents
 (:meth:`ControllerState.to_data`), in the cluster as the data of a ConfigMap (gzip-compressed in
@@ -21,8 +24,13 @@ import json
 import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
+
+from argocd_image_updater.model.write_record import StateError as StateError
+from argocd_image_updater.model.write_record import WriteRecord as WriteRecord
+from argocd_image_updater.model.write_record import format_time as format_time
+from argocd_image_updater.model.write_record import parse_time as parse_time
 
 STATE_VERSION: Final = 1
 """The layout of the stored record; a newer layout is refused, never overwritten."""
@@ -31,29 +39,15 @@ VERSION_KEY: Final = "version"
 WRITES_KEY: Final = "writes.json"
 FIRST_SEEN_KEY: Final = "first-seen.json"
 DIGESTS_KEY: Final = "digests.json"
-DATA_KEYS: Final = (VERSION_KEY, WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY)
-TABLE_KEYS: Final = (WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY)
+SHIPMENTS_KEY: Final = "shipments.json"
+DATA_KEYS: Final = (VERSION_KEY, WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY, SHIPMENTS_KEY)
+TABLE_KEYS: Final = (WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY, SHIPMENTS_KEY)
 COMPRESSED_SUFFIX: Final = ".gz"
 """A table stored gzip-compressed (``binaryData``) has this suffix after its key."""
 MAX_INFLATED_BYTES: Final = 64 * 1024 * 1024
 
 MAX_BYTES: Final = 900_000
 """Upper bound of the serialized record (a ConfigMap holds at most 1 MiB)."""
-
-
-class StateError(ValueError):
-    """A stored record cannot be read (the message names the key and what is wrong)."""
-
-
-def format_time(moment: datetime) -> str:
-    """RFC 3339 in UTC, seconds precision (``2026-12-01T12:00:00Z``)."""
-    return moment.astimezone(UTC).isoformat(timespec="seconds")[:19] + "Z"  # a third of strftime
-
-
-def parse_time(text: str) -> datetime:
-    """An RFC 3339 time (``Z`` or an offset); a time without a zone is UTC."""
-    value = datetime.fromisoformat(text.strip().replace("z", "Z").replace("Z", "+00:00"))
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def repo_key(registry: str, repository: str) -> str:
@@ -63,36 +57,6 @@ def repo_key(registry: str, repository: str) -> str:
 
 def app_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
-
-
-@dataclass(frozen=True, slots=True)
-class WriteRecord:
-    """The last tag written for one image of one Application."""
-
-    tag: str
-    at: datetime
-    live: bool = False
-    """The running tag was seen at (or past) ``tag`` since it was written."""
-    held: str = ""
-    """The running tag of the rollback hold announced for this write ("" = none announced)."""
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"tag": self.tag, "at": format_time(self.at)}
-        if self.live:
-            out["live"] = True
-        if self.held:
-            out["held"] = self.held
-        return out
-
-    @classmethod
-    def from_json(cls, raw: Any, where: str) -> WriteRecord:
-        if not isinstance(raw, Mapping) or not isinstance(raw.get("tag"), str):
-            raise StateError(f"{where}: expected an object with a string 'tag'")
-        try:
-            at = parse_time(str(raw.get("at", "")))
-        except ValueError:
-            raise StateError(f"{where}.at: not an RFC 3339 time: {raw.get('at')!r}") from None
-        return cls(raw["tag"], at, bool(raw.get("live", False)), str(raw.get("held") or ""))
 
 
 Operation = tuple[str, tuple[Any, ...]]
@@ -109,10 +73,12 @@ class ControllerState:
         first_seen: Mapping[str, Mapping[str, datetime]] | None = None,
         digests: Mapping[str, Mapping[str, str]] | None = None,
         token: str = "",
+        shipments: Mapping[str, Any] | None = None,
     ) -> None:
         self._writes = {k: dict(v) for k, v in (writes or {}).items()}
         self._first_seen = {k: dict(v) for k, v in (first_seen or {}).items()}
         self._digests = {k: dict(v) for k, v in (digests or {}).items()}
+        self._shipments: dict[str, Any] = dict(shipments or {})
         self.token = token
         self._ops: list[Operation] = []
 
@@ -135,15 +101,20 @@ class ControllerState:
     def copy(self, token: str | None = None) -> ControllerState:
         """A copy of the contents (without unsaved changes), as version ``token``."""
         return ControllerState(
-            self._writes, self._first_seen, self._digests, self.token if token is None else token
+            self._writes,
+            self._first_seen,
+            self._digests,
+            self.token if token is None else token,
+            self._shipments,
         )
 
     def adopt(self, other: ControllerState) -> None:
         """Take the contents, version and unsaved changes of ``other``."""
-        self._writes, self._first_seen, self._digests = (
+        self._writes, self._first_seen, self._digests, self._shipments = (
             other._writes,
             other._first_seen,
             other._digests,
+            other._shipments,
         )
         self.token = other.token
         self._ops = list(other._ops)
@@ -160,17 +131,21 @@ class ControllerState:
     def writes_of(self, app: str) -> Mapping[str, WriteRecord]:
         return dict(self._writes.get(app, {}))
 
-    def record_write(self, app: str, alias: str, tag: str, at: datetime) -> None:
-        """``tag`` was written for ``alias`` of ``app`` at ``at`` (any hold is over)."""
-        self._do("write", app, alias, tag, format_time(at))
+    def record_write(
+        self, app: str, alias: str, tag: str, at: datetime, via: str = "", commit: str = ""
+    ) -> None:
+        """``tag`` was written for ``alias`` of ``app`` at ``at`` (any hold is over), ``via``
+        the Application (``argocd``) or a git target (``git``, with the ``commit`` pushed)."""
+        self._do("write", app, alias, tag, format_time(at), via, commit)
 
     def mark_live(self, app: str, alias: str) -> None:
         """The last written tag was seen running."""
         self._do("live", app, alias)
 
-    def mark_held(self, app: str, alias: str, running: str) -> None:
-        """A rollback hold to ``running`` was announced (announce it once)."""
-        self._do("held", app, alias, running)
+    def mark_held(self, app: str, alias: str, running: str, by: str = "") -> None:
+        """A rollback hold to ``running`` was announced (announce it once); ``by``: who
+        overwrote the tag written, when known."""
+        self._do("held", app, alias, running, by)
 
     def release(self, app: str, aliases: Collection[str] = ("*",)) -> None:
         """Forget the last writes of ``aliases`` (``*``: every alias) of ``app``: the running
@@ -188,8 +163,10 @@ class ControllerState:
         for key in gone:
             self._do("forget_app", key)
 
-    def _op_write(self, app: str, alias: str, tag: str, at: str) -> bool:
-        record = WriteRecord(tag, parse_time(at))
+    def _op_write(
+        self, app: str, alias: str, tag: str, at: str, via: str = "", commit: str = ""
+    ) -> bool:
+        record = WriteRecord(tag, parse_time(at), via=via, commit=commit)
         if self._writes.get(app, {}).get(alias) == record:
             return False
         self._writes.setdefault(app, {})[alias] = record
@@ -208,8 +185,12 @@ class ControllerState:
     def _op_live(self, app: str, alias: str) -> bool:
         return self._update(app, alias, lambda r: replace(r, live=True))
 
-    def _op_held(self, app: str, alias: str, running: str) -> bool:
-        return self._update(app, alias, lambda r: replace(r, held=running))
+    def _op_held(self, app: str, alias: str, running: str, by: str = "") -> bool:
+        def change(r: WriteRecord) -> WriteRecord:
+            keep = r.held_by if r.held == running else ""
+            return replace(r, held=running, held_by=by or keep)
+
+        return self._update(app, alias, change)
 
     def _op_release(self, app: str, aliases: tuple[str, ...]) -> bool:
         records = self._writes.get(app)
@@ -289,6 +270,21 @@ class ControllerState:
                 del table[repo]
         return removed
 
+    # --- written changes not confirmed live yet -------------------------------------------------
+    def shipments(self) -> Mapping[str, Any]:
+        """The changes followed until live, by Application (as the ship tracker wrote them)."""
+        return dict(self._shipments)
+
+    def set_shipments(self, table: Mapping[str, Any]) -> None:
+        """The changes followed now (replacing those remembered)."""
+        self._do("ships", json.loads(_dump(table)))
+
+    def _op_ships(self, table: dict[str, Any]) -> bool:
+        if table == self._shipments:
+            return False
+        self._shipments = dict(table)
+        return True
+
     # --- serialization ----------------------------------------------------------------------------
     def _tables(self) -> dict[str, dict[str, Any]]:
         return {
@@ -303,6 +299,7 @@ class ControllerState:
             DIGESTS_KEY: {
                 repo: dict(sorted(tags.items())) for repo, tags in sorted(self._digests.items())
             },
+            SHIPMENTS_KEY: dict(sorted(self._shipments.items())),
         }
 
     def to_data(self, limit: int = MAX_BYTES) -> dict[str, str]:
@@ -382,7 +379,7 @@ class ControllerState:
             if not isinstance(tags, Mapping):
                 raise StateError(f"{DIGESTS_KEY}: {repo}: expected an object of tags")
             digests[repo] = {tag: str(d) for tag, d in tags.items()}
-        return cls(writes, first_seen, digests, token)
+        return cls(writes, first_seen, digests, token, _json(data, SHIPMENTS_KEY))
 
 
 @dataclass(frozen=True, slots=True)

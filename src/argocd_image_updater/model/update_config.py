@@ -408,6 +408,8 @@ class AppUpdateConfig:
     chart_versions: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     """Current chart versions read from a ``chartfile:`` write-back target, by chart key; the
     versions of charts matched to a source are that source's ``targetRevision``."""
+    live_is_target: bool = False
+    """The live images were read from the write-back target (local mode), not from Argo CD."""
 
     @property
     def is_legacy(self) -> bool:

@@ -19,7 +19,8 @@ grammar of the references that name them (the registry stage uses it too).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from argocd_image_updater.model.application import Application
@@ -144,6 +145,23 @@ class StateStore(Protocol):
 
 
 @runtime_checkable
+class RevisionFetcher(Protocol):
+    """Fetches what the git clones lack to answer :class:`RevisionHistory`'s questions."""
+
+    async def fetch_revisions(
+        self,
+        repo_url: str,
+        revisions: Collection[str],
+        since: datetime,
+        credentials_ref: str,
+        namespace: str,
+    ) -> None:
+        """Fetch ``revisions`` of ``repo_url`` with their history back to ``since`` into its
+        clone (each revision once: a second call for it does nothing), with the write-back
+        credentials ``credentials_ref`` of an Application of ``namespace``."""
+        ...
+
+
 class RevisionHistory(Protocol):
     """What the git clones already fetched know about a repository's history."""
 

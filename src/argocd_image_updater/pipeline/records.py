@@ -122,8 +122,13 @@ class BatchResult:
     links: dict[str, str] = field(default_factory=dict)
     """Per Application written through a pull/merge request: the request's web URL."""
 
+    held: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    """Per Application, the aliases not written because their target was rolled back from a
+    tag written earlier: the ``held`` result's message and detail (``plan.holds``)."""
+
     def update(self, other: BatchResult) -> None:
         self.errors.update(other.errors)
+        self.held.update(other.held)
         self.waiting.update(other.waiting)
         self.pushed.update(other.pushed)
         self.links.update(other.links)

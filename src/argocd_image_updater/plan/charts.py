@@ -56,6 +56,7 @@ from argocd_image_updater.plan.scans import (
 )
 from argocd_image_updater.policy.downgrade import downgrade
 from argocd_image_updater.policy.filters import parse_allow_tags
+from argocd_image_updater.policy.min_age import waiting_message
 from argocd_image_updater.policy.select import Policy, PolicyError, Selection
 from argocd_image_updater.policy.select import choose as select_choice
 from argocd_image_updater.policy.strategies import parse_strategy
@@ -351,6 +352,10 @@ def _decide(
         )
         return
     chosen = selection.chosen
+    young = waiting_message(selection.eligible)
+    if chosen is None and young:
+        result(Outcome.SKIPPED, ImageReason.TOO_YOUNG, young, detail=selection.summary)
+        return
     if chosen is None:
         result(
             Outcome.SKIPPED,
@@ -367,6 +372,9 @@ def _decide(
     if holds is not None and job.current:
         holds.observe(job.key, job.current, strategy, *order)
     if job.current == new and all(v == new for v in job.source_versions):
+        if young:  # a newer version waits for minAge
+            result(Outcome.SKIPPED, ImageReason.TOO_YOUNG, young, new_text)
+            return
         result(
             Outcome.UP_TO_DATE,
             ImageReason.UP_TO_DATE,
@@ -375,7 +383,8 @@ def _decide(
         )
         return
     held = (
-        holds.check(job.key, job.current or None, chosen, strategy, *order)
+        # A chart's current version is read from its write-back target itself.
+        holds.check(job.key, job.current or None, chosen, strategy, *order, job.current or None)
         if holds is not None
         else None
     )

@@ -56,9 +56,11 @@ from argocd_image_updater.plan.params import (
     helm_edits,
     kustomize_edits,
     plugin_edits,
+    tag_in_source,
     thaw,
 )
 from argocd_image_updater.policy.downgrade import downgrade
+from argocd_image_updater.policy.min_age import waiting_message
 from argocd_image_updater.policy.select import PolicyError, Selection, choose
 from argocd_image_updater.policy.strategies import UpdateStrategy
 
@@ -186,6 +188,14 @@ class _Planner:
             apply_edit(self._edited, edit)
         self.managed.extend(edits)
 
+    def _target(self, job: ImageJob) -> str | None:
+        """The tag the Application's parameters hold for ``job`` when they are its write-back
+        target (the ``argocd`` method) and a write of it is remembered; else None."""
+        holds = self.holds
+        if holds is None or holds.via != "argocd" or job.key not in holds.writes:
+            return None
+        return tag_in_source(self._source, job.kind, job.names, job.kustomize_name, job.cfg)
+
     def decide(
         self, job: ImageJob, scan: ScanOutcome | None, results: Mapping[ScanKey, ScanOutcome]
     ) -> None:
@@ -216,6 +226,12 @@ class _Planner:
             )
             return
         chosen = selection.chosen
+        young = waiting_message(selection.eligible)
+        if chosen is None and young:
+            self.result(
+                job, Outcome.SKIPPED, ImageReason.TOO_YOUNG, young, detail=selection.summary
+            )
+            return
         if chosen is None:
             self.result(
                 job,
@@ -279,6 +295,9 @@ class _Planner:
         ):
             reset = job.cfg.with_tag(live.tag or chosen.name, live.digest)
             self.apply(_edits(self.working, job, reset))
+            if young:  # a newer tag waits for minAge
+                result(Outcome.SKIPPED, ImageReason.TOO_YOUNG, young)
+                return
             result(
                 Outcome.UP_TO_DATE,
                 ImageReason.UP_TO_DATE,
@@ -286,7 +305,9 @@ class _Planner:
             )
             return
         held = (
-            self.holds.check(job.key, live.tag if live else None, chosen, strategy, *order)
+            self.holds.check(
+                job.key, live.tag if live else None, chosen, strategy, *order, self._target(job)
+            )
             if self.holds is not None
             else None
         )
@@ -381,6 +402,13 @@ class _Planner:
             labels=chosen_labels(chosen, job.policy.platforms),
             edits=tuple(edit for edit in edits if edit.changed),
             old_digest=live.digest if live is not None else "",
+            guard=(
+                self.holds.guard(
+                    job.key, chosen, strategy, *order, (job.kind, job.names, job.kustomize_name)
+                )
+                if self.holds is not None
+                else None
+            ),
         )
         self.changes.append(change)
         moved = f": tag '{change.moved_tag}' moved to another digest" if change.moved_tag else ""

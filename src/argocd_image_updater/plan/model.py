@@ -13,7 +13,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, Protocol
 
 from argocd_image_updater.model.image import ImageRef
 
@@ -54,6 +54,9 @@ class ImageReason(enum.StrEnum):
     WOULD_DOWNGRADE = "would-downgrade"
     HELD = "held"
     """A rollback or a manual hold keeps the image where it is (``plan.holds``)."""
+    TOO_YOUNG = "too-young"
+    """Every tag that would be chosen over the running one is younger than ``minAge``: the
+    message says which is eligible first, and when."""
     INTERNAL_ERROR = "internal-error"
 
 
@@ -120,6 +123,13 @@ class ImageResult:
         return self.reason not in _NOT_CONSIDERED
 
 
+class ChangeGuard(Protocol):
+    """A check the writer of a change's target makes before writing it, when only the writer
+    reads that target: :class:`~argocd_image_updater.plan.holds.RollbackGuard`, which the git
+    writer knows. The plan only carries it (a protocol, so that this module, which
+    ``plan.holds`` builds on, does not import it back)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ImageChange:
     """An image that moves to a new tag/digest, and the parameter edits that do it.
@@ -137,6 +147,9 @@ class ImageChange:
     labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
     edits: tuple[ParamEdit, ...] = ()
     old_digest: str = ""
+    guard: ChangeGuard | None = field(default=None, compare=False, repr=False)
+    """Set when the write-back target may have been rolled back from a tag written earlier
+    and only the writer can read it (a git file): the writer holds the change then."""
 
     @property
     def old_version(self) -> str:
@@ -279,6 +292,34 @@ class AppPlan:
             results=results,
             changes=tuple(c for c in self.changes if c.alias not in messages),
             revisions=tuple(r for r in self.revisions if r.alias not in messages),
+            updated=sum(1 for r in results if r.outcome is Outcome.UPDATED),
+        )
+
+    def held(self, verdicts: Mapping[str, tuple[str, str]]) -> AppPlan:
+        """This plan with the updates of the aliases in ``verdicts`` (``(message, detail)``)
+        turned into ``held`` results: the writer found their target rolled back. Their edits
+        are left out of ``managed`` (the target keeps what it holds)."""
+        if not verdicts:
+            return self
+        names = {e.name for c in self.changes if c.alias in verdicts for e in c.edits}
+        results = tuple(
+            dataclasses.replace(
+                r,
+                outcome=Outcome.SKIPPED,
+                reason=ImageReason.HELD,
+                message=verdicts[r.alias][0],
+                detail=verdicts[r.alias][1],
+            )
+            if r.outcome is Outcome.UPDATED and r.alias in verdicts
+            else r
+            for r in self.results
+        )
+        return dataclasses.replace(
+            self,
+            results=results,
+            changes=tuple(c for c in self.changes if c.alias not in verdicts),
+            managed=tuple(e for e in self.managed if e.name not in names),
+            skipped=sum(1 for r in results if r.outcome is Outcome.SKIPPED),
             updated=sum(1 for r in results if r.outcome is Outcome.UPDATED),
         )
 

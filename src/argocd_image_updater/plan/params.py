@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from argocd_image_updater.model.image import ImageRef, ImageRefError
-from argocd_image_updater.plan.model import ParamEdit
+from argocd_image_updater.plan.model import EditKind, ParamEdit
 
 DEFAULT_HELM_NAME: Final = "image.name"
 DEFAULT_HELM_TAG: Final = "image.tag"
@@ -246,6 +246,34 @@ def plugin_image(source: Mapping[str, Any], names: ParamNames) -> str:
     if not name or not tag:
         return ""
     return f"{name}:{tag}"
+
+
+def image_in_source(
+    source: Mapping[str, Any], kind: EditKind, names: ParamNames, kustomize_name: str, cfg: ImageRef
+) -> str:
+    """The parameter value or kustomize entry naming the image (``""`` when none does)."""
+    if kind == "kustomize":
+        return kustomize_image(source, kustomize_name, cfg)
+    if kind == "plugin":
+        return plugin_image(source, names)
+    return helm_image(source, names)
+
+
+def tag_in_source(
+    source: Mapping[str, Any], kind: EditKind, names: ParamNames, kustomize_name: str, cfg: ImageRef
+) -> str:
+    """The tag :func:`image_in_source` names (``""`` when none, or no tag name)."""
+    return image_tag(image_in_source(source, kind, names, kustomize_name, cfg))
+
+
+def image_tag(found: str) -> str:
+    """The tag of a parameter value or kustomize entry (``[name=]image:tag``; ``""``: none)."""
+    if "=" in found.split(":", 1)[0]:
+        found = found.split("=", 1)[1]
+    try:
+        return (ImageRef.parse(found).tag or "") if found else ""
+    except ImageRefError:
+        return ""
 
 
 # --- Applying ---------------------------------------------------------------------------------

@@ -52,6 +52,31 @@ def born(tag: TagInfo, ages: TagAges, from_created: bool, platforms: PlatformFil
     return ages.first_seen.get(tag.name, ages.now)
 
 
+def eligible_at(
+    tag: TagInfo,
+    min_age: timedelta,
+    ages: TagAges,
+    *,
+    from_created: bool = False,
+    platforms: PlatformFilter | None = None,
+) -> datetime:
+    """When ``tag`` is ``min_age`` old."""
+    return born(tag, ages, from_created, platforms or PlatformFilter()) + min_age
+
+
+def format_time(moment: datetime) -> str:
+    """``2026-03-01T12:00:00Z`` (seconds precision)."""
+    return _format(moment)
+
+
+def waiting_message(eligible: tuple[str, datetime] | None) -> str:
+    """``too-young: <tag> eligible at <time>`` for a selection's ``eligible`` tag (``""``:
+    none waits for ``minAge``)."""
+    if eligible is None:
+        return ""
+    return f"too-young: {eligible[0]} eligible at {_format(eligible[1])}"
+
+
 def too_young(
     tag: TagInfo,
     min_age: timedelta,
@@ -61,7 +86,7 @@ def too_young(
     platforms: PlatformFilter | None = None,
 ) -> Verdict | None:
     """The ``too-young`` verdict of ``tag`` (``until <time>``); None when it is old enough."""
-    ready = born(tag, ages, from_created, platforms or PlatformFilter()) + min_age
+    ready = eligible_at(tag, min_age, ages, from_created=from_created, platforms=platforms)
     if ready <= ages.now:
         return None
     return Verdict(tag.name, TagVerdict.TOO_YOUNG, f"until {_format(ready)}")

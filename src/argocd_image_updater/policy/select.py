@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 from argocd_image_updater.model.platform import PlatformFilter
@@ -69,11 +69,14 @@ class Selection:
     10,000 objects.
     """
 
-    __slots__ = ("_beaten", "_rejected", "_tags", "_verdicts", "chosen", "summary")
+    __slots__ = ("_beaten", "_rejected", "_tags", "_verdicts", "chosen", "eligible", "summary")
 
     chosen: TagInfo | None
     summary: str
     """What was chosen, or why nothing was (with counts per verdict)."""
+    eligible: tuple[str, datetime] | None
+    """The tag, of those ranked above the chosen one (or of all, when none was chosen) but
+    not ``minAge`` old yet, that is old enough first, and when; None when there is none."""
 
     def __init__(
         self,
@@ -82,9 +85,11 @@ class Selection:
         tags: Sequence[TagInfo],
         rejected: Mapping[str, Verdict | Rejection],
         beaten: str,
+        eligible: tuple[str, datetime] | None = None,
     ) -> None:
         self.chosen = chosen
         self.summary = summary
+        self.eligible = eligible
         self._tags = tags
         self._rejected = rejected
         self._beaten = beaten
@@ -162,8 +167,9 @@ def choose(
     rank = ranker.rank
     allow_all = allow is MATCH_ANY
     min_age = policy.min_age if ages is not None else None
+    young: list[tuple[TagInfo, datetime]] = []
     if min_age is not None:
-        from argocd_image_updater.policy.min_age import too_young
+        from argocd_image_updater.policy.min_age import eligible_at, format_time
     for name, tag in unique.items():
         verdict: Verdict | None = None
         if not allow_all and not allow.matches(name):
@@ -180,13 +186,12 @@ def choose(
                 name, TagVerdict.PLATFORM_MISMATCH, f"no image for {platforms} (has {offered})"
             )
         elif min_age is not None and ages is not None:
-            verdict = too_young(
-                tag,
-                min_age,
-                ages,
-                from_created=policy.min_age_from_created,
-                platforms=platforms,
+            ready = eligible_at(
+                tag, min_age, ages, from_created=policy.min_age_from_created, platforms=platforms
             )
+            if ready > ages.now:
+                verdict = Verdict(name, TagVerdict.TOO_YOUNG, f"until {format_time(ready)}")
+                young.append((tag, ready))
         if verdict is not None:
             rejected[name] = verdict
             continue
@@ -197,13 +202,22 @@ def choose(
         else:
             rejected[name] = ranked
 
+    # The first of them old enough (of those old enough at once, the one ranked highest).
+    eligible: tuple[str, datetime] | None = None
+    first: tuple[datetime, Key] | None = None
+    for tag, ready in young:
+        ranked = rank(tag, platforms)
+        if not isinstance(ranked, tuple) or (best is not None and not ranked > best):
+            continue
+        if first is None or ready < first[0] or (ready == first[0] and ranked > first[1]):
+            first, eligible = (ready, ranked), (tag.name, ready)
     summary = _summary(policy, chosen, len(unique), rejected)
     # The names for the verdicts, built when they are read: ``tags`` itself when it is a tuple
     # of distinct names (the usual case: its caller keeps it anyway), so that a kept choice
     # holds no table of every tag name.
     distinct = isinstance(tags, tuple) and len(unique) == len(tags)
     considered = tags if distinct else tuple(unique.values())
-    return Selection(chosen, summary, considered, rejected, strategy.beaten)
+    return Selection(chosen, summary, considered, rejected, strategy.beaten, eligible)
 
 
 def _verdict(name: str, verdict: Verdict | Rejection) -> Verdict:

@@ -8,6 +8,7 @@ Applications configured by legacy annotations get empty CR labels. The dashboard
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 from collections.abc import Sequence
@@ -49,6 +50,14 @@ IMAGES_WATCHED: Final = Gauge(
     CR_LABELS,
     registry=REGISTRY,
 )
+IMAGES_WAITING: Final = Gauge(
+    _P + "images_waiting",
+    "Number of images not updated in the last cycle although a newer tag exists, by reason: "
+    "too-young (below minAge), held (a rollback or manual hold), waiting-for-sync",
+    ("reason",),
+    registry=REGISTRY,
+)
+WAITING_REASONS: Final = ("too-young", "held", "waiting-for-sync")
 APP_COUNTERS: Final = AppCounters(
     (
         (
@@ -114,6 +123,15 @@ def record_cycle(
             _count(key, outcome.app, errors=errors, updated=0 if dry_run else updated)
         if not gauges:
             return
+        waiting = collections.Counter(
+            str(r.reason)
+            for outcome in result.apps
+            if outcome.plan is not None
+            for r in outcome.plan.results
+            if r.reason in WAITING_REASONS
+        )
+        for reason in WAITING_REASONS:
+            IMAGES_WAITING.labels(reason).set(waiting[reason])
         for key, number in apps.items():
             values = (number, images[key])
             if _gauged.get(key) == values:

@@ -19,7 +19,7 @@ from argocd_image_updater.model.resources import IMAGE_UPDATERS
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import EventSink
 from argocd_image_updater.pipeline.records import CRState, CycleResult
-from argocd_image_updater.plan.holds import HOLD_ANNOUNCE
+from argocd_image_updater.plan.holds import announced
 from argocd_image_updater.plan.model import ImageChange, ImageResult, Outcome
 
 log = get_logger("events")
@@ -191,7 +191,7 @@ class EventRecorder:
         (the controller remembers the announced holds, so each is announced once)."""
         created = 0
         for image in results:
-            if image.detail == HOLD_ANNOUNCE:
+            if announced(image.detail) is not None:
                 created += await self.on_application(
                     app,
                     uid,

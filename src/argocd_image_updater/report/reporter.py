@@ -12,7 +12,7 @@ from typing import Any
 from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
-from argocd_image_updater.plan.holds import HOLD_ANNOUNCE
+from argocd_image_updater.plan.holds import announced
 from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import REASON_TAG_MOVED, EventRecorder
@@ -189,7 +189,7 @@ def _has_events(outcome: AppOutcome, dry_run: bool) -> bool:
         return True
     if plan is None:
         return False
-    if not dry_run and any(r.detail == HOLD_ANNOUNCE for r in plan.results):
+    if not dry_run and any(announced(r.detail) is not None for r in plan.results):
         return True
     return outcome.cr is not None and plan.errors > 0
 

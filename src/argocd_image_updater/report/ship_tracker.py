@@ -5,8 +5,10 @@ Each cycle the tracker first looks at the changes it follows, using the Applicat
 cycle listed anyway (no extra API call; git method: one local ``git merge-base`` in the cached
 clone when Argo CD's synced revision is not the pushed commit), then starts following the
 changes the cycle wrote. A newer write of the same image of the same Application replaces the
-change followed so far. What it follows lives in memory: a restart forgets it (its
-``status.shipments`` entries then say ``Unknown``).
+change followed so far. With a state store, what it follows is also kept in the controller
+state (``shipments.json`` of the ConfigMap, ``shipments`` of ``state.json``) whenever it changed,
+and read back by the first look after a start: a restart goes on following the changes (without
+a store their ``status.shipments`` entries then say ``Unknown``).
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
+from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.notifications import EventKind
 from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.notify.events import Event
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.pipeline.ports import RevisionHistory
+from argocd_image_updater.pipeline.ports import RevisionFetcher, RevisionHistory, StateStore
 from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
-from argocd_image_updater.plan.model import AppPlan, ImageChange
+from argocd_image_updater.plan.model import AppPlan, ImageChange, ParamEdit, RevisionEdit
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops
 from argocd_image_updater.report.cycle_metrics import NOT_SHIPPED, TIME_TO_LIVE
 from argocd_image_updater.report.events import EventRecorder
@@ -65,6 +68,42 @@ def _one_change(plan: AppPlan, change: ImageChange) -> AppPlan:
     return dataclasses.replace(plan, changes=(change,), managed=change.edits)
 
 
+def _plan_json(plan: AppPlan) -> dict[str, Any]:
+    """What :func:`_one_change`'s plan needs to tell whether an Application holds it."""
+    return {
+        "sourcePath": list(plan.source_path),
+        "sourceType": plan.source_type,
+        "edits": [[e.kind, e.name, e.value, e.force_string] for e in plan.managed],
+        "revisions": [[r.alias, list(r.source_path), r.old, r.new] for r in plan.revisions],
+    }
+
+
+def _plan_from(shipment: Shipment, raw: Any) -> AppPlan | None:
+    """The plan :func:`_plan_json` wrote; None when it cannot be read."""
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        edits = tuple(ParamEdit(k, n, v, True, bool(f)) for k, n, v, f in raw["edits"])
+        revisions = tuple(
+            RevisionEdit(str(a), tuple(p), str(o), str(n)) for a, p, o, n in raw["revisions"]
+        )
+        image = ImageRef.parse(shipment.image)
+        namespace, _, name = shipment.app.partition("/")
+        change = ImageChange(shipment.alias, image, "", shipment.new_tag, "", edits=edits)
+        return AppPlan.build(
+            app_name=name,
+            app_namespace=namespace,
+            source_path=tuple(raw["sourcePath"]),
+            source_type=str(raw["sourceType"]),
+            results=(),
+            changes=(change,),
+            managed=edits,
+            revisions=revisions,
+        )
+    except (KeyError, ValueError, TypeError, ImageRefError):
+        return None
+
+
 class ShipTracker:
     """The changes followed until they are live. ``history`` answers ancestry questions from
     the git clones (None: no git method)."""
@@ -74,9 +113,18 @@ class ShipTracker:
         history: RevisionHistory | None = None,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        state: StateStore | None = None,
+        may_save: Callable[[], bool] = lambda: True,
+        fetcher: RevisionFetcher | None = None,
     ) -> None:
         self._history = history
+        self._fetcher = fetcher
         self._clock = clock
+        self._state = state
+        self.may_save = may_save
+        """Whether this replica may store what it follows (the leader)."""
+        self._restored = state is None
+        self._saved: dict[str, Any] | None = None
         self._pending: dict[tuple[str, str], Shipment] = {}
         self._plans: dict[tuple[str, str], AppPlan] = {}
         self._done: dict[tuple[str, str], Shipment] = {}
@@ -95,6 +143,8 @@ class ShipTracker:
         it listed are looked at."""
         now = self._clock()
         self._index = None
+        if not self._restored:
+            await self._restore()
         listed = (
             {
                 f"{config.app.namespace}/{config.app.name}": config.app
@@ -131,14 +181,63 @@ class ShipTracker:
         written = [o for o in result.apps if o.written] if not dry_run else []
         if written:
             git = {
-                f"{config.app.namespace}/{config.app.name}"
+                f"{config.app.namespace}/{config.app.name}": config.write_back.git_credentials_ref
+                or "repocreds"
                 for config, _ in collected.configs
                 if config.write_back.is_git
             }
             for outcome in written:
-                self._follow(outcome, now, git=outcome.app in git)
+                self._follow(outcome, now, git=git.get(outcome.app))
         self._index = None
+        if self._state is not None and not dry_run:
+            await self._persist()
         return finished
+
+    def _table(self) -> dict[str, Any]:
+        """What the controller state keeps of the changes followed."""
+        table: dict[str, dict[str, Any]] = {}
+        for key, shipment in self._pending.items():
+            entry = shipment.to_json()
+            plan = self._plans.get(key)
+            if plan is not None:
+                entry["plan"] = _plan_json(plan)
+            table.setdefault(shipment.app, {})[shipment.alias] = entry
+        return table
+
+    async def _restore(self) -> None:
+        """Follow the changes a run before this one followed (read once, at the first look)."""
+        self._restored = True
+        assert self._state is not None
+        try:
+            remembered = (await self._state.load()).shipments()
+        except Exception as err:  # the changes are then reported Unknown, as without a store
+            log.warning("cannot read the changes followed before the start: %s", str(err))
+            return
+        for app, aliases in remembered.items():
+            for alias, raw in aliases.items() if isinstance(aliases, Mapping) else ():
+                shipment = Shipment.from_json(str(app), str(alias), raw)
+                if shipment is None or shipment.stage.final or shipment.key in self._pending:
+                    continue
+                self._pending[shipment.key] = shipment
+                plan = _plan_from(shipment, raw.get("plan"))
+                if plan is not None:
+                    self._plans[shipment.key] = plan
+        self._saved = self._table()
+
+    async def _persist(self) -> None:
+        """Store the changes followed when they changed since last stored."""
+        assert self._state is not None
+        table = self._table()
+        if table == self._saved or not self.may_save():
+            return
+        try:
+            state = await self._state.load()
+            state.set_shipments(table)
+            await self._state.save(state)
+        except Exception as err:  # the next look tries again
+            log.warning("cannot store the changes followed: %s", str(err))
+            return
+        self._saved = table
 
     async def _ancestry(
         self, views: Mapping[tuple[str, str], AppView]
@@ -162,11 +261,46 @@ class ShipTracker:
         for repository, pairs in asked.items():
             try:
                 answers = await self._history.contains_commits(repository, pairs)
+                unknown = [pair for pair, answer in answers.items() if answer is None]
+                if unknown and await self._fetch(repository, unknown, views):
+                    answers.update(await self._history.contains_commits(repository, unknown))
             except Exception as err:  # a broken clone never stops the report
                 log.warning("cannot check the synced revisions: %s", str(err))
                 continue
             found.update({(repository, *pair): answer for pair, answer in answers.items()})
         return found
+
+    async def _fetch(
+        self,
+        repository: str,
+        pairs: list[tuple[str, str]],
+        views: Mapping[tuple[str, str], AppView],
+    ) -> bool:
+        """Fetch the synced revisions of ``pairs`` the clone lacks (the fetcher does each
+        once); whether it was asked to."""
+        asking = [
+            s
+            for key, s in self._pending.items()
+            if key in views
+            and s.repository == repository
+            and (s.commit, views[key].revision) in pairs
+        ]
+        if self._fetcher is None or not asking:
+            return False
+        first = asking[0]
+        since = min(s.written_at for s in asking) - timedelta(days=1)  # clocks differ
+        try:
+            await self._fetcher.fetch_revisions(
+                repository,
+                {revision for _, revision in pairs},
+                since,
+                first.credentials or "repocreds",
+                first.app.partition("/")[0],
+            )
+        except Exception as err:  # the ship timeout then tells
+            log.warning("cannot fetch the synced revisions of %s: %s", repository, str(err))
+            return False
+        return True
 
     async def _contains(
         self,
@@ -207,11 +341,13 @@ class ShipTracker:
         except PatchError:
             return False
 
-    def _follow(self, outcome: AppOutcome, now: datetime, *, git: bool) -> None:
+    def _follow(self, outcome: AppOutcome, now: datetime, *, git: str | None) -> None:
+        """Follow the changes ``outcome`` wrote (``git``: the credentials reference of an
+        Application of the git method)."""
         plan = outcome.plan
         if not outcome.written or plan is None:
             return
-        method = "git" if git or outcome.pushed is not None else "argocd"
+        method = "git" if git is not None or outcome.pushed is not None else "argocd"
         repository, commit = outcome.pushed or ("", "")
         for change in plan.changes:
             shipment = Shipment(
@@ -226,6 +362,7 @@ class ShipTracker:
                 scope=_scope(outcome.cr),
                 commit=commit,
                 repository=repository,
+                credentials=git or "",
             )
             self._index = None
             self._pending[shipment.key] = shipment  # a newer write replaces the older one

@@ -20,7 +20,7 @@ import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from argocd_image_updater.model.image import ImageRef, ImageRefError
@@ -112,6 +112,8 @@ class Shipment:
     scope: str = ""
     commit: str = ""
     repository: str = ""
+    credentials: str = ""
+    """git method: the write-back credentials reference (to fetch a synced revision)."""
     stage: Stage = Stage.WRITTEN
     synced_at: datetime | None = None
     healthy_at: datetime | None = None
@@ -152,9 +154,62 @@ class Shipment:
             entry["message"] = self.message[:1024]
         return entry
 
+    def to_json(self) -> dict[str, Any]:
+        """What the controller state remembers of a change followed (see :meth:`from_json`)."""
+        out: dict[str, Any] = {
+            "image": self.image,
+            "newTag": self.new_tag,
+            "method": self.method,
+            "writtenAt": _format(self.written_at),
+            "timeout": int(self.timeout.total_seconds()),
+            "stage": self.stage.value,
+        }
+        for key, value in (
+            ("uid", self.uid),
+            ("scope", self.scope),
+            ("commit", self.commit),
+            ("repository", self.repository),
+            ("credentials", self.credentials),
+        ):
+            if value:
+                out[key] = value
+        if self.synced_at is not None:
+            out["syncedAt"] = _format(self.synced_at)
+        return out
+
+    @classmethod
+    def from_json(cls, app: str, alias: str, raw: Any) -> Shipment | None:
+        """The change :meth:`to_json` wrote; None when ``raw`` cannot be read (forgotten)."""
+        if not isinstance(raw, Mapping):
+            return None
+        try:
+            synced = raw.get("syncedAt")
+            return cls(
+                app=app,
+                alias=alias,
+                image=str(raw["image"]),
+                new_tag=str(raw["newTag"]),
+                method=str(raw["method"]),
+                written_at=_parse(raw["writtenAt"]),
+                timeout=timedelta(seconds=int(raw.get("timeout") or 0)) or DEFAULT_TIMEOUT,
+                uid=str(raw.get("uid") or ""),
+                scope=str(raw.get("scope") or ""),
+                commit=str(raw.get("commit") or ""),
+                repository=str(raw.get("repository") or ""),
+                credentials=str(raw.get("credentials") or ""),
+                stage=Stage(raw.get("stage") or Stage.WRITTEN.value),
+                synced_at=_parse(synced) if synced else None,
+            )
+        except (KeyError, ValueError, TypeError):
+            return None
+
 
 def _format(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse(text: Any) -> datetime:
+    return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 def holds_image(images: Iterable[str], image: str, new_tag: str) -> bool:

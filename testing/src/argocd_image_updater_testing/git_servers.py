@@ -178,6 +178,26 @@ def push_files(
         return git("rev-parse", "HEAD", cwd=work, home=home).strip()
 
 
+def revert_commit(
+    repo: Path | str,
+    commit: str,
+    *,
+    home: Path | str,
+    branch: str = "main",
+    author: tuple[str, str] = ("Sandbox", "sandbox@example.com"),
+) -> str:
+    """``git revert`` ``commit`` on top of ``branch`` of the bare ``repo`` as ``author`` (name,
+    email) and push; returns the new commit."""
+    env = {"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1]}
+    with tempfile.TemporaryDirectory(prefix="reverter-") as tmp:
+        work = Path(tmp)
+        url = Path(repo).resolve().as_uri()
+        git("clone", "-q", "--branch", branch, url, str(work), home=home)
+        git("revert", "--no-edit", commit, cwd=work, home=home, env=env)
+        git("push", "-q", "origin", f"HEAD:refs/heads/{branch}", cwd=work, home=home)
+        return git("rev-parse", "HEAD", cwd=work, home=home).strip()
+
+
 def show(repo: Path | str, ref: str, path: str, *, home: Path | str) -> str | None:
     """The text of ``path`` at ``ref`` in ``repo``, or ``None`` when it does not exist."""
     try:

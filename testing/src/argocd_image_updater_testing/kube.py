@@ -36,6 +36,7 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
+from argocd_image_updater_testing import managed_fields
 from argocd_image_updater_testing.in_thread import InThread
 from argocd_image_updater_testing.kube_schema import (
     Cause,
@@ -364,6 +365,10 @@ class Write:
     dry_run: bool = False
     field_validation: str = "Ignore"
     warnings: list[str] = field(default_factory=list)
+    manager: str = ""
+    """The field manager of the write (``managedFields`` are kept for it); "" keeps them as
+    they are (test code seeding the store)."""
+    subresource: str = ""
 
 
 class KubeStore:
@@ -482,9 +487,10 @@ class KubeStore:
             if ("", name) not in self._objects[self.resolve("namespaces")]:
                 self.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
-    def put(self, obj: Mapping[str, Any], *, validate: bool = True) -> JSON:
+    def put(self, obj: Mapping[str, Any], *, validate: bool = True, manager: str = "") -> JSON:
         """Create or overwrite ``obj`` as given (status included, no resourceVersion check), the
-        way test code seeds or changes the cluster. Creates a missing namespace."""
+        way test code seeds or changes the cluster. Creates a missing namespace. ``manager``:
+        record the change in ``managedFields`` as that field manager's Update."""
         rt = self.type_of(obj)
         body = copy.deepcopy(dict(obj))
         meta = body.setdefault("metadata", {})
@@ -496,6 +502,8 @@ class KubeStore:
                 body = self._admit(rt, body, Write(), create=True)
             old = self._objects[rt].get(self._key(rt, namespace, meta.get("name", "")))
             self._system_fields(rt, body, old, namespace)
+            if manager:
+                body["metadata"]["managedFields"] = managed_fields.updated(old, body, manager)
             return copy.deepcopy(self._commit(rt, body, old))
 
     def create(
@@ -533,6 +541,8 @@ class KubeStore:
                 message = f'{rt.group_resource} "{name}" already exists'
                 raise KubeError(409, message, reason="AlreadyExists", details=_details(rt, name))
             self._system_fields(rt, obj, None, namespace)
+            if opts.manager:
+                obj["metadata"]["managedFields"] = managed_fields.updated(None, obj, opts.manager)
             return copy.deepcopy(obj if opts.dry_run else self._commit(rt, obj, None))
 
     def replace(
@@ -707,6 +717,12 @@ class KubeStore:
         meta = _meta(old)
         new["metadata"]["name"] = meta["name"]
         self._system_fields(rt, new, old, meta.get("namespace"))
+        if opts.manager:
+            new["metadata"]["managedFields"] = managed_fields.updated(
+                old, new, opts.manager, opts.subresource
+            )
+        elif "managedFields" in meta:
+            new["metadata"]["managedFields"] = copy.deepcopy(meta["managedFields"])
         if new == old or opts.dry_run:  # a no-op write changes nothing, not even the RV
             return copy.deepcopy(new)
         if meta.get("deletionTimestamp") and not new["metadata"].get("finalizers"):
@@ -1157,7 +1173,14 @@ class KubeApiServer(ServedApp):
             self._check_sub(rt, sub)
             return json_response(self.store.get(rt, namespace, name))
         body = await self._body(request)
-        opts = Write("All" in query.getall("dryRun", []), query.get("fieldValidation", "Warn"))
+        opts = Write(
+            "All" in query.getall("dryRun", []),
+            query.get("fieldValidation", "Warn"),
+            manager=managed_fields.manager_of(
+                request.headers.get("User-Agent"), query.get("fieldManager")
+            ),
+            subresource=sub or "",
+        )
         if verb == "delete":
             preconditions = body.get("preconditions") if isinstance(body, dict) else None
             obj = self.store.delete(

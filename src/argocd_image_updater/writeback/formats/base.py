@@ -30,7 +30,7 @@ from ruamel.yaml.error import YAMLError
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.model import AppPlan, EditKind
-from argocd_image_updater.plan.params import ParamNames, helm_image, kustomize_image, plugin_image
+from argocd_image_updater.plan.params import ParamNames, image_in_source
 
 
 class TargetError(ValueError):
@@ -89,11 +89,7 @@ class ImageLookup:
 
     def in_source(self, source: Mapping[str, Any]) -> str:
         """The parameter value or kustomize entry naming the image, ``""`` when none does."""
-        if self.kind == "kustomize":
-            return kustomize_image(source, self.kustomize_name, self.cfg)
-        if self.kind == "plugin":
-            return plugin_image(source, self.names)
-        return helm_image(source, self.names)
+        return image_in_source(source, self.kind, self.names, self.kustomize_name, self.cfg)
 
 
 class TreeFiles(Protocol):

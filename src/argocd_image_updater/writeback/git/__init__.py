@@ -1,7 +1,7 @@
 """Git plumbing for the ``git`` write-back method: the git CLI as async subprocesses
 (:mod:`.process`), credentials handed over without touching argv, URLs or config (:mod:`.auth`),
 where they come from (:mod:`.credentials`), a cache of local clones (:mod:`.repo`) handing out work
-trees with safe commit and push (:mod:`.worktree`, commits built by :mod:`.commits`), commits in place (:mod:`.inplace`) and the batch writer (:mod:`.writer`).
+trees with safe commit and push (:mod:`.worktree`, commits built by :mod:`.commits`), commits in place (:mod:`.inplace`), the batch writer (:mod:`.writer`) and the fetch of revisions ship tracking lacks (:mod:`.fetcher`).
 
 Code outside ``writeback/`` (local mode) uses the names exported here, never the modules."""
 
@@ -22,6 +22,7 @@ from argocd_image_updater.writeback.git.credentials import (
     SECRET_TYPE_LABEL,
     GitCredentialsResolver,
 )
+from argocd_image_updater.writeback.git.fetcher import RevisionFetcher
 from argocd_image_updater.writeback.git.inplace import InPlaceCommit, commit_in_place
 from argocd_image_updater.writeback.git.process import (
     GitAuthError,
@@ -55,6 +56,7 @@ __all__ = [
     "PushDenied",
     "PushRejected",
     "RepoCache",
+    "RevisionFetcher",
     "SshCredentials",
     "SshOptions",
     "Timeouts",

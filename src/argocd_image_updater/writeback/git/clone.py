@@ -1,6 +1,7 @@
 """A clone of one repository and the state of its remote: its refs, its default branch, fetch.
 
-Fetch depth: every fetch is ``--depth=1`` of exactly the branches needed. The first fetch costs one
+Fetch depth: every fetch is ``--depth=1`` of exactly the branches needed (but
+:meth:`Clone.fetch_history`'s, of a synced revision ship tracking lacks, ``--shallow-since``). The first fetch costs one
 snapshot, not the history; later fetches negotiate with what the clone already has, so only the
 new commits' changed objects travel; a force-pushed or unrelated branch still costs one snapshot,
 never its whole history. A checkout costs one ``git fetch`` (one upload-pack session, as a plain
@@ -20,8 +21,9 @@ commits and pushes.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -314,6 +316,14 @@ class Clone:
                 # The branch may have moved again between ls-remote and fetch.
                 result[name] = await self._tip(f"refs/remotes/origin/{name}")
         return result
+
+    async def fetch_history(self, revisions: Collection[str], since: datetime) -> None:
+        """Fetch the commits ``revisions`` (full names) with their history back to ``since``
+        (``--shallow-since``): enough to tell whether a commit pushed since is in them."""
+        stamp = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        await self._git(
+            "fetch", "--no-tags", f"--shallow-since={stamp}", "origin", *sorted(revisions), net=True
+        )
 
     async def fetch(self, branch: str = "HEAD") -> str | None:
         """Bring ``origin/<branch>`` up to date; its commit, or ``None`` if the remote has no

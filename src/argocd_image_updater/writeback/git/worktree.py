@@ -265,6 +265,13 @@ class WorkTree(Clone):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 
+    async def last_author(self, path: str) -> str:
+        """``name <email>`` of the author of the newest commit checked out that changed
+        ``path`` (as far as the clone's history reaches); ``""`` when unknown."""
+        rel = self._locate(path)[1]
+        out = await self._git("log", "-1", "--format=%an <%ae>", "HEAD", "--", rel, check=False)
+        return out.strip()
+
     def write(self, path: str, text: str) -> None:
         """Write ``path`` atomically (temp file + rename), creating parent directories."""
         target, rel = self._locate(path)

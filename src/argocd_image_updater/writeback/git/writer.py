@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,12 +31,13 @@ from argocd_image_updater.kits.gotemplate import Template
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import BatchResult
-from argocd_image_updater.plan.model import AppPlan, ImageChange
+from argocd_image_updater.plan.model import AppPlan
 from argocd_image_updater.writeback.git.auth import GitCredentials, HttpsCredentials
 from argocd_image_updater.writeback.git.credentials import (
     GitCredentialsError,
     GitCredentialsResolver,
 )
+from argocd_image_updater.writeback.git.member import Member, RolledBack, render_and_hold
 from argocd_image_updater.writeback.git.repo import RepoCache
 from argocd_image_updater.writeback.git.worktree import WorkTree
 from argocd_image_updater.writeback.messages import (
@@ -47,7 +46,7 @@ from argocd_image_updater.writeback.messages import (
     pr_title_body,
 )
 from argocd_image_updater.writeback.scm import client_for, ensure_pull_request, parse_repo_url
-from argocd_image_updater.writeback.targets import GitTarget, group_key, resolve_targets
+from argocd_image_updater.writeback.targets import group_key, resolve_targets
 
 log = get_logger("git-writer")
 
@@ -64,99 +63,6 @@ class CommitSettings:
     sign_off: bool = False
     template: Template | None = None
     grouping: Grouping = "repository"
-
-
-@dataclass(frozen=True, slots=True)
-class _Member:
-    config: AppUpdateConfig
-    plan: AppPlan
-    target: GitTarget
-    more: tuple[GitTarget, ...] = ()
-    """The targets after the first (``writeBackTarget`` as a list)."""
-
-    @property
-    def key(self) -> str:
-        return f"{self.config.app.namespace}/{self.config.app.name}"
-
-
-def _only(member: _Member, change: ImageChange) -> _Member:
-    """``member`` reduced to one image change (to ask whether the target holds that one)."""
-    plan = dataclasses.replace(
-        member.plan,
-        changes=(change,),
-        managed=change.edits,
-        results=tuple(r for r in member.plan.results if r.alias == change.alias),
-    )
-    return dataclasses.replace(member, plan=plan)
-
-
-def held_aliases(
-    work: WorkTree, member: _Member, rendered: tuple[tuple[str, str], ...] | None
-) -> set[str]:
-    """The aliases whose new value the member's target file already holds. ``rendered`` is
-    :func:`render_member`'s answer for the whole member (None: the file is already right)."""
-    changes = member.plan.changes
-    if rendered is None:
-        return {c.alias for c in changes}
-    if len(changes) < 2:
-        return set()
-    return {c.alias for c in changes if render_member(work, _only(member, c)) is None}
-
-
-class _Files:
-    """The work tree as the target formats read it, with the files rendered so far for the
-    member (not yet written) read in their new state."""
-
-    def __init__(self, work: WorkTree) -> None:
-        self._work = work
-        self.pending: dict[str, str] = {}
-
-    def _dir(self, path: str) -> Path:
-        return self._work.path / path if path not in ("", ".") else self._work.path
-
-    def read(self, path: str) -> str | None:
-        pending = self.pending.get(path)
-        return pending if pending is not None else self._work.read(path)
-
-    def listdir(self, path: str) -> list[str] | None:
-        try:
-            return os.listdir(self._dir(path))
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-
-    def files(self, path: str, recurse: bool) -> list[str]:
-        top = self._dir(path)
-        if top.is_symlink() or not top.is_dir():
-            return []
-        out: list[str] = []
-        for root, dirs, names in os.walk(top):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and recurse)
-            rel = Path(root).relative_to(self._work.path).as_posix()
-            for name in names:
-                full = Path(root, name)
-                if not name.startswith(".") and full.is_file() and not full.is_symlink():
-                    out.append(name if rel == "." else f"{rel}/{name}")
-        return sorted(out)
-
-
-def render_member(work: WorkTree, member: _Member) -> tuple[tuple[str, str], ...] | None:
-    """(path, new text) of every file the Application's targets change, or None when they
-    already hold the plan. A target that fails fails them all (nothing is written)."""
-    files = _Files(work)
-    for target in (member.target, *member.more):
-        for path, new in target.format.render_files(
-            target.file_path, files, member.config, member.plan
-        ):
-            files.pending[path] = new
-    return tuple(files.pending.items()) or None
-
-
-def render_and_hold(
-    work: WorkTree, member: _Member
-) -> tuple[tuple[tuple[str, str], ...] | None, set[str]]:
-    """:func:`render_member` and :func:`held_aliases` of one member (one hand-off to a thread)."""
-    rendered = render_member(work, member)
-    return rendered, held_aliases(work, member, rendered)
 
 
 class GitBatchWriter:
@@ -189,7 +95,7 @@ class GitBatchWriter:
         return self._commit
 
     async def _pull_request(
-        self, member: _Member, creds: GitCredentials, head: str, base: str, message: str
+        self, member: Member, creds: GitCredentials, head: str, base: str, message: str
     ) -> str:
         """Open the pull/merge request for ``head`` (or refresh ours), close superseded ones;
         the request's web URL."""
@@ -235,7 +141,7 @@ class GitBatchWriter:
     async def write_batch(self, items: Sequence[tuple[AppUpdateConfig, AppPlan]]) -> BatchResult:
         result = BatchResult()
         errors = result.errors
-        groups: dict[tuple[str, ...], list[_Member]] = {}
+        groups: dict[tuple[str, ...], list[Member]] = {}
         for config, plan in items:
             key = f"{config.app.namespace}/{config.app.name}"
             try:
@@ -259,14 +165,14 @@ class GitBatchWriter:
             except ValueError as err:
                 errors[key] = f"git write-back of {key}: {err}"
                 continue
-            groups.setdefault(group, []).append(_Member(config, plan, target, tuple(more)))
+            groups.setdefault(group, []).append(Member(config, plan, target, tuple(more)))
         await asyncio.gather(
             *(self._write_group(group, members, result) for group, members in groups.items())
         )
         return result
 
     async def _write_group(
-        self, group: tuple[str, ...], members: list[_Member], result: BatchResult
+        self, group: tuple[str, ...], members: list[Member], result: BatchResult
     ) -> None:
         first = members[0]
         repo_url = first.target.repo_url
@@ -274,11 +180,13 @@ class GitBatchWriter:
         base = first.target.base_branch or "HEAD"
         failed: dict[str, str] = {}
         held: dict[str, dict[str, str]] = {}
+        rolled: dict[str, dict[str, RolledBack]] = {}
+        reverted: dict[str, dict[str, tuple[str, str]]] = {}
         todo = list(members)
 
         per_app = self._commit.grouping == "application"
 
-        def note(member: _Member, aliases: set[str], branch: str) -> None:
+        def note(member: Member, aliases: set[str], branch: str) -> None:
             """Note the aliases whose new value the target on ``branch`` already holds."""
             if aliases:
                 then = "it to be merged and synced" if branch == write_branch else "Argo CD to sync"
@@ -286,13 +194,15 @@ class GitBatchWriter:
                 held[member.key] = dict.fromkeys(aliases, text)
 
         async def check(
-            work: WorkTree, member: _Member, branch: str
+            work: WorkTree, member: Member, branch: str
         ) -> tuple[tuple[str, str], ...] | None:
             """Render ``member`` on the tree shown in ``work`` (``branch``'s content) and note
             the aliases whose new value it already holds."""
             # YAML parsing is CPU work: keep the event loop free for other repositories.
-            rendered, aliases = await asyncio.to_thread(render_and_hold, work, member)
+            rendered, aliases, back = await asyncio.to_thread(render_and_hold, work, member)
             note(member, aliases, branch)
+            if back:
+                rolled[member.key] = back
             return rendered
 
         def render_all(work: WorkTree, branch: str, stop: threading.Event) -> None:
@@ -302,17 +212,43 @@ class GitBatchWriter:
                 if stop.is_set():
                     return
                 try:
-                    rendered, aliases = render_and_hold(work, member)
+                    rendered, aliases, back = render_and_hold(work, member)
                 except (ValueError, OSError) as err:
                     failed[member.key] = f"git write-back of {member.key}: {err}"
                     continue
                 note(member, aliases, branch)
+                if back:
+                    rolled[member.key] = back
                 for path, text in rendered or ():
                     work.write(path, text)
 
         async def apply(work: WorkTree) -> None:
             failed.clear()
             held.clear()
+            rolled.clear()
+            try:
+                await render(work)
+            finally:
+                await name_authors(work)
+
+        async def name_authors(work: WorkTree) -> None:
+            """Who committed the rolled-back values found (one ``git log`` per file)."""
+            authors: dict[str, str] = {}
+            for back in rolled.values():
+                for found in back.values():
+                    if found.path not in authors:
+                        authors[found.path] = await work.last_author(found.path)
+            reverted.clear()
+            for key, back in rolled.items():
+                verdicts = {
+                    alias: found.guard.check(found.found, authors.get(found.path, ""))
+                    for alias, found in back.items()
+                }
+                reverted[key] = {
+                    alias: (v.message, v.detail) for alias, v in verdicts.items() if v is not None
+                }
+
+        async def render(work: WorkTree) -> None:
             if not per_app:
                 stop = threading.Event()
                 job = asyncio.ensure_future(
@@ -356,6 +292,7 @@ class GitBatchWriter:
                     await check(work, member, target)
             found = dict(held)
             held.clear()
+            rolled.clear()
             return found
 
         merged: dict[str, dict[str, str]] = {}
@@ -412,6 +349,9 @@ class GitBatchWriter:
                 result.errors[member.key] = f"git write-back to {repo_url} failed: {err}"
             return
         result.errors.update(failed)
+        for key, verdicts in reverted.items():
+            if verdicts and key not in failed:
+                result.held[key] = verdicts
         if sha and not write_branch:  # what Argo CD's revision must contain to run it
             for member in todo:
                 if member.key not in failed and not _all_held(member, held):
@@ -432,7 +372,7 @@ class GitBatchWriter:
         )
 
 
-def _all_held(member: _Member, held: Mapping[str, Mapping[str, str]]) -> bool:
+def _all_held(member: Member, held: Mapping[str, Mapping[str, str]]) -> bool:
     """Whether the target already holds every change of ``member``."""
     aliases = held.get(member.key, {})
     return all(c.alias in aliases for c in member.plan.changes)

@@ -82,51 +82,75 @@ async def _section(
     stale: bool,
 ) -> bytes:
     """The lines up to and including the first empty one (CRLF or bare LF line ends), at most
-    ``limit`` bytes: a response head or a trailer section."""
+    ``limit`` bytes: a response head or a trailer section. ``read_timeout`` bounds the wait for
+    the whole section (one timer: a timer per line cost a fifth of a cold cycle's reading)."""
     buffer = getattr(reader, "_buffer", None)
     if buffer:  # mostly it all arrived: one read, which cannot wait
-        end = 1 if buffer[:1] == b"\n" else 2 if buffer[:2] == b"\r\n" else 0
-        if not end and (found := _BLANK_LINE.search(buffer)) is not None:
-            end = found.end()
+        end = _section_end(buffer)
         if 0 < end <= limit:
             return await reader.readexactly(end)
     parts: list[bytes] = []
     size = 0
-    while True:
-        try:
-            async with asyncio.timeout(read_timeout):
-                line = await reader.readuntil(b"\n")
-        except TimeoutError:
-            raise httpx.ReadTimeout(f"timed out reading the {what}", request=request) from None
-        except asyncio.IncompleteReadError as exc:
-            if parts or exc.partial:
-                raise httpx.RemoteProtocolError(
-                    f"Server disconnected in the middle of the {what}.", request=request
-                ) from None
-            if stale:
-                raise Stale from None
+    try:
+        async with asyncio.timeout(read_timeout):
+            while True:
+                # Every part is a whole line: the section ends at the first empty line.
+                if parts and buffer and 0 < (end := _section_end(buffer)) <= limit - size:
+                    parts.append(await reader.readexactly(end))
+                    return b"".join(parts)
+                line = await _line(reader, what, request, stale and not parts, bool(parts))
+                size += len(line)
+                if size > limit:
+                    raise httpx.RemoteProtocolError(
+                        f"the {what} is longer than {limit} bytes", request=request
+                    )
+                parts.append(line)
+                if line == b"\r\n" or line == b"\n":
+                    return b"".join(parts)
+    except TimeoutError:
+        raise httpx.ReadTimeout(f"timed out reading the {what}", request=request) from None
+    except asyncio.LimitOverrunError:
+        raise httpx.RemoteProtocolError(
+            f"the {what} is longer than {limit} bytes", request=request
+        ) from None
+
+
+def _section_end(buffer: bytes | bytearray) -> int:
+    """The length of a section that ``buffer`` holds whole (it starts at a line's start), or 0."""
+    end = 1 if buffer[:1] == b"\n" else 2 if buffer[:2] == b"\r\n" else 0
+    if not end and (found := _BLANK_LINE.search(buffer)) is not None:
+        end = found.end()
+    return end
+
+
+async def _line(
+    reader: asyncio.StreamReader,
+    what: str,
+    request: httpx.Request | None,
+    stale: bool,
+    begun: bool,
+) -> bytes:
+    """One line of a section; ``stale``: a reused connection closed before any byte raises
+    :class:`Stale`; ``begun``: part of the section was read already."""
+    try:
+        return await reader.readuntil(b"\n")
+    except asyncio.IncompleteReadError as exc:
+        if begun or exc.partial:
             raise httpx.RemoteProtocolError(
-                "Server disconnected without sending a response."
-                if what == "response head"
-                else f"Server disconnected before the {what}.",
-                request=request,
+                f"Server disconnected in the middle of the {what}.", request=request
             ) from None
-        except asyncio.LimitOverrunError:
-            raise httpx.RemoteProtocolError(
-                f"the {what} is longer than {limit} bytes", request=request
-            ) from None
-        except OSError as exc:
-            if stale and not parts:
-                raise Stale from exc
-            raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
-        size += len(line)
-        if size > limit:
-            raise httpx.RemoteProtocolError(
-                f"the {what} is longer than {limit} bytes", request=request
-            )
-        parts.append(line)
-        if line == b"\r\n" or line == b"\n":
-            return b"".join(parts)
+        if stale:
+            raise Stale from None
+        raise httpx.RemoteProtocolError(
+            "Server disconnected without sending a response."
+            if what == "response head"
+            else f"Server disconnected before the {what}.",
+            request=request,
+        ) from None
+    except OSError as exc:
+        if stale:
+            raise Stale from exc
+        raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
 
 
 async def body_pieces(

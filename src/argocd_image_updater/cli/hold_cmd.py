@@ -12,6 +12,16 @@ import click
 
 _API = click.Choice(["kubernetes", "local"], case_sensitive=False)
 
+controller_namespace_option = click.option(
+    "--controller-namespace",
+    "controller_namespace",
+    default="",
+    envvar="POD_NAMESPACE",
+    help="the controller's namespace, where its ConfigMap argocd-image-updater-state is; "
+    "default: the kubeconfig context's namespace",
+)
+"""Where the controller keeps its state (``hold``, ``release``, ``status``)."""
+
 
 def _common(command: Any) -> Any:
     options = [
@@ -88,13 +98,7 @@ def hold_command(**params: Any) -> None:
 )
 @click.argument("app")
 @_common
-@click.option(
-    "--controller-namespace",
-    "controller_namespace",
-    default="",
-    envvar="POD_NAMESPACE",
-    help="the controller's namespace, where its ConfigMap argocd-image-updater-state is; default: the kubeconfig context's namespace",
-)
+@controller_namespace_option
 @click.option(
     "--state-dir",
     "state_dir",

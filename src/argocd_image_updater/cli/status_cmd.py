@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from argocd_image_updater.cli.hold_cmd import controller_namespace_option
+
 HELP = "Show per image why it was (not) updated, its last write and whether it shipped"
 
 
@@ -65,13 +67,7 @@ HELP = "Show per image why it was (not) updated, its last write and whether it s
     default="",
     help="applications-api local: the directory holding the manifests",
 )
-@click.option(
-    "--controller-namespace",
-    "controller_namespace",
-    default="",
-    envvar="POD_NAMESPACE",
-    help="the controller's namespace, where its ConfigMap argocd-image-updater-state is; default: the kubeconfig context's namespace",
-)
+@controller_namespace_option
 @click.option(
     "--state-dir",
     "state_dir",

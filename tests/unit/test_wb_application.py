@@ -102,7 +102,8 @@ spec:
 def test_the_named_application_alone_is_edited_byte_exact() -> None:
     new = _render(CHILDREN, _config(HELM_SOURCE), _plan([TAG]))
     assert new == CHILDREN.replace(
-        '# set by the updater\n          value: "1.0"', '# set by the updater\n          value: "2.0"'
+        '# set by the updater\n          value: "1.0"',
+        '# set by the updater\n          value: "2.0"',
     )
 
 

@@ -24,6 +24,7 @@ from argocd_image_updater.plan.decide import plan_app
 from argocd_image_updater.plan.jobs import ScanKey, plan_scans
 from argocd_image_updater.plan.model import AppPlan, ImageReason, Outcome
 from argocd_image_updater.plan.patch import json_patch_ops
+from argocd_image_updater.writeback.formats import named
 
 REG = "registry.example.com"
 HELM = "https://charts.example.com/stable"
@@ -279,6 +280,23 @@ def test_git_targets_other_than_chartfile_cannot_hold_a_chart_version() -> None:
     (only,) = result.results
     assert only.reason == ImageReason.INVALID_CONFIG
     assert "use writeBackTarget chartfile:<path to Chart.yaml>" in only.message
+
+
+def test_with_an_application_target_the_manifest_in_git_gets_the_target_revision() -> None:
+    source = {"repoURL": f"{REG}/org/charts", "chart": "web", "targetRevision": "1.0.0"}
+    app = application([source])
+    target = "application:apps/app.yaml"
+    write_back = WriteBack(method="git", git=GitSettings(write_back_target=target))
+    cfg = config(app, ("web", OCI_WEB), write_back=write_back)
+    result = plan(cfg, {"org/charts/web": ["1.0.0", "1.4.0"]})
+    assert [r.reason for r in result.results] == [ImageReason.UPDATED]
+    text = (
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: app\nspec:\n"
+        f"  source:\n    repoURL: {REG}/org/charts\n    chart: web\n"
+        "    targetRevision: 1.0.0   # the chart's version\n"
+    )
+    new = named("application").render(text, "apps/app.yaml", cfg, result)
+    assert new == text.replace("1.0.0", "1.4.0")
 
 
 def test_bad_chart_reference_is_that_charts_error() -> None:

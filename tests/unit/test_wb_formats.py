@@ -31,6 +31,7 @@ IMAGE = "ghcr.io/example/web"
 
 def test_formats_are_found_by_name_in_position_order() -> None:
     assert [f.name for f in formats()] == [
+        "application",
         "chartfile",
         "kustomization",
         "override",

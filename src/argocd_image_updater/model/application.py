@@ -34,6 +34,7 @@ DEFAULT_TARGET_FILE_PREFIX: Final = ".argocd-source-"
 KUSTOMIZATION_PREFIX: Final = "kustomization"
 HELMVALUES_PREFIX: Final = "helmvalues"
 DIRECTORY_PREFIX: Final = "directory"
+APPLICATION_PREFIX: Final = "application"
 DEFAULT_HELM_VALUES_FILE: Final = "values.yaml"
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -178,9 +179,9 @@ def forced_source_type(target: str | None) -> SourceType | None:
 
     ``directory[:dir]`` → Directory (plain manifests); ``kustomization[:dir]`` → Kustomize; ``helmvalues`` (→ ``values.yaml``), ``helmvalues:<file>``
     or a bare path whose file ends in ``.yaml``/``.yml`` and whose base name does not start with
-    ``.argocd-source-`` → Helm.
+    ``.argocd-source-`` → Helm. ``application:<file>`` forces none.
     """
-    if not target:
+    if not target or target.partition(":")[0] == APPLICATION_PREFIX:
         return None
     if target == DIRECTORY_PREFIX or target.startswith(DIRECTORY_PREFIX + ":"):
         return SourceType.DIRECTORY

@@ -8,8 +8,9 @@
   that holds the chart (:meth:`~argocd_image_updater.model.chart.ChartRef.matches`; none →
   ``not-live``); with the ``git`` method and ``writeBackTarget: chartfile:<path>``, the
   ``dependencies[name=<chart>].version`` of that Chart.yaml, read before planning into
-  ``AppUpdateConfig.chart_versions``; any other git target cannot hold a chart version
-  (``invalid-config``);
+  ``AppUpdateConfig.chart_versions``; with ``writeBackTarget: application:<file>`` the sources'
+  ``targetRevision`` as with the ``argocd`` method (written in the Application's manifest in
+  Git); any other git target cannot hold a chart version (``invalid-config``);
 * the tag policy: ``updateStrategy``, ``allowTags``, ``ignoreTags`` and the constraint, as for
   images (platforms do not apply; ``digest`` is refused: a version is written, never a digest);
 * the scan: an OCI chart is scanned by the registry scanner under the same
@@ -31,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Protocol, cast
 
+from argocd_image_updater.model.application import APPLICATION_PREFIX
 from argocd_image_updater.model.chart import ChartRef, ChartRefError, ChartSpec
 from argocd_image_updater.model.image import ImageRef
 from argocd_image_updater.model.registry import RegistryEndpoint
@@ -69,6 +71,12 @@ HELM_INDEX: Final = "helm-index"
 def is_chartfile_target(target: str | None) -> bool:
     """Whether a git write-back target is ``chartfile:<path>``."""
     return bool(target) and (target or "").startswith(CHARTFILE_PREFIX + ":")
+
+
+def is_application_target(target: str | None) -> bool:
+    """Whether a git write-back target is ``application:<file>``: the Application's manifest
+    in Git, whose sources' ``targetRevision`` holds the versions as with the argocd method."""
+    return (target or "").partition(":")[0] == APPLICATION_PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +170,7 @@ def _plan_chart(
     target = write_back.write_back_target
     paths: tuple[SourcePath, ...] = ()
     versions: tuple[str, ...] = ()
-    if write_back.is_git:
+    if write_back.is_git and not is_application_target(target):
         if not is_chartfile_target(target):
             return _result(
                 spec,

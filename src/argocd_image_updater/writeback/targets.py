@@ -23,6 +23,8 @@
   ``helmvalues``                          ``<path>/values.yaml``
   ``helmvalues:/file`` / ``:file``        ``file`` (repository root) / ``<path>/file``
   ``directory`` / ``directory[:/]dir``    the plain manifests in ``<path>`` / ``dir``
+  ``application:[/]file``                 ``file`` (repository root): the Application's own
+                                          manifest (an app of apps)
   any other text                          that file, relative to the repository root; a
                                           ``.yaml``/``.yml`` file not named
                                           ``.argocd-source-*`` is a Helm values file

@@ -107,13 +107,6 @@ def render_member(work: WorkTree, member: Member) -> tuple[tuple[str, str], ...]
     return tuple(files.pending.items()) or None
 
 
-def _path(work: WorkTree, target: GitTarget) -> str:
-    """The file of a single-file ``target`` in ``work``."""
-    fmt = target.format
-    listing = _Files(work).listdir(target.file_path) if fmt.lists_directory else None
-    return fmt.file_path(target.file_path, listing)
-
-
 @dataclass(frozen=True, slots=True)
 class RolledBack:
     """A change held because the target file holds an older tag than the one written before."""
@@ -129,16 +122,15 @@ def rolled_back(work: WorkTree, member: Member) -> dict[str, RolledBack]:
     guarded = [c for c in member.plan.changes if isinstance(c.guard, RollbackGuard)]
     if not guarded:
         return {}
-    path = _path(work, member.target)
-    text = work.read(path)
-    config = member.config
-    source = config.app.write_source(config.write_back.write_back_target).raw
+    target = member.target
+    files = _Files(work)
     found: dict[str, RolledBack] = {}
     for change in guarded:
         guard = change.guard
         assert isinstance(guard, RollbackGuard)
         lookup = ImageLookup(guard.kind, guard.names, guard.kustomize_name, change.image)
-        tag = image_tag(member.target.format.current_image(text, source, lookup))
+        value, path = target.format.current_in(target.file_path, files, member.config, lookup)
+        tag = image_tag(value)
         if guard.check(tag) is not None:
             found[change.alias] = RolledBack(guard, tag, path)
     return found

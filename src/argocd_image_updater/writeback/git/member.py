@@ -19,6 +19,7 @@ from argocd_image_updater.plan.model import AppPlan, ImageChange
 from argocd_image_updater.plan.params import image_tag
 from argocd_image_updater.writeback.formats.base import ImageLookup
 from argocd_image_updater.writeback.git.worktree import WorkTree
+from argocd_image_updater.writeback.parent import locate_manifest
 from argocd_image_updater.writeback.targets import GitTarget
 
 
@@ -136,11 +137,26 @@ def rolled_back(work: WorkTree, member: Member) -> dict[str, RolledBack]:
     return found
 
 
+def located(work: WorkTree, member: Member) -> Member:
+    """``member`` with the file of a target found through the parent (``writeBackTarget:
+    application``) located in ``work``; :class:`TargetError` when there is not one."""
+    target = member.target
+    if target.scan is None:
+        return member
+    app = member.config.app
+    path = locate_manifest(_Files(work), target.file_path, target.scan, app, target.repo_url)
+    return dataclasses.replace(
+        member, target=dataclasses.replace(target, file_path=path, scan=None)
+    )
+
+
 def render_and_hold(
     work: WorkTree, member: Member
 ) -> tuple[tuple[tuple[str, str], ...] | None, set[str], dict[str, RolledBack]]:
     """:func:`render_member` and :func:`held_aliases` of one member (one hand-off to a thread),
-    leaving out the changes whose target was rolled back (:func:`rolled_back`)."""
+    leaving out the changes whose target was rolled back (:func:`rolled_back`); the file of
+    a target found through the parent is located first (:func:`located`)."""
+    member = located(work, member)
     back = rolled_back(work, member)
     if back:
         member = dataclasses.replace(member, plan=member.plan.held(dict.fromkeys(back, ("", ""))))

@@ -1,5 +1,6 @@
-"""App of apps (``writeBackTarget: application:<file>``): a child Application whose manifest a
-parent syncs from Git is updated in that manifest, through the controller against a real git
+"""App of apps (``writeBackTarget: application:<file>``, or ``application``: the file found
+through the parent): a child Application whose manifest a parent syncs from Git is updated in
+that manifest, through the controller against a real git
 server over smart HTTP: only the changed values' bytes change, the live object is not patched
 (the parent's self-heal would undo it). In CRD and in legacy annotation mode."""
 
@@ -236,6 +237,109 @@ async def test_a_file_without_the_child_is_an_error_and_writes_nothing(
     (app,) = [a for a in result.apps if a.error]
     assert "apps/children.yaml" in (app.error or "")
     assert "no Application named 'web'" in (app.error or "")
+    assert push_attempts(remote) == 0
+    assert log_subjects(remote, "main", home=home) == ["Initial commit"]
+    assert kube.request_count("patch", "applications") == 0
+
+
+PARENT_FILES = {
+    "apps/README.md": "The children.\n",
+    "apps/team/other.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
+}
+
+
+def parented(kube: KubeApiServer, tracking: str) -> None:
+    """The child tracked by the parent through the annotation (the label dropped)."""
+    child = kube.store.get("applications", NS, "web")
+    child["metadata"]["labels"] = {}
+    child["metadata"].setdefault("annotations", {})["argocd.argoproj.io/tracking-id"] = tracking
+    kube.store.put(child)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("tracked", ["label", "annotation"])
+async def test_the_child_manifest_is_found_through_the_parent(
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    home: Path,
+    git_root: tuple[Path, GitHttpServer],
+    mode: str,
+    tracked: str,
+) -> None:
+    root, server = git_root
+    image = f"{registry.host}/{repo}"
+    url = server.url_for("deploy.git")
+    child_url = server.url_for("charts.git")
+    text = children(mode, image, child_url, target="application")
+    files = {**PARENT_FILES, "apps/team/children.yaml": text, "apps/skip/copy.yaml": text}
+    remote = bare_repo(root / "deploy.git", files=files)
+    charts = bare_repo(root / "charts.git", files={"charts/web/values.yaml": "image: {}\n"})
+    configure(kube, mode, image, url, target="application")
+    child = kube.store.get("applications", NS, "web")
+    child["spec"]["source"]["repoURL"] = child_url
+    kube.store.put(child)
+    parent = kube.store.get("applications", NS, "platform")
+    parent["spec"]["source"]["directory"] = {"recurse": True, "exclude": "skip/*"}
+    kube.store.put(parent)
+    if tracked == "annotation":
+        parented(kube, "platform:argoproj.io/Application:argocd/web")
+
+    result = await one_cycle(kube, registry, repo, tmp_path)
+
+    assert result.errors == 0 and result.images_updated == 1, [a.error for a in result.apps]
+    new = show(remote, "main", "apps/team/children.yaml", home=home)
+    assert new == text.replace("value: '1.0.0'", "value: '1.0.1'")
+    assert show(remote, "main", "apps/skip/copy.yaml", home=home) == text
+    assert log_subjects(charts, "main", home=home) == ["Initial commit"]
+    assert kube.request_count("patch", "applications") == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("untracked", "no parent Application tracks it"),
+        ("no-parent", "the parent Application 'argocd/gone' is not found"),
+        ("no-document", "no Application named 'web'"),
+        ("twice", "is in several of the 2 YAML file(s) below 'apps'"),
+    ],
+)
+async def test_without_exactly_one_manifest_through_the_parent_nothing_is_written(
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    home: Path,
+    git_root: tuple[Path, GitHttpServer],
+    mode: str,
+    case: str,
+    expected: str,
+) -> None:
+    root, server = git_root
+    image = f"{registry.host}/{repo}"
+    url = server.url_for("deploy.git")
+    text = children(mode, image, url, target="application")
+    files = {"apps/children.yaml": text}
+    if case == "no-document":
+        files = {"apps/children.yaml": text.replace("name: web", "name: shop")}
+    if case == "twice":
+        files["apps/copy.yaml"] = text
+    remote = bare_repo(root / "deploy.git", files=files)
+    configure(kube, mode, image, url, target="application")
+    child = kube.store.get("applications", NS, "web")
+    if case == "untracked":
+        child["metadata"]["labels"] = {}
+    if case == "no-parent":
+        child["metadata"]["labels"] = {"app.kubernetes.io/instance": "gone"}
+    kube.store.put(child)
+
+    result = await one_cycle(kube, registry, repo, tmp_path)
+
+    assert result.errors == 1 and result.images_updated == 0
+    (app,) = [a for a in result.apps if a.error]
+    assert expected in (app.error or ""), app.error
     assert push_attempts(remote) == 0
     assert log_subjects(remote, "main", home=home) == ["Initial commit"]
     assert kube.request_count("patch", "applications") == 0

@@ -121,7 +121,7 @@ async def build_cluster_controller(
     def writer_for(config: AppUpdateConfig) -> AppWriter | None:
         return None if config.write_back.is_git else writer
 
-    batch_writer = build_git_writer(settings, kube)
+    batch_writer = build_git_writer(settings, kube, parents=store.get_application)
     closers.append(batch_writer)
     state_store: StateStore = (
         ConfigMapStateStore(kube, kube.namespace)

@@ -26,6 +26,7 @@ from argocd_image_updater.writeback.git.writer import (
     default_cache_root,
 )
 from argocd_image_updater.writeback.messages import MessageError
+from argocd_image_updater.writeback.parent import ParentLookup
 
 if TYPE_CHECKING:
     from argocd_image_updater.kube.client import KubeClient
@@ -92,9 +93,13 @@ async def github_app_installation_token(
 
 
 def build_git_writer(
-    settings: Settings, kube: KubeClient | None, objects: ClusterObjects | None = None
+    settings: Settings,
+    kube: KubeClient | None,
+    objects: ClusterObjects | None = None,
+    parents: ParentLookup | None = None,
 ) -> ClosableGitWriter:
-    """The git writer; ``objects`` replaces ``kube`` for credential lookups (local mode)."""
+    """The git writer; ``objects`` replaces ``kube`` for credential lookups (local mode);
+    ``parents`` reads the parent Applications (``writeBackTarget: application``)."""
     if settings.git_commit_method == "api":
         log.warning(
             "--git-commit-method api (GitHub API commits) is not supported yet; "
@@ -128,6 +133,7 @@ def build_git_writer(
         ),
         namespace,
         pr_api_url=str(settings.pr_api_url),
+        parents=parents,
         cleanup=None if configured else root,
     )
 

@@ -130,7 +130,7 @@ def current_image(
     if target is None:
         found = lookup.in_source(source)
     else:
-        found = target_format(target.kind).current_image(target.text, source, lookup)
+        found = target_format(target.kind).current_for(target.text, config, lookup)
     return _image_text(found) if found else ""
 
 

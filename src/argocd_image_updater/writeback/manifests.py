@@ -136,6 +136,20 @@ def _documents(text: str, path: str) -> list[Any]:
         raise ManifestError(f"{path}: not a YAML file: {err}") from None
 
 
+def first_image(
+    text: str, path: str, entry: KustomizeImage, extra: Sequence[PodSpecAt]
+) -> str | None:
+    """The first container ``image`` of the file at ``path`` that ``entry`` would set
+    (``None`` when none is)."""
+    for doc in _documents(text, path):
+        if not isinstance(doc, Mapping):
+            continue
+        for _, current in image_fields(doc, extra):
+            if new_reference(entry, current) is not None:
+                return current
+    return None
+
+
 def update_manifests(
     text: str, path: str, entries: Sequence[KustomizeImage], extra: Sequence[PodSpecAt]
 ) -> tuple[str, set[str]]:

@@ -25,6 +25,9 @@
   ``directory`` / ``directory[:/]dir``    the plain manifests in ``<path>`` / ``dir``
   ``application:[/]file``                 ``file`` (repository root): the Application's own
                                           manifest (an app of apps)
+  ``application``                         the one YAML file below the parent Application's
+                                          path holding that manifest, in the parent's
+                                          repository and branch (:mod:`.parent`)
   any other text                          that file, relative to the repository root; a
                                           ``.yaml``/``.yml`` file not named
                                           ``.argocd-source-*`` is a Helm values file
@@ -43,20 +46,23 @@ pull-request branch names match those the original creates for the same target.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
-from typing import Final
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from argocd_image_updater.model.application import (
+    APPLICATION_PREFIX,
     DEFAULT_TARGET_FILE_PREFIX,
     Application,
     ApplicationError,
+    AppSource,
     forced_source_type,
 )
 from argocd_image_updater.model.repo_url import repository_key
 from argocd_image_updater.model.update_config import WriteBack, WriteBackError
 from argocd_image_updater.writeback.formats import TargetFormat, parse_target
 from argocd_image_updater.writeback.formats import named as target_format
-from argocd_image_updater.writeback.formats.base import PathRules, TargetError
+from argocd_image_updater.writeback.formats.base import FileTarget, PathRules, TargetError
 from argocd_image_updater.writeback.messages import target_key
 
 __all__ = [
@@ -92,6 +98,9 @@ class GitTarget:
     source_path: str
     target_key: str
     pull_request: bool = False
+    scan: Mapping[str, Any] | None = field(default=None, compare=False)
+    """``writeBackTarget: application``: the parent's source, whose ``directory`` settings say
+    which files below :attr:`file_path` (its path) to scan for the Application's manifest."""
 
     @property
     def format(self) -> TargetFormat:
@@ -129,12 +138,21 @@ def _who(app: Application) -> str:
 
 
 def resolve_targets(
-    app: Application, write_back: WriteBack, controller_namespace: str
+    app: Application,
+    write_back: WriteBack,
+    controller_namespace: str,
+    parent: tuple[Application, AppSource] | None = None,
 ) -> tuple[GitTarget, ...]:
     """Every target of ``writeBackTarget`` (a list, or one), as :func:`resolve_target`: all
     in the same repository and branch. The targets must agree on the source type they write
     (all Helm values, all kustomizations, all directories, …): one plan feeds them all."""
     texts = write_back.write_back_targets
+    if APPLICATION_PREFIX in texts and len(texts) > 1:
+        raise TargetError(
+            f"{_who(app)}: gitConfig.writeBackTarget {list(texts)}: '{APPLICATION_PREFIX}' "
+            "(the manifest found through the parent, in the parent's repository) cannot be "
+            "listed with other targets"
+        )
     kinds = {forced_source_type(text) for text in texts}
     if len(kinds) > 1:
         raise TargetError(
@@ -142,7 +160,9 @@ def resolve_targets(
             "different source types; list only targets of one type (Helm values files, "
             "kustomizations, directories or override files)"
         )
-    return tuple(resolve_target(app, write_back, controller_namespace, text) for text in texts)
+    return tuple(
+        resolve_target(app, write_back, controller_namespace, text, parent) for text in texts
+    )
 
 
 def resolve_target(
@@ -150,12 +170,15 @@ def resolve_target(
     write_back: WriteBack,
     controller_namespace: str,
     target_text: str | None = None,
+    parent: tuple[Application, AppSource] | None = None,
 ) -> GitTarget:
     """The repository, branches and file the git write-back of ``app`` uses.
 
     ``controller_namespace`` is the Argo CD namespace the updater runs against;
     ``target_text`` one of the targets (default: the first). Raise :class:`TargetError`
-    naming the Application and the offending setting.
+    naming the Application and the offending setting. ``parent`` is the parent Application
+    and its source for the target ``application`` (:mod:`~argocd_image_updater.writeback.
+    parent`): the repository and branch are the parent's, the file is found in its path.
     """
     who = _who(app)
     first = write_back.write_back_target
@@ -166,7 +189,17 @@ def resolve_target(
     except ApplicationError as err:
         raise TargetError(f"{who}: {err}") from None
 
+    implicit = target_text == APPLICATION_PREFIX
+    if implicit:
+        if parent is None:
+            raise TargetError(
+                f"{who}: gitConfig.writeBackTarget '{APPLICATION_PREFIX}': the parent "
+                "Application is not known here"
+            )
+        source = parent[1]
     repo = (write_back.git.repository or "").strip() or source.repo_url.strip()
+    if implicit:
+        repo = source.repo_url.strip()
     if not repo:
         raise TargetError(
             f"{who}: no git repository to write to: set gitConfig.repository, or a repoURL on "
@@ -186,7 +219,7 @@ def resolve_target(
         )
     base = configured_base
     if not base:
-        branch_source = app.source_for_repo(repo) or source
+        branch_source = source if implicit else app.source_for_repo(repo) or source
         base = branch_source.target_revision.strip()
     if base == "HEAD":
         base = ""
@@ -198,7 +231,10 @@ def resolve_target(
     source_path = root.inside(source.path)
     default_name = default_override_name(app.name, app.namespace, controller_namespace)
     default_file = posixpath.join(source_path, default_name) if source_path != "." else default_name
-    file = parse_target(target_text or "", source_path, default_file, who)
+    if implicit:
+        file = FileTarget(APPLICATION_PREFIX, source_path, APPLICATION_PREFIX)
+    else:
+        file = parse_target(target_text or "", source_path, default_file, who)
     return GitTarget(
         repo_url=repo,
         base_branch=base,
@@ -208,4 +244,5 @@ def resolve_target(
         source_path=source_path,
         target_key=target_key(repo, configured_base, file.key_path),
         pull_request=pull_request,
+        scan=source.raw if implicit else None,
     )

@@ -83,7 +83,26 @@ class ApplicationManifest(TargetFormat):
         return FileTarget(self.name, path, path)
 
     def current_image(self, text: str | None, source: Mapping[str, Any], image: ImageLookup) -> str:
-        return ""  # Argo CD reports the live images; the manifest is not read in local mode
+        return ""  # the file holds several Applications: current_for picks the Application's
+
+    def current_for(self, text: str | None, config: AppUpdateConfig, image: ImageLookup) -> str:
+        """The value in the written source of the first document that is the Application's
+        manifest (``""``: no such document, or the image is not set there)."""
+        if not text:
+            return ""
+        try:
+            docs = YAML(typ="safe", pure=True).load_all(text)
+            doc = next((d for d in docs if is_manifest_of(d, config.app)), None)
+        except YAMLError:
+            return ""
+        written = config.app.write_source(config.write_back.write_back_target)
+        node: Any = doc.get("spec") if doc is not None else None
+        for step in written.spec_path:
+            if isinstance(step, int):
+                node = node[step] if isinstance(node, list) and step < len(node) else None
+            else:
+                node = node.get(step) if isinstance(node, Mapping) else None
+        return image.in_source(node) if isinstance(node, Mapping) else ""
 
     def render(
         self, text: str | None, path: str, config: AppUpdateConfig, plan: AppPlan

@@ -10,7 +10,8 @@ own module in this package. It owns one way of naming a file in ``gitConfig.writ
 * **locate** — :meth:`~TargetFormat.file_path`: the file to read and write, from the listing
   of the target's directory when :attr:`~TargetFormat.lists_directory`;
 * **read the current value** — :meth:`~TargetFormat.current_image` (local mode, where no Argo
-  CD reports the live images);
+  CD reports the live images, and rollback holds), :meth:`~TargetFormat.current_for` for one
+  Application, :meth:`~TargetFormat.current_in` in a checked-out tree;
 * **render** — :meth:`~TargetFormat.render`: the new text of the file for a plan, ``None`` when
   the file already holds it; :meth:`~TargetFormat.render_files` the new texts of every file
   the target changes (one file, or many for a format naming a directory of manifests).
@@ -161,6 +162,21 @@ class TargetFormat(ABC):
         """The image (as the parameter or kustomize entry names it) that Argo CD would deploy
         with the target file holding ``text`` (``None``: missing) over the Application
         ``source``; ``""`` when unknown."""
+
+    def current_for(self, text: str | None, config: AppUpdateConfig, image: ImageLookup) -> str:
+        """:meth:`current_image` for the Application of ``config`` (formats whose file holds
+        several Applications' values pick the Application's own)."""
+        source = config.app.write_source(config.write_back.write_back_target).raw
+        return self.current_image(text, source, image)
+
+    def current_in(
+        self, path: str, tree: TreeFiles, config: AppUpdateConfig, image: ImageLookup
+    ) -> tuple[str, str]:
+        """The image's current value in the target at ``path`` (:attr:`FileTarget.file_path`)
+        of the checked-out ``tree``, and the file it was read from (``""`` when unknown)."""
+        listing = tree.listdir(path) if self.lists_directory else None
+        file = self.file_path(path, listing)
+        return self.current_for(tree.read(file), config, image), file
 
     @abstractmethod
     def render(

@@ -20,6 +20,7 @@ from typing import Any, Final
 from argocd_image_updater.model.application import DIRECTORY_PREFIX
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.plan.model import AppPlan
+from argocd_image_updater.plan.params import kustomize_entry
 from argocd_image_updater.writeback.formats.base import (
     FileTarget,
     ImageLookup,
@@ -32,6 +33,7 @@ from argocd_image_updater.writeback.manifests import (
     MANIFEST_SUFFIXES,
     ManifestError,
     PodSpecAt,
+    first_image,
     update_manifests,
 )
 
@@ -98,7 +100,27 @@ class Directory(TargetFormat):
         return FileTarget(self.name, path, key)
 
     def current_image(self, text: str | None, source: Mapping[str, Any], image: ImageLookup) -> str:
-        return ""  # Argo CD reports the live images; a directory is not read in local mode
+        return ""  # a directory is read file by file: current_in
+
+    def current_in(
+        self, path: str, tree: TreeFiles, config: AppUpdateConfig, image: ImageLookup
+    ) -> tuple[str, str]:
+        """The first container ``image`` naming the image (the kustomize target name when
+        set) in the directory's manifest files, in the order Argo CD reads them."""
+        source = config.app.write_source(config.write_back.write_back_target).raw
+        entry = parse_image_override(kustomize_entry(image.kustomize_name, image.cfg))
+        extra = pod_specs_of(config)
+        for file in manifest_files(tree, path, source):
+            text = tree.read(file)
+            if text is None:
+                continue
+            try:
+                found = first_image(text, file, entry, extra)
+            except ManifestError:
+                continue
+            if found:
+                return found, file
+        return "", path
 
     def render(
         self, text: str | None, path: str, config: AppUpdateConfig, plan: AppPlan

@@ -19,6 +19,7 @@ from argocd_image_updater.plan.model import AppPlan, ImageChange
 from argocd_image_updater.plan.params import image_tag
 from argocd_image_updater.writeback.formats.base import ImageLookup
 from argocd_image_updater.writeback.git.worktree import WorkTree
+from argocd_image_updater.writeback.parent import locate_manifest
 from argocd_image_updater.writeback.targets import GitTarget
 
 
@@ -107,13 +108,6 @@ def render_member(work: WorkTree, member: Member) -> tuple[tuple[str, str], ...]
     return tuple(files.pending.items()) or None
 
 
-def _path(work: WorkTree, target: GitTarget) -> str:
-    """The file of a single-file ``target`` in ``work``."""
-    fmt = target.format
-    listing = _Files(work).listdir(target.file_path) if fmt.lists_directory else None
-    return fmt.file_path(target.file_path, listing)
-
-
 @dataclass(frozen=True, slots=True)
 class RolledBack:
     """A change held because the target file holds an older tag than the one written before."""
@@ -129,26 +123,40 @@ def rolled_back(work: WorkTree, member: Member) -> dict[str, RolledBack]:
     guarded = [c for c in member.plan.changes if isinstance(c.guard, RollbackGuard)]
     if not guarded:
         return {}
-    path = _path(work, member.target)
-    text = work.read(path)
-    config = member.config
-    source = config.app.write_source(config.write_back.write_back_target).raw
+    target = member.target
+    files = _Files(work)
     found: dict[str, RolledBack] = {}
     for change in guarded:
         guard = change.guard
         assert isinstance(guard, RollbackGuard)
         lookup = ImageLookup(guard.kind, guard.names, guard.kustomize_name, change.image)
-        tag = image_tag(member.target.format.current_image(text, source, lookup))
+        value, path = target.format.current_in(target.file_path, files, member.config, lookup)
+        tag = image_tag(value)
         if guard.check(tag) is not None:
             found[change.alias] = RolledBack(guard, tag, path)
     return found
+
+
+def located(work: WorkTree, member: Member) -> Member:
+    """``member`` with the file of a target found through the parent (``writeBackTarget:
+    application``) located in ``work``; :class:`TargetError` when there is not one."""
+    target = member.target
+    if target.scan is None:
+        return member
+    app = member.config.app
+    path = locate_manifest(_Files(work), target.file_path, target.scan, app, target.repo_url)
+    return dataclasses.replace(
+        member, target=dataclasses.replace(target, file_path=path, scan=None)
+    )
 
 
 def render_and_hold(
     work: WorkTree, member: Member
 ) -> tuple[tuple[tuple[str, str], ...] | None, set[str], dict[str, RolledBack]]:
     """:func:`render_member` and :func:`held_aliases` of one member (one hand-off to a thread),
-    leaving out the changes whose target was rolled back (:func:`rolled_back`)."""
+    leaving out the changes whose target was rolled back (:func:`rolled_back`); the file of
+    a target found through the parent is located first (:func:`located`)."""
+    member = located(work, member)
     back = rolled_back(work, member)
     if back:
         member = dataclasses.replace(member, plan=member.plan.held(dict.fromkeys(back, ("", ""))))

@@ -45,6 +45,7 @@ from argocd_image_updater.writeback.messages import (
     grouped_commit_message,
     pr_title_body,
 )
+from argocd_image_updater.writeback.parent import ParentLookup, find_parent, is_implicit
 from argocd_image_updater.writeback.scm import client_for, ensure_pull_request, parse_repo_url
 from argocd_image_updater.writeback.targets import group_key, resolve_targets
 
@@ -75,7 +76,10 @@ class GitBatchWriter:
         commit: CommitSettings,
         controller_namespace: str,
         pr_api_url: str = "",
+        parents: ParentLookup | None = None,
     ) -> None:
+        self._parents = parents
+        """Reads a parent Application (``writeBackTarget: application``)."""
         self._cache = cache
         self._credentials = credentials
         self._commit = commit
@@ -145,7 +149,12 @@ class GitBatchWriter:
         for config, plan in items:
             key = f"{config.app.namespace}/{config.app.name}"
             try:
-                target, *more = resolve_targets(config.app, config.write_back, self._namespace)
+                parent = None
+                if is_implicit(config.write_back.write_back_targets):
+                    parent = await find_parent(config.app, self._namespace, self._parents)
+                target, *more = resolve_targets(
+                    config.app, config.write_back, self._namespace, parent
+                )
                 write_branch = None
                 if target.write_branch_template is not None:
                     write_branch = branch_name(

@@ -204,11 +204,19 @@ async def _main(settings: Settings) -> int:
     elector_stop = asyncio.Event()
     once = runs_once(settings) or controller.interval <= timedelta(0)
     try:
-        if settings.leader_election and not settings.once and controller.kube is not None:
+        controller.shard_selector = str(settings.shard_selector) or None
+        if settings.sharding and not once and controller.kube is not None:
+            from argocd_image_updater.cli.run_cluster import shard_membership
+
+            controller.shards = shard_membership(settings, controller.kube)
+            controller.elector = controller.shards
+            elector_task = asyncio.create_task(controller.shards.run(elector_stop))
+        elif settings.leader_election and not settings.once and controller.kube is not None:
             from argocd_image_updater.cli.run_cluster import leader_elector
 
-            controller.elector = leader_elector(settings, controller.kube)
-            elector_task = asyncio.create_task(controller.elector.run(elector_stop))
+            elector = leader_elector(settings, controller.kube)
+            controller.elector = elector
+            elector_task = asyncio.create_task(elector.run(elector_stop))
         await _start_servers(settings, controller.health, closers)
         if settings.enable_webhook:
             await start_webhook(settings, controller, int(settings.webhook_port), closers)

@@ -26,6 +26,10 @@ is cancelled and its writes are refused (4) before the new owner's list can be r
 acted on. A member that stops renewing loses its keys to the others within the lease duration
 plus one cycle; a new member takes its share after one lease duration, without restarting the
 others.
+
+With ``--shard-selector`` a member Lease carries the selector in the annotation
+``argocd-image-updater.argoproj.io/shard-selector``: the members of one static shard share its
+keys among themselves, whatever runs for other shards in the same namespace.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from collections.abc import Callable, Collection
 from typing import Final
 
 from argocd_image_updater.controller.leader import LeaderElector, LeaseRecord, _wait
-from argocd_image_updater.controller.shards import owner
+from argocd_image_updater.controller.shards import SHARD_ANNOTATION, owner
 from argocd_image_updater.kube.client import LEASES, KubeClient, KubeError
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
@@ -77,6 +81,7 @@ class Membership:
         retry_period: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
         on_view_change: Callable[[], None] | None = None,
+        shard_selector: str | None = None,
     ) -> None:
         self._kube, self.namespace, self.member = kube, namespace, member
         self.identity = member
@@ -94,7 +99,9 @@ class Membership:
             retry_period=retry_period,
             clock=clock,
             on_change=self._membership_changed,
+            annotations={SHARD_ANNOTATION: shard_selector or ""},
         )
+        self.shard_selector = shard_selector or ""
         self.leading = asyncio.Event()
         self.not_leading = asyncio.Event()
         self.not_leading.set()
@@ -165,8 +172,12 @@ class Membership:
         seen: dict[str, tuple[LeaseRecord, float]] = {}
         for lease in items:
             name = str((lease.get("metadata") or {}).get("name") or "")
-            if not name.startswith(MEMBER_PREFIX):
-                continue
+            annotations = (lease.get("metadata") or {}).get("annotations") or {}
+            if (
+                not name.startswith(MEMBER_PREFIX)
+                or annotations.get(SHARD_ANNOTATION, "") != self.shard_selector
+            ):
+                continue  # not a member, or one of another static shard
             record = LeaseRecord.from_lease(lease)
             before = self._seen.get(name)
             observed = before[1] if before is not None and record.same_as(before[0]) else now

@@ -18,6 +18,9 @@ from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.pipeline.records import Collected, CRState
 
 SHARD_LABEL: Final = "argocd-image-updater.argoproj.io/shard"
+SHARD_ANNOTATION: Final = "argocd-image-updater.argoproj.io/shard-selector"
+"""On a member Lease: the ``--shard-selector`` of its replica (members of one static shard share
+their keys among themselves only)."""
 UNLABELLED: Final = "!"
 """``--shard-selector !``: only objects without the shard label (not a valid label value)."""
 
@@ -47,6 +50,18 @@ def shard_matches(selector: str | None, labels: Mapping[str, Any] | None) -> boo
     if selector == UNLABELLED:
         return value is None
     return value == selector
+
+
+def leader_lease_name(selector: str | None, default: str) -> str:
+    """The leader election Lease of the static shard ``selector``: ``default`` without one, else
+    ``shard-<value>-<hash>.<default>`` (one leader per static shard; the hash keeps values that
+    read alike apart, ``!`` reads ``unlabelled``)."""
+    if selector is None:
+        return default
+    readable = "unlabelled" if selector == UNLABELLED else selector.lower()
+    readable = "".join(c if c.isalnum() else "-" for c in readable).strip("-")[:40]
+    digest = hashlib.blake2b(selector.encode(), digest_size=3).hexdigest()
+    return f"shard-{readable + '-' if readable else ''}{digest}.{default}"
 
 
 def _labels(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -11,8 +11,9 @@ once its Lease expires. Short durations; every wait polls with a deadline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -99,22 +100,21 @@ class Fleet:
         return replica
 
     def _record(self, membership: Membership) -> None:
-        """Record each claim of ``membership`` (observed, not changed)."""
-        claim = membership.claim
-        holding: list[Hold] = []
+        """Record what ``membership`` holds, and when (observed, not changed)."""
+        holding = membership.holding
 
-        def recorded(keys: Collection[str]) -> None:
-            now = time.monotonic()
-            for hold in holding:
-                hold.end = now
-            holding.clear()
+        @contextlib.contextmanager
+        def recorded(keys: Collection[str], *, full: bool = False) -> Iterator[None]:
+            hold = Hold(membership.member, frozenset(keys), time.monotonic())
             if keys:
-                hold = Hold(membership.member, frozenset(keys), now)
-                holding.append(hold)
                 self.holds.append(hold)
-            claim(keys)
+            try:
+                with holding(keys, full=full):
+                    yield
+            finally:
+                hold.end = time.monotonic()
 
-        membership.claim = recorded  # type: ignore[method-assign]
+        membership.holding = recorded  # type: ignore[method-assign]
 
     async def kill(self, name: str) -> None:
         """End a replica as a crash would: nothing released, its Lease left to expire."""
@@ -254,3 +254,63 @@ def test_each_static_shard_has_its_own_leader_lease() -> None:
     assert len(names) == 4
     assert leader_lease_name(None, DEFAULT_LEASE_NAME) == DEFAULT_LEASE_NAME
     assert leader_lease_name("!", DEFAULT_LEASE_NAME).startswith("shard-unlabelled-")
+
+
+async def test_a_held_key_is_dropped_and_its_writes_fenced_before_its_new_owner_may_act(
+    tmp_path: Path, store: KubeStore
+) -> None:
+    """The handover rule on two memberships: the first holds every key for a cycle under way;
+    when the second joins, the first refuses the writes of the keys that move before the second
+    may process anything."""
+    from argocd_image_updater.controller.shards import owner
+    from argocd_image_updater.kits.fence import WriteFenced, check_fence, fenced_context
+    from argocd_image_updater.kube.client import KubeClient
+
+    async with KubeApiServer(store) as api:
+        clients = [
+            await KubeClient.connect(
+                kubeconfig=str(api.write_kubeconfig(tmp_path / f"kc-{n}", namespace=NS))
+            )
+            for n in "ab"
+        ]
+        timing = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+        first = Membership(clients[0], namespace=NS, member="first", **timing)
+        second = Membership(clients[1], namespace=NS, member="second", **timing)
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(first.run(stop))]
+        try:
+            await eventually(first.is_leader, "the first member settles", within=WITHIN)
+            assert all(first.owns(key) for key in KEYS)
+            moving = {key for key in KEYS if owner(key, ["first", "second"]) == "second"}
+            assert moving and moving != KEYS
+
+            def write() -> None:
+                check_fence("writing a key")
+
+            with first.holding(KEYS, full=True):
+                fenced = fenced_context(first.is_leader, "moved")
+                fenced.run(write)  # allowed: every key is the first's
+                tasks.append(asyncio.create_task(second.run(stop)))
+                await eventually(lambda: not first.is_leader(), "the first drops", within=WITHIN)
+                dropped_while_second_unsettled = not second.settled()
+                with pytest.raises(WriteFenced):
+                    fenced.run(write)
+            assert dropped_while_second_unsettled
+            await eventually(second.is_leader, "the second settles", within=WITHIN)
+            assert first.view == second.view == {"first", "second"}
+            assert {key for key in KEYS if second.owns(key)} == moving
+            assert not any(first.owns(key) for key in moving)
+            with first.holding(KEYS - moving, full=True):
+                assert first.is_leader()
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for client in clients:
+                await client.close()
+        # A graceful stop releases the member Leases: the others need not wait for them.
+        released = [
+            lease["spec"].get("holderIdentity")
+            for lease in store.list("leases", NS)
+            if lease["metadata"]["name"].startswith(MEMBER_PREFIX)
+        ]
+        assert released == ["", ""]

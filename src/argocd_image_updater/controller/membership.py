@@ -40,7 +40,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Final
 
 from argocd_image_updater.controller.leader import LeaderElector, LeaseRecord, _wait
@@ -109,7 +109,7 @@ class Membership:
         self._view_at = -float("inf")
         self._since: float | None = None
         self._seen: dict[str, tuple[LeaseRecord, float]] = {}
-        self.claimed: frozenset[str] = frozenset()
+        self._holds: list[frozenset[str]] = []
         self._owned: frozenset[str] = frozenset()
 
     # --- the rule ------------------------------------------------------------------------------
@@ -128,26 +128,43 @@ class Membership:
         """Whether ``key`` is this member's under its member list."""
         return owner(key, self.view | {self.member}) == self.member
 
+    @property
+    def claimed(self) -> frozenset[str]:
+        """The keys of the cycle and the webhook events under way."""
+        return frozenset().union(*self._holds)
+
     def is_leader(self) -> bool:
-        """The whole rule: this member may process and write the keys it claimed."""
+        """The whole rule: this member may process and write the keys it holds."""
         return self.settled() and all(self.owns(key) for key in self.claimed)
 
-    def claim(self, keys: Collection[str]) -> None:
-        """The keys of the cycle now under way (an empty set between cycles)."""
-        self.claimed = frozenset(keys)
-        if keys:
-            moved = len(self._owned ^ self.claimed)
-            if moved:
-                metrics.SHARD_OWNERSHIP_CHANGES.inc(moved)
-                log.info(
-                    "shard keys: %d (%d taken over or handed over)",
-                    len(self.claimed),
-                    moved,
-                    identity=self.member,
-                )
-            self._owned = self.claimed
-            metrics.SHARD_KEYS.set(len(self.claimed))
+    @contextlib.contextmanager
+    def holding(self, keys: Collection[str], *, full: bool = False) -> Iterator[None]:
+        """Hold ``keys`` while a cycle (``full``) or a webhook event processes them: should one
+        of them move to another member, :meth:`is_leader` turns False (the work is cancelled,
+        its writes refused)."""
+        held = frozenset(keys)
+        if full:
+            self._count(held)
+        self._holds.append(held)
         self._update()
+        try:
+            yield
+        finally:
+            self._holds.remove(held)
+            self._update()
+
+    def _count(self, keys: frozenset[str]) -> None:
+        moved = len(self._owned ^ keys)
+        if moved:
+            metrics.SHARD_OWNERSHIP_CHANGES.inc(moved)
+            log.info(
+                "shard keys: %d (%d taken over or handed over)",
+                len(keys),
+                moved,
+                identity=self.member,
+            )
+        self._owned = keys
+        metrics.SHARD_KEYS.set(len(keys))
 
     def _update(self) -> None:
         if self.is_leader():

@@ -202,17 +202,21 @@ class Controller:
         collected = await collect(
             self.store, self.namespaces, self.legacy, self.read_crs, self.views, self.cr_views
         )
-        if self.shards is None and self.shard_selector is None:
+        with self.shard(collected, full=True):
             return await self._process(collected)
+
+    def shard(
+        self, collected: Collected, *, full: bool = False
+    ) -> contextlib.AbstractContextManager[None]:
+        """Narrow ``collected`` to this replica's share (``--shard-selector``, ``--sharding``),
+        held while the work of a cycle (``full``) or a webhook event processes it."""
+        if self.shards is None and self.shard_selector is None:
+            return contextlib.nullcontext()
         owns = self.shards.owns if self.shards is not None else None
         keys = keep_shard(collected, self.shard_selector, owns)
         if self.shards is None:
-            return await self._process(collected)
-        self.shards.claim(keys)
-        try:
-            return await self._process(collected)
-        finally:
-            self.shards.claim(())
+            return contextlib.nullcontext()
+        return self.shards.holding(keys, full=full)
 
     async def _process(self, collected: Collected) -> CycleResult:
         present = {(cr.namespace, cr.name) for cr in collected.crs}

@@ -314,3 +314,47 @@ async def test_a_held_key_is_dropped_and_its_writes_fenced_before_its_new_owner_
             if lease["metadata"]["name"].startswith(MEMBER_PREFIX)
         ]
         assert released == ["", ""]
+
+
+async def test_the_lease_of_a_member_gone_long_ago_is_deleted(
+    tmp_path: Path, store: KubeStore
+) -> None:
+    from argocd_image_updater.kube.client import KubeClient
+
+    gone = MEMBER_PREFIX + "gone"
+    store.put(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": gone, "namespace": NS},
+            "spec": {
+                "holderIdentity": "gone",
+                "leaseDurationSeconds": 1,
+                "renewTime": "2026-01-01T00:00:00.000000Z",
+            },
+        }
+    )
+    async with KubeApiServer(store) as api:
+        config = api.write_kubeconfig(tmp_path / "kc", namespace=NS)
+        async with await KubeClient.connect(str(config)) as client:
+            member = Membership(
+                client,
+                namespace=NS,
+                member="alive",
+                lease_duration=1.0,
+                renew_deadline=0.6,
+                retry_period=0.1,
+            )
+            stop = asyncio.Event()
+            task = asyncio.create_task(member.run(stop))
+            try:
+
+                def names() -> set[str]:
+                    return {lease["metadata"]["name"] for lease in store.list("leases", NS)}
+
+                await eventually(lambda: gone not in names(), "its Lease is deleted", within=WITHIN)
+                assert MEMBER_PREFIX + "alive" in names()
+                assert member.view == {"alive"}
+            finally:
+                stop.set()
+                await task

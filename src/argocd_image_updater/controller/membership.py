@@ -45,7 +45,7 @@ from typing import Final
 
 from argocd_image_updater.controller.leader import LeaderElector, LeaseRecord, _wait
 from argocd_image_updater.controller.shards import SHARD_ANNOTATION, owner
-from argocd_image_updater.kube.client import LEASES, KubeClient, KubeError
+from argocd_image_updater.kube.client import LEASES, KubeClient, KubeError, resource_path
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
 
@@ -53,6 +53,9 @@ log = get_logger("shards")
 
 MEMBER_PREFIX: Final = "argocd-image-updater-member-"
 MAX_NAME: Final = 253
+FORGET_AFTER: Final = 5
+"""A member Lease unchanged for this many lease durations is deleted (pods come and go, each
+with a Lease of its own); its holder stopped writing long before."""
 
 
 def member_name(pod: str | None = None) -> str:
@@ -201,6 +204,8 @@ class Membership:
             seen[name] = (record, observed)
             if record.holder and now < observed + record.duration:
                 live.add(name.removeprefix(MEMBER_PREFIX))
+            elif now >= observed + FORGET_AFTER * max(record.duration, self.lease_duration):
+                await self._forget(name, record)
         self._seen = seen
         if self.elector.is_leader():
             live.add(self.member)
@@ -212,6 +217,23 @@ class Membership:
             if self.on_view_change is not None:
                 self.on_view_change()
         self._update()
+
+    async def _forget(self, name: str, record: LeaseRecord) -> None:
+        """Delete the Lease of a member long gone, unless it was renewed meanwhile (the delete
+        is conditional on the resourceVersion read). A member that comes back creates it again
+        and, as any new member, waits one lease duration before it processes anything."""
+        if name == self.lease_name:
+            return
+        try:
+            await self._kube.request(
+                "DELETE",
+                resource_path(LEASES, self.namespace, name),
+                body={"preconditions": {"resourceVersion": record.resource_version}},
+            )
+        except KubeError as err:
+            log.debug("could not delete the member Lease %s: %s", name, str(err))
+            return
+        log.info("deleted the Lease of a member gone long ago: %s", name, identity=self.member)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Hold the member Lease and follow the members until ``stop`` is set (then release)."""

@@ -358,3 +358,36 @@ async def test_the_lease_of_a_member_gone_long_ago_is_deleted(
             finally:
                 stop.set()
                 await task
+
+
+async def test_run_flags_make_the_membership_and_the_static_shards_leader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from argocd_image_updater.cli.options import load_settings
+    from argocd_image_updater.cli.run_cluster import leader_elector, shard_membership
+    from argocd_image_updater.cli.run_setup import StartupError
+    from argocd_image_updater.kube.client import KubeClient
+
+    unused = KubeApiServer()  # never started: no request is made
+    kube = await KubeClient.connect(str(unused.write_kubeconfig(tmp_path / "config")))
+    try:
+        monkeypatch.setenv("POD_NAME", "updater-5d9c-x2")
+        flags = {
+            "sharding": "true",
+            "shard_selector": "blue",
+            "leader_election_lease_duration": "30s",
+        }
+        membership = shard_membership(load_settings("run", dict(flags)), kube)
+        assert membership.lease_name == MEMBER_PREFIX + "updater-5d9c-x2"
+        assert (membership.lease_duration, membership.renew_deadline) == (30, 10)
+        assert membership.shard_selector == "blue"
+        assert leader_elector(load_settings("run", dict(flags)), kube).name.startswith("shard-blue-")
+        assert leader_elector(load_settings("run", {}), kube).name == DEFAULT_LEASE_NAME
+        monkeypatch.delenv("POD_NAME")
+        one, other = (shard_membership(load_settings("run", {}), kube) for _ in range(2))
+        assert one.member != other.member  # two processes on one machine are distinct members
+        bad = load_settings("run", {"sharding": "true", "leader_election_renew_deadline": "15s"})
+        with pytest.raises(StartupError, match="renew deadline < lease duration"):
+            shard_membership(bad, kube)
+    finally:
+        await kube.close()

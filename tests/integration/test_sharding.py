@@ -66,6 +66,7 @@ class Fleet:
         self.tmp_path, self.store, self.monkeypatch = tmp_path, store, monkeypatch
         self.holds: list[Hold] = []
         self.replicas: dict[str, Replica] = {}
+        self.keys = KEYS
         conf = tmp_path / "registries.conf"
         conf.write_text("registries: []\n")
         self.conf = conf
@@ -151,7 +152,9 @@ class Fleet:
         shares = [self.latest(member, after) for member in members]
         if any(not share for share in shares):
             return False
-        return sum(len(s or ()) for s in shares) == len(KEYS) and set().union(*shares) == KEYS
+        return sum(len(s or ()) for s in shares) == len(self.keys) and set().union(*shares) == (
+            self.keys
+        )
 
     def double_holds(self) -> list[tuple[str, str, set[str]]]:
         """Keys held by two replicas at the same time (there must be none)."""
@@ -381,7 +384,9 @@ async def test_run_flags_make_the_membership_and_the_static_shards_leader(
         assert membership.lease_name == MEMBER_PREFIX + "updater-5d9c-x2"
         assert (membership.lease_duration, membership.renew_deadline) == (30, 10)
         assert membership.shard_selector == "blue"
-        assert leader_elector(load_settings("run", dict(flags)), kube).name.startswith("shard-blue-")
+        assert leader_elector(load_settings("run", dict(flags)), kube).name.startswith(
+            "shard-blue-"
+        )
         assert leader_elector(load_settings("run", {}), kube).name == DEFAULT_LEASE_NAME
         monkeypatch.delenv("POD_NAME")
         one, other = (shard_membership(load_settings("run", {}), kube) for _ in range(2))
@@ -391,3 +396,21 @@ async def test_run_flags_make_the_membership_and_the_static_shards_leader(
             shard_membership(bad, kube)
     finally:
         await kube.close()
+
+
+async def test_annotated_applications_are_keys_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = KubeStore(namespaces=(NS,))
+    annotation = {"argocd-image-updater.argoproj.io/image-list": "web=127.0.0.1:9/team/web:1.x"}
+    for i in range(12):
+        store.put(objects.application(f"app-{i:02d}", NS, annotations=annotation))
+    fleet = Fleet(tmp_path, store, monkeypatch)
+    fleet.keys = {f"{NS}/app-{i:02d}" for i in range(12)}
+    try:
+        await fleet.start("a")
+        await fleet.start("b")
+        await eventually(lambda: fleet.partitioned("ab"), "a and b share the apps", within=WITHIN)
+        assert fleet.double_holds() == []
+    finally:
+        await fleet.close()

@@ -155,7 +155,10 @@ async def start_webhook(
             rate_limit_per_hour=int(settings.webhook_ratelimit_allowed),
             per_source_per_minute=int(settings.webhook_ratelimit_per_source),
             dispatcher=dispatcher,
-            is_leader=controller.is_leader,
+            # Sharded, every settled member takes events (for the keys it owns).
+            is_leader=controller.shards.settled
+            if controller.shards is not None
+            else controller.is_leader,
         )
     except ValueError as err:
         raise StartupError(f"webhook: {err}") from None

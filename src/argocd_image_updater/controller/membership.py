@@ -243,7 +243,7 @@ class Membership:
                 try:
                     async with asyncio.timeout(self.renew_deadline):
                         await self.refresh()
-                except (KubeError, TimeoutError, OSError) as err:
+                except Exception as err:  # e.g. KubeError, TimeoutError: the list goes stale
                     log.warning("could not list the members: %s", str(err), identity=self.member)
                     self._update()
                 await _wait(stop, self.retry_period)

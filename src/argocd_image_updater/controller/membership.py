@@ -113,6 +113,8 @@ class Membership:
         self._since: float | None = None
         self._seen: dict[str, tuple[LeaseRecord, float]] = {}
         self._holds: list[frozenset[str]] = []
+        self._intact = True
+        """Whether every held key is still this member's."""
         self._owned: frozenset[str] = frozenset()
 
     # --- the rule ------------------------------------------------------------------------------
@@ -137,8 +139,12 @@ class Membership:
         return frozenset().union(*self._holds)
 
     def is_leader(self) -> bool:
-        """The whole rule: this member may process and write the keys it holds."""
-        return self.settled() and all(self.owns(key) for key in self.claimed)
+        """The whole rule: this member may process and write the keys it holds (checked before
+        every write: the keys are checked when they are held or the member list changes)."""
+        return self.settled() and self._intact
+
+    def _check_holds(self) -> None:
+        self._intact = all(self.owns(key) for key in self.claimed)
 
     @contextlib.contextmanager
     def holding(self, keys: Collection[str], *, full: bool = False) -> Iterator[None]:
@@ -149,11 +155,13 @@ class Membership:
         if full:
             self._count(held)
         self._holds.append(held)
+        self._check_holds()
         self._update()
         try:
             yield
         finally:
             self._holds.remove(held)
+            self._check_holds()
             self._update()
 
     def _count(self, keys: frozenset[str]) -> None:
@@ -213,6 +221,7 @@ class Membership:
         changed = view != self.view
         self.view, self._view_at = view, started
         if changed:
+            self._check_holds()
             log.info("members: %s", ", ".join(sorted(view)) or "none", identity=self.member)
             if self.on_view_change is not None:
                 self.on_view_change()

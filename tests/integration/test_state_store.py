@@ -135,6 +135,25 @@ async def test_two_first_saves_race_on_create(kube: KubeApiServer, client: KubeC
     assert final.last_write("argocd/a", "web") and final.last_write("argocd/b", "web")
 
 
+async def test_sharded_members_each_save_their_own_records_without_clobbering_the_others(
+    kube: KubeApiServer, client: KubeClient
+) -> None:
+    """``run --sharding``: every member loads the shared record, records the writes of the keys
+    it owns, prunes by the whole listing and saves; the saves race and none is lost."""
+    listed = {f"argocd/app-{i}" for i in range(6)}
+    members = [ConfigMapStateStore(client, NS) for _ in range(3)]
+    copies = await asyncio.gather(*(member.load() for member in members))
+    for n, copy in enumerate(copies):
+        for i in range(n, 6, 3):  # the Applications of the keys member n owns
+            copy.record_write(f"argocd/app-{i}", "web", f"1.{i}.0", NOW)
+        copy.prune_apps(listed, None)
+    await asyncio.gather(*(m.save(c) for m, c in zip(members, copies, strict=True)))
+    final = await ConfigMapStateStore(client, NS).load()
+    assert {i: final.last_write(f"argocd/app-{i}", "web") is not None for i in range(6)} == {
+        i: True for i in range(6)
+    }
+
+
 async def test_a_configmap_that_cannot_be_read_is_an_error_naming_it(
     kube: KubeApiServer, client: KubeClient
 ) -> None:

@@ -27,9 +27,11 @@ from argocd_image_updater.config.secrets import SecretReader
 from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.controller.crd_check import CrdCheck
 from argocd_image_updater.controller.credentials import CredentialsCache
-from argocd_image_updater.controller.leader import LeaderElector
+from argocd_image_updater.controller.leader import DEFAULT_LEASE_NAME, LeaderElector
+from argocd_image_updater.controller.membership import Membership, member_name
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.secrets import KubeSecretReader
+from argocd_image_updater.controller.shards import leader_lease_name
 from argocd_image_updater.controller.state_store import ConfigMapStateStore
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStatusStore, KubeStore
 from argocd_image_updater.kube.client import KubeClient, KubeError
@@ -193,7 +195,28 @@ def leader_elector(settings: Settings, kube: KubeClient) -> LeaderElector:
         return LeaderElector(
             kube,
             namespace=str(settings.leader_election_namespace) or kube.namespace,
+            name=leader_lease_name(str(settings.shard_selector) or None, DEFAULT_LEASE_NAME),
             identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+            lease_duration=settings.leader_election_lease_duration.total_seconds(),
+            renew_deadline=settings.leader_election_renew_deadline.total_seconds(),
+            retry_period=settings.leader_election_retry_period.total_seconds(),
+        )
+    except ValueError as err:
+        raise StartupError(
+            f"{err} (--leader-election-retry-period, --leader-election-renew-deadline, "
+            "--leader-election-lease-duration)"
+        ) from None
+
+
+def shard_membership(settings: Settings, kube: KubeClient) -> Membership:
+    """The membership of ``run --sharding``: a member Lease with the leader election timings;
+    :class:`StartupError` unless retry period < renew deadline < lease duration."""
+    try:
+        return Membership(
+            kube,
+            namespace=str(settings.leader_election_namespace) or kube.namespace,
+            member=member_name(),
+            shard_selector=str(settings.shard_selector) or None,
             lease_duration=settings.leader_election_lease_duration.total_seconds(),
             renew_deadline=settings.leader_election_renew_deadline.total_seconds(),
             retry_period=settings.leader_election_retry_period.total_seconds(),

@@ -155,7 +155,10 @@ async def start_webhook(
             rate_limit_per_hour=int(settings.webhook_ratelimit_allowed),
             per_source_per_minute=int(settings.webhook_ratelimit_per_source),
             dispatcher=dispatcher,
-            is_leader=controller.is_leader,
+            # Sharded, every settled member takes events (for the keys it owns).
+            is_leader=controller.shards.settled
+            if controller.shards is not None
+            else controller.is_leader,
         )
     except ValueError as err:
         raise StartupError(f"webhook: {err}") from None
@@ -192,6 +195,30 @@ async def _start_servers(settings: Settings, health: Health, closers: list[Any])
         raise StartupError(f"cannot start the metrics/health server: {err}") from None
 
 
+def start_election(
+    settings: Settings, controller: Controller, stop: asyncio.Event
+) -> asyncio.Task[None] | None:
+    """Who may write, running until ``stop`` is set: the membership of a sharded fleet
+    (``--sharding``), else the leader election (``--leader-election``, the default); neither
+    with ``--once`` or without a cluster. ``--shard-selector`` narrows the work either way."""
+    controller.shard_selector = str(settings.shard_selector) or None
+    if settings.once or controller.kube is None:
+        return None
+    if settings.sharding:
+        from argocd_image_updater.cli.run_cluster import shard_membership
+
+        controller.shards = shard_membership(settings, controller.kube)
+        controller.elector = controller.shards
+        return asyncio.create_task(controller.shards.run(stop))
+    if settings.leader_election:
+        from argocd_image_updater.cli.run_cluster import leader_elector
+
+        elector = leader_elector(settings, controller.kube)
+        controller.elector = elector
+        return asyncio.create_task(elector.run(stop))
+    return None
+
+
 async def _main(settings: Settings) -> int:
     """Run the controller; the exit code (``--once``: whether the cycle had errors)."""
     from argocd_image_updater.controller.runner import run_until_stopped
@@ -204,11 +231,7 @@ async def _main(settings: Settings) -> int:
     elector_stop = asyncio.Event()
     once = runs_once(settings) or controller.interval <= timedelta(0)
     try:
-        if settings.leader_election and not settings.once and controller.kube is not None:
-            from argocd_image_updater.cli.run_cluster import leader_elector
-
-            controller.elector = leader_elector(settings, controller.kube)
-            elector_task = asyncio.create_task(controller.elector.run(elector_stop))
+        elector_task = start_election(settings, controller, elector_stop)
         await _start_servers(settings, controller.health, closers)
         if settings.enable_webhook:
             await start_webhook(settings, controller, int(settings.webhook_port), closers)

@@ -172,6 +172,10 @@ OPTIONS: Final[tuple[Option, ...]] = (
            help="a leader that could not renew the Lease for this long stops leading and cancels its writes in flight; must be shorter than the lease duration"),
     Option("leader_election_retry_period", "--leader-election-retry-period", timedelta(seconds=2), _duration,
            help="how often the leader renews the Lease and the others try to acquire it; must be shorter than the renew deadline"),
+    Option("sharding", "--sharding", False, _bool,
+           help="share the work with the other replicas: each holds a member Lease and processes the ImageUpdaters (and annotated Applications) rendezvous hashing gives it; without it one leader does all"),
+    Option("shard_selector", "--shard-selector", "",
+           help="only process the ImageUpdaters (and annotated Applications) labelled argocd-image-updater.argoproj.io/shard=VALUE; '!' only those without that label; default: every object"),
     Option("disable_kube_events", "--disable-kube-events", False, _bool, ("IMAGE_UPDATER_KUBE_EVENTS",), "kube.events",
            "do not create Kubernetes events (note: the ConfigMap key kube.events=true DISABLES events, as in the original)", RUN_WEBHOOK),
     # --- registries and git ---------------------------------------------------------------------

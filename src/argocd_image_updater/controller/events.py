@@ -138,9 +138,15 @@ async def handle_event(controller: Controller, event: RegistryEvent) -> CycleRes
     if not narrowed.configs:
         log.info("no application uses the repository of this event", **fields)
         return None
-    log.info("processing registry event for %d application(s)", len(narrowed.configs), **fields)
-    result = await controller.update(narrowed)
-    if controller.reporter is not None:
-        await controller.reporter.report(narrowed, result, dry_run=controller.dry_run, partial=True)
+    with controller.shard(narrowed):
+        if not narrowed.configs:
+            log.info("no application of this replica's shard uses this repository", **fields)
+            return None
+        log.info("processing registry event for %d application(s)", len(narrowed.configs), **fields)
+        result = await controller.update(narrowed)
+        if controller.reporter is not None:
+            await controller.reporter.report(
+                narrowed, result, dry_run=controller.dry_run, partial=True
+            )
     log.info("registry event processed in %.3fs", time.monotonic() - started, **fields)
     return result

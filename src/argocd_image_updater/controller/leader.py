@@ -105,7 +105,8 @@ class LeaderElector:
 
     Run :meth:`run` in a task; act only while :meth:`is_leader` is True (``leading`` is set;
     ``not_leading`` is set otherwise), or use ``on_change(leading: bool)``. ``clock`` is a
-    monotonic clock in seconds, ``wall`` gives the timestamps written to the Lease.
+    monotonic clock in seconds, ``wall`` gives the timestamps written to the Lease;
+    ``annotations`` are written with it.
     """
 
     def __init__(
@@ -121,6 +122,7 @@ class LeaderElector:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], datetime] = _now,
         on_change: Callable[[bool], None] | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> None:
         if not identity:
             raise ValueError("leader election needs a non-empty identity")
@@ -131,6 +133,7 @@ class LeaderElector:
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self._clock, self._wall, self._on_change = clock, wall, on_change
+        self._annotations = dict(annotations or {})
         self.leading = asyncio.Event()
         self.not_leading = asyncio.Event()
         self.not_leading.set()
@@ -186,6 +189,8 @@ class LeaderElector:
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if resource_version:
             meta["resourceVersion"] = resource_version
+        if self._annotations:
+            meta["annotations"] = self._annotations
         return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",

@@ -23,13 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from argocd_image_updater.kits.fence import fenced_context
 from argocd_image_updater.observe.log import get_logger
-
-if TYPE_CHECKING:
-    from argocd_image_updater.controller.leader import LeaderElector
 
 log = get_logger("leader")
 
@@ -43,13 +40,22 @@ CANCEL_WAIT_SECONDS: Final = 10.0
 within seconds); it is reported, not waited for, beyond that."""
 
 
+class Leadership(Protocol):
+    """What work runs under: a :class:`~argocd_image_updater.controller.leader.LeaderElector`,
+    or a sharded fleet's :class:`~argocd_image_updater.controller.membership.Membership`."""
+
+    identity: str
+    leading: asyncio.Event
+    not_leading: asyncio.Event
+
+    def is_leader(self) -> bool: ...
+
+
 class LeadershipLost(Exception):
     """The work was cancelled because this replica stopped leading."""
 
 
-async def run_as_leader(
-    elector: LeaderElector | None, work: Coroutine[Any, Any, T], what: str
-) -> T:
+async def run_as_leader(elector: Leadership | None, work: Coroutine[Any, Any, T], what: str) -> T:
     """Run ``work`` (``what``: "update cycle") while ``elector`` leads; without an elector, just
     run it. Raises :class:`LeadershipLost` when the leadership was lost first (the work was
     cancelled and has ended, or was left to end on its own after

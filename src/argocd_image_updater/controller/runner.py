@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.cycle import CycleContext, run_cycle
-from argocd_image_updater.controller.leading import LeadershipLost, run_as_leader
+from argocd_image_updater.controller.leading import Leadership, LeadershipLost, run_as_leader
 from argocd_image_updater.controller.plan_reuse import PlanReuse
+from argocd_image_updater.controller.shards import keep_shard
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.controller.spec_watch import Restarts, watch_specs
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
@@ -47,7 +48,7 @@ from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
 
 if TYPE_CHECKING:  # the Kubernetes client is loaded only where a cluster is used
-    from argocd_image_updater.controller.leader import LeaderElector
+    from argocd_image_updater.controller.membership import Membership
     from argocd_image_updater.kube.client import KubeClient
 
 log = get_logger("controller")
@@ -141,7 +142,12 @@ class Controller:
     read_crs: bool = True
     kube: KubeClient | None = None
     health: Health | None = None
-    elector: LeaderElector | None = None
+    elector: Leadership | None = None
+    """Who may write: the leader election, or the membership of a sharded fleet (``shards``)."""
+    shards: Membership | None = None
+    """``run --sharding``: this replica's membership; a cycle takes only the keys it owns."""
+    shard_selector: str | None = None
+    """``--shard-selector``: only the objects of this static shard (None: every object)."""
     batch_writer: BatchWriter | None = None
     reporter: Reporter | None = None
     cycles: int = 0
@@ -196,6 +202,23 @@ class Controller:
         collected = await collect(
             self.store, self.namespaces, self.legacy, self.read_crs, self.views, self.cr_views
         )
+        with self.shard(collected, full=True):
+            return await self._process(collected)
+
+    def shard(
+        self, collected: Collected, *, full: bool = False
+    ) -> contextlib.AbstractContextManager[None]:
+        """Narrow ``collected`` to this replica's share (``--shard-selector``, ``--sharding``),
+        held while the work of a cycle (``full``) or a webhook event processes it."""
+        if self.shards is None and self.shard_selector is None:
+            return contextlib.nullcontext()
+        owns = self.shards.owns if self.shards is not None else None
+        keys = keep_shard(collected, self.shard_selector, owns)
+        if self.shards is None:
+            return contextlib.nullcontext()
+        return self.shards.holding(keys, full=full)
+
+    async def _process(self, collected: Collected) -> CycleResult:
         present = {(cr.namespace, cr.name) for cr in collected.crs}
         for namespace, name in self.known_crs - present:
             forget_cr(namespace, name)  # a deleted ImageUpdater's series disappear
@@ -260,6 +283,8 @@ class Controller:
     async def run(self, once: bool = False, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
         wake = asyncio.Event()
+        if self.shards is not None:
+            self.shards.on_view_change = wake.set  # keys move: the next cycle runs at once
         watcher = None
         if not once and self.kube is not None and self.read_crs:
             watcher = asyncio.create_task(self._watch_specs(wake, stop))

@@ -112,3 +112,15 @@ CYCLE_DURATION: Final = Histogram(
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
     registry=REGISTRY,
 )
+
+# --- sharding (run --sharding) ----------------------------------------------------------------
+SHARD_KEYS: Final = Gauge(
+    _P + "shard_keys",
+    "Shard keys (ImageUpdaters, annotated Applications) this replica processed last cycle",
+    registry=REGISTRY,
+)
+SHARD_OWNERSHIP_CHANGES: Final = Counter(
+    _P + "shard_ownership_changes",
+    "Shard keys this replica took over or handed over",
+    registry=REGISTRY,
+)

@@ -1,0 +1,115 @@
+"""Rendezvous hashing of shard keys and the static shard label: pure, deterministic."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from argocd_image_updater.controller.membership import MEMBER_PREFIX, member_name
+from argocd_image_updater.controller.shards import (
+    SHARD_LABEL,
+    keep_shard,
+    owner,
+    shard_matches,
+    weight,
+)
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.update_config import AppUpdateConfig
+from argocd_image_updater.pipeline.records import Collected, CRState
+from argocd_image_updater_testing import objects
+
+KEYS = [f"team-{i % 7}/updater-{i}" for i in range(3000)]
+
+
+def owners(members: list[str]) -> dict[str, str | None]:
+    return {key: owner(key, members) for key in KEYS}
+
+
+def test_the_owner_is_the_same_whatever_the_order_of_the_members() -> None:
+    members = ["a", "b", "c", "d"]
+    assert owners(members) == owners(list(reversed(members)))
+    assert owner("x/y", []) is None
+    assert weight("a", "x/y") == weight("a", "x/y") != weight("b", "x/y")
+
+
+def test_keys_spread_evenly_over_the_members() -> None:
+    counts = Counter(owners(["a", "b", "c"]).values())
+    assert set(counts) == {"a", "b", "c"}
+    assert all(800 < n < 1200 for n in counts.values()), counts
+
+
+def test_a_join_moves_about_one_nth_of_the_keys_and_only_to_the_new_member() -> None:
+    before, after = owners(["a", "b", "c"]), owners(["a", "b", "c", "d"])
+    moved = [key for key in KEYS if before[key] != after[key]]
+    assert all(after[key] == "d" for key in moved)
+    assert 0.18 < len(moved) / len(KEYS) < 0.32  # about 1/4
+
+
+def test_a_leave_moves_only_the_keys_of_the_member_that_left() -> None:
+    before, after = owners(["a", "b", "c", "d"]), owners(["a", "b", "d"])
+    moved = {key for key in KEYS if before[key] != after[key]}
+    assert moved == {key for key in KEYS if before[key] == "c"}
+    assert 0.18 < len(moved) / len(KEYS) < 0.32
+
+
+def test_two_views_with_both_members_never_give_a_key_to_both() -> None:
+    # The handover rule rests on this: A and B disagree only when one misses from a view.
+    for key in KEYS[:500]:
+        with_c, without_c = owner(key, ["a", "b", "c"]), owner(key, ["a", "b"])
+        if with_c in ("a", "b"):
+            assert with_c == without_c
+
+
+def test_the_shard_selector_follows_the_label() -> None:
+    assert shard_matches(None, {SHARD_LABEL: "x"})
+    assert shard_matches(None, None)
+    assert shard_matches("x", {SHARD_LABEL: "x"})
+    assert not shard_matches("x", {SHARD_LABEL: "y"})
+    assert not shard_matches("x", {})
+    assert shard_matches("!", {"other": "x"})
+    assert not shard_matches("!", {SHARD_LABEL: "x"})
+
+
+def _cr(name: str, shard: str | None = None) -> CRState:
+    labels = {SHARD_LABEL: shard} if shard else {}
+    raw = {"metadata": {"name": name, "namespace": "argocd", "labels": labels}}
+    return CRState(namespace="argocd", name=name, generation=1, resource_version="1", raw=raw)
+
+
+def _config(name: str, shard: str | None = None) -> AppUpdateConfig:
+    labels = {SHARD_LABEL: shard} if shard else None
+    app = Application.from_object(objects.application(name, labels=labels))
+    return AppUpdateConfig(app=app, images=())
+
+
+def _collected() -> Collected:
+    crs = [_cr("one"), _cr("two", "blue")]
+    collected = Collected(crs=list(crs), listed={"argocd/a", "argocd/b", "argocd/c", "argocd/d"})
+    collected.configs = [
+        (_config("a"), crs[0]),
+        (_config("b"), crs[1]),
+        (_config("c"), None),
+        (_config("d", "blue"), None),
+    ]
+    return collected
+
+
+def test_keep_shard_keeps_an_imageupdater_with_its_applications_and_owned_annotated_apps() -> None:
+    collected = _collected()
+    keys = keep_shard(collected, None, lambda key: key in {"argocd/two", "argocd/c"})
+    assert keys == {"argocd/two", "argocd/c"}
+    assert [cr.name for cr in collected.crs] == ["two"]
+    assert [config.app.name for config, _ in collected.configs] == ["b", "c"]
+    assert len(collected.listed) == 4  # what exists is not narrowed
+
+
+def test_keep_shard_with_a_selector_keeps_only_that_static_shard() -> None:
+    collected = _collected()
+    assert keep_shard(collected, "blue", None) == {"argocd/two", "argocd/d"}
+    unlabelled = _collected()
+    assert keep_shard(unlabelled, "!", None) == {"argocd/one", "argocd/c"}
+
+
+def test_member_names_are_lease_names_and_distinct_per_process() -> None:
+    assert member_name("Updater-7f9_x") == "updater-7f9-x"
+    assert member_name("") != member_name("")
+    assert len(MEMBER_PREFIX + member_name("p" * 400)) <= 253

@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 from argocd_image_updater.argocd.client import ArgoCDClient
 from argocd_image_updater.cli.run_setup import (
@@ -202,10 +202,7 @@ def leader_elector(settings: Settings, kube: KubeClient) -> LeaderElector:
             retry_period=settings.leader_election_retry_period.total_seconds(),
         )
     except ValueError as err:
-        raise StartupError(
-            f"{err} (--leader-election-retry-period, --leader-election-renew-deadline, "
-            "--leader-election-lease-duration)"
-        ) from None
+        raise StartupError(f"{err} {_TIMING_FLAGS}") from None
 
 
 def shard_membership(settings: Settings, kube: KubeClient) -> Membership:
@@ -222,7 +219,10 @@ def shard_membership(settings: Settings, kube: KubeClient) -> Membership:
             retry_period=settings.leader_election_retry_period.total_seconds(),
         )
     except ValueError as err:
-        raise StartupError(
-            f"{err} (--leader-election-retry-period, --leader-election-renew-deadline, "
-            "--leader-election-lease-duration)"
-        ) from None
+        raise StartupError(f"{err} {_TIMING_FLAGS}") from None
+
+
+_TIMING_FLAGS: Final = (
+    "(--leader-election-retry-period, --leader-election-renew-deadline, "
+    "--leader-election-lease-duration)"
+)

@@ -46,6 +46,13 @@ def endpoint_for() -> EndpointFactory:
 
 
 @pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
 def repo() -> str:
     """A repository name no other test uses (the servers are shared)."""
     return f"test/r{uuid.uuid4().hex[:12]}"

@@ -7,6 +7,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from argocd_image_updater.cli.run_cmd import build_controller, close_resource
+from argocd_image_updater.config.settings import resolve
+from argocd_image_updater.pipeline.records import CycleResult
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.kube import KubeApiServer
 from argocd_image_updater_testing.push import ImagePusher
@@ -98,3 +101,29 @@ def pr_fleet(
             },
         )
     )
+
+
+async def git_cycle(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp: Path, start: datetime
+) -> CycleResult | None:
+    """Push ``1.0.0`` and ``1.0.1`` of ``repo`` (a day apart from ``start``), then run one cycle
+    of a controller built as ``run`` builds it, with git clones under ``tmp``."""
+    async with ImagePusher(registry.url) as pusher:
+        for i, tag in enumerate(["1.0.0", "1.0.1"]):
+            await pusher.push_image(repo, tag, created=start + timedelta(days=i))
+    settings = resolve(
+        "run",
+        {
+            "kubeconfig": str(kube.write_kubeconfig(tmp / "kubeconfig", namespace=NS)),
+            "registries_conf_path": str(registries_conf(tmp, registry)),
+            "git_cache_dir": str(tmp / "clones"),
+            "git_commit_message_path": str(tmp / "no-template"),
+        },
+        env={},
+    )
+    controller, closers = await build_controller(settings)
+    try:
+        return await controller.cycle()
+    finally:
+        for closer in reversed(closers):
+            await close_resource(closer)

@@ -7,15 +7,12 @@ server over smart HTTP: only the changed values' bytes change, the live object i
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fleet import registries_conf
+from fleet import git_cycle
 
-from argocd_image_updater.cli.run_cmd import build_controller, close_resource
-from argocd_image_updater.config.settings import resolve
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.git_servers import (
     GitHttpServer,
@@ -25,7 +22,6 @@ from argocd_image_updater_testing.git_servers import (
     show,
 )
 from argocd_image_updater_testing.kube import KubeApiServer
-from argocd_image_updater_testing.push import ImagePusher
 from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
@@ -80,13 +76,6 @@ spec:
 async def kube() -> AsyncIterator[KubeApiServer]:
     async with KubeApiServer(namespaces=(NS,)) as server:
         yield server
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
 
 
 @pytest.fixture
@@ -162,28 +151,6 @@ def configure(kube: KubeApiServer, mode: str, image: str, url: str, target: str 
     )
 
 
-async def one_cycle(kube: KubeApiServer, registry: RegistryServer, repo: str, tmp: Path) -> Any:
-    async with ImagePusher(registry.url) as pusher:
-        for i, tag in enumerate(["1.0.0", "1.0.1"]):
-            await pusher.push_image(repo, tag, created=START + timedelta(days=i))
-    settings = resolve(
-        "run",
-        {
-            "kubeconfig": str(kube.write_kubeconfig(tmp / "kubeconfig", namespace=NS)),
-            "registries_conf_path": str(registries_conf(tmp, registry)),
-            "git_cache_dir": str(tmp / "clones"),
-            "git_commit_message_path": str(tmp / "no-template"),
-        },
-        env={},
-    )
-    controller, closers = await build_controller(settings)
-    try:
-        return await controller.cycle()
-    finally:
-        for closer in reversed(closers):
-            await close_resource(closer)
-
-
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_child_manifest_is_edited_in_git_not_patched(
     kube: KubeApiServer,
@@ -202,7 +169,7 @@ async def test_the_child_manifest_is_edited_in_git_not_patched(
     remote = bare_repo(root / "deploy.git", files=files)
     configure(kube, mode, image, url)
 
-    result = await one_cycle(kube, registry, repo, tmp_path)
+    result = await git_cycle(kube, registry, repo, tmp_path, START)
 
     assert result.errors == 0 and result.images_updated == 1, [a.error for a in result.apps]
     assert len(log_subjects(remote, "main", home=home)) == 2
@@ -231,7 +198,7 @@ async def test_a_file_without_the_child_is_an_error_and_writes_nothing(
     remote = bare_repo(root / "deploy.git", files={"apps/children.yaml": text})
     configure(kube, mode, image, url)
 
-    result = await one_cycle(kube, registry, repo, tmp_path)
+    result = await git_cycle(kube, registry, repo, tmp_path, START)
 
     assert result.errors == 1 and result.images_updated == 0
     (app,) = [a for a in result.apps if a.error]
@@ -286,7 +253,7 @@ async def test_the_child_manifest_is_found_through_the_parent(
     if tracked == "annotation":
         parented(kube, "platform:argoproj.io/Application:argocd/web")
 
-    result = await one_cycle(kube, registry, repo, tmp_path)
+    result = await git_cycle(kube, registry, repo, tmp_path, START)
 
     assert result.errors == 0 and result.images_updated == 1, [a.error for a in result.apps]
     new = show(remote, "main", "apps/team/children.yaml", home=home)
@@ -335,7 +302,7 @@ async def test_without_exactly_one_manifest_through_the_parent_nothing_is_writte
         child["metadata"]["labels"] = {"app.kubernetes.io/instance": "gone"}
     kube.store.put(child)
 
-    result = await one_cycle(kube, registry, repo, tmp_path)
+    result = await git_cycle(kube, registry, repo, tmp_path, START)
 
     assert result.errors == 1 and result.images_updated == 0
     (app,) = [a for a in result.apps if a.error]

@@ -45,13 +45,6 @@ async def kube() -> AsyncIterator[KubeApiServer]:
         yield server
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 async def push_charts(registry: RegistryServer, repo: str, versions: list[str]) -> None:
     async with ImagePusher(registry.url) as pusher:
         for i, version in enumerate(versions):

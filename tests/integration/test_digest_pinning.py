@@ -38,13 +38,6 @@ async def kube() -> AsyncIterator[KubeApiServer]:
         yield server
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 async def push_index(registry: RegistryServer, repo: str, tag: str, day: int) -> str:
     """A multi-arch tag (amd64 and arm64 images built on ``day``); its index digest."""
     when = START + timedelta(days=day)

@@ -6,15 +6,12 @@ cannot be written leaves the others unwritten. Each in CRD and in legacy annotat
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fleet import registries_conf
+from fleet import git_cycle
 
-from argocd_image_updater.cli.run_cmd import build_controller, close_resource
-from argocd_image_updater.config.settings import resolve
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.git_servers import (
     GitHttpServer,
@@ -24,7 +21,6 @@ from argocd_image_updater_testing.git_servers import (
     show,
 )
 from argocd_image_updater_testing.kube import KubeApiServer
-from argocd_image_updater_testing.push import ImagePusher
 from argocd_image_updater_testing.registry import RegistryServer
 
 NS = "argocd"
@@ -203,13 +199,6 @@ async def kube() -> AsyncIterator[KubeApiServer]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def git_root(tmp_path: Path) -> Iterator[tuple[Path, GitHttpServer]]:
     root = tmp_path / "srv"
     root.mkdir()
@@ -278,28 +267,6 @@ def configure(kube: KubeApiServer, mode: str, image: str, url: str, targets: lis
     )
 
 
-async def one_cycle(kube: KubeApiServer, registry: RegistryServer, repo: str, tmp: Path) -> Any:
-    async with ImagePusher(registry.url) as pusher:
-        for i, tag in enumerate(["1.0.0", "1.0.1"]):
-            await pusher.push_image(repo, tag, created=START + timedelta(days=i))
-    settings = resolve(
-        "run",
-        {
-            "kubeconfig": str(kube.write_kubeconfig(tmp / "kubeconfig", namespace=NS)),
-            "registries_conf_path": str(registries_conf(tmp, registry)),
-            "git_cache_dir": str(tmp / "clones"),
-            "git_commit_message_path": str(tmp / "no-template"),
-        },
-        env={},
-    )
-    controller, closers = await build_controller(settings)
-    try:
-        return await controller.cycle()
-    finally:
-        for closer in reversed(closers):
-            await close_resource(closer)
-
-
 @pytest.mark.parametrize("mode", MODES)
 async def test_every_workload_of_every_file_in_one_commit(
     kube: KubeApiServer,
@@ -316,7 +283,7 @@ async def test_every_workload_of_every_file_in_one_commit(
     remote = bare_repo(root / "deploy.git", files=files)
     configure(kube, mode, image, server.url_for("deploy.git"), ["directory"])
 
-    result = await one_cycle(kube, registry, repo, tmp_path)
+    result = await git_cycle(kube, registry, repo, tmp_path, START)
 
     assert result.errors == 0 and result.images_updated == 1, [a.error for a in result.apps]
     assert len(log_subjects(remote, "main", home=home)) == 2
@@ -346,7 +313,7 @@ async def test_two_targets_share_one_commit(
     remote = bare_repo(root / "deploy.git", files=files)
     configure(kube, mode, image, server.url_for("deploy.git"), ["directory", "directory:/mirror"])
 
-    result = await one_cycle(kube, registry, repo, tmp_path)
+    result = await git_cycle(kube, registry, repo, tmp_path, START)
 
     assert result.errors == 0 and result.images_updated == 1, [a.error for a in result.apps]
     assert len(log_subjects(remote, "main", home=home)) == 2  # one commit for both
@@ -374,7 +341,7 @@ async def test_a_failing_second_target_writes_nothing(
         kube, mode, image, server.url_for("deploy.git"), ["directory", "directory:/elsewhere"]
     )
 
-    result = await one_cycle(kube, registry, repo, tmp_path)
+    result = await git_cycle(kube, registry, repo, tmp_path, START)
 
     assert result.errors == 1 and result.images_updated == 0
     (app,) = result.apps

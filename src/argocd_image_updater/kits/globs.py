@@ -52,7 +52,7 @@ def check_glob(pattern: str) -> None:
     compile_glob(pattern)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)  # each may hold up to re2match.MAX_MEMORY
 def compile_glob(pattern: str) -> Regexp:
     """The regular expression equivalent to the glob ``pattern`` (Go ``filepath.Match``
     semantics: ``*`` and ``?`` never match ``/``); :class:`GlobError` when malformed.

@@ -26,6 +26,7 @@ as HTTP Basic authentication, never over plain ``http://`` unless the Secret say
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 from collections import Counter
@@ -37,7 +38,13 @@ from typing import Any, Final, Protocol
 
 import httpx
 
-from argocd_image_updater.http1 import ProxyConfigError, async_client
+from argocd_image_updater.http1 import (
+    DEFAULT_DEADLINE,
+    DeadlineExceeded,
+    ProxyConfigError,
+    async_client,
+    fetch,
+)
 from argocd_image_updater.kits.tlstrust import client_context
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.tags import PlatformImage, TagInfo
@@ -46,6 +53,9 @@ from argocd_image_updater.registry.manifest import ManifestFormatError, parse_rf
 from argocd_image_updater.registry.transport import USER_AGENT
 
 TIMEOUT: Final = httpx.Timeout(connect=10.0, read=60.0, write=30.0, pool=30.0)
+MAX_INDEX_BYTES: Final = 64 * 2**20
+"""The largest ``index.yaml`` read (the largest public ones are some 20 MB): a longer answer is
+an error, never read whole."""
 NO_PLATFORM: Final = Platform("", "")
 
 log = get_logger("registry.helm")
@@ -299,30 +309,47 @@ class HelmIndex:
             headers["If-None-Match"] = known.etag
         if known is not None and known.last_modified:
             headers["If-Modified-Since"] = known.last_modified
-        basic = httpx.BasicAuth(auth.username, auth.password) if auth and auth.password else None
+        if auth is not None and auth.password:
+            pair = f"{auth.username}:{auth.password}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
         target = index_url(url)
         try:
-            response = await self._client(auth).get(target, headers=headers, auth=basic)
+            answer = await fetch(
+                self._client(auth),
+                "GET",
+                target,
+                headers=headers,
+                limit=MAX_INDEX_BYTES,
+                follow_redirects=True,
+            )
+        except DeadlineExceeded:
+            raise HelmIndexError(
+                f"cannot read {target}: no complete answer within {DEFAULT_DEADLINE:.0f} s"
+            ) from None
         except ProxyConfigError as err:
             raise HelmIndexError(f"cannot read {target}: {err}") from None
         except httpx.HTTPError as err:
             raise HelmIndexError(f"cannot read {target}: {type(err).__name__}: {err}") from None
-        if response.status_code == 304 and known is not None:
+        if answer.status == 304 and known is not None:
             self.requests["not_modified"] += 1
             known.round = scan_round
             return known
-        if response.status_code != 200:
+        if answer.status != 200:
             hint = (
                 "; add an Argo CD repository Secret of type helm with its credentials"
-                if response.status_code in (401, 403)
+                if answer.status in (401, 403)
                 else ""
             )
-            raise HelmIndexError(f"cannot read {target}: HTTP {response.status_code}{hint}")
+            raise HelmIndexError(f"cannot read {target}: HTTP {answer.status}{hint}")
+        if answer.truncated:
+            raise HelmIndexError(
+                f"cannot read {target}: the index is larger than {MAX_INDEX_BYTES} bytes"
+            )
         self.requests["index"] += 1
-        charts = await asyncio.to_thread(parse_index, response.content, url)
+        charts = await asyncio.to_thread(parse_index, answer.body, url)
         index = _Index(
-            etag=response.headers.get("etag", ""),
-            last_modified=response.headers.get("last-modified", ""),
+            etag=answer.header("etag"),
+            last_modified=answer.header("last-modified"),
             charts=charts,
             round=scan_round,
         )

@@ -4,6 +4,7 @@ HTTP client closed by whoever made it."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -11,6 +12,7 @@ from typing import Any, Final, Self
 
 import httpx
 
+from argocd_image_updater.http1 import DEFAULT_DEADLINE
 from argocd_image_updater.kits.fence import check_fence
 from argocd_image_updater.model.pr_hosts import PullRequestHost
 from argocd_image_updater.model.repo_url import RepoLocation
@@ -175,7 +177,13 @@ async def send(
     if method not in ("GET", "HEAD"):
         check_fence(f"sending {provider} API {describe(method, request.url)}")
     try:
-        return await http.send(request)
+        async with asyncio.timeout(DEFAULT_DEADLINE):  # a host that trickles fails this request
+            return await http.send(request)
+    except TimeoutError:
+        raise ScmError(
+            f"{provider} API {describe(method, request.url)}: no complete answer within "
+            f"{DEFAULT_DEADLINE:.0f} s"
+        ) from None
     except httpx.HTTPError as exc:
         detail = str(exc) or type(exc).__name__
         raise ScmError(

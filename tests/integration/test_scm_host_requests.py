@@ -4,7 +4,9 @@ them, against their API stand-ins over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 
 import httpx
 import pytest
@@ -184,3 +186,31 @@ async def test_azure_devops_sign_in_page_and_missing_api_version() -> None:
             answer = await http.get(f"{api}/pullrequests", auth=("", TOKEN))
     assert answer.status_code == 400
     assert answer.json()["typeKey"] == "VssVersionNotSpecifiedException"
+
+
+async def _endless_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answers one request with a chunked JSON list that never ends (until the client closes)."""
+    await reader.readuntil(b"\r\n\r\n")
+    writer.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"1\r\n[\r\n"
+    )
+    block = b'{"number": 1, "head": {"ref": "x"}},' * 2000
+    with contextlib.suppress(ConnectionError):
+        while True:
+            writer.write(b"%x\r\n%s\r\n" % (len(block), block))
+            await writer.drain()
+
+
+async def test_an_endless_answer_fails_the_request_at_the_size_limit() -> None:
+    server = await asyncio.start_server(_endless_answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    repo = parse_repo_url("git@gitea.example.com:org/deploy.git")
+    try:
+        async with client_for(
+            "gitea", repo, TOKEN, api_url=f"http://127.0.0.1:{port}/api/v1"
+        ) as client:
+            with pytest.raises(ScmError, match="larger than 16 MiB"):
+                await client.find_open(repo, f"{PREFIX}a", "main")
+    finally:
+        server.close()

@@ -28,6 +28,9 @@ from argocd_image_updater.writeback.scm.host import PullRequest
 
 MAX_PAGES: Final = 100
 PER_PAGE: Final = 100
+MAX_ANSWER_BYTES: Final = 16 * 1024 * 1024
+"""The most of one API answer read (decoded): a list page of 100 pull requests is far below it;
+a host that sends more (or an endless or inflating body) fails that request."""
 
 log = get_logger("writeback.scm")
 
@@ -172,23 +175,46 @@ async def send(
     params: Mapping[str, str | int] | None = None,
     json: Any = None,
 ) -> httpx.Response:
-    """One request; transport failures become :class:`ScmError` (the URL carries no token)."""
+    """One request, its answer read whole within the deadline and at most
+    :data:`MAX_ANSWER_BYTES`; transport failures become :class:`ScmError` (the URL carries no
+    token)."""
     request = http.build_request(method, url, params=params, json=json, headers=dict(headers))
+    what = f"{provider} API {describe(method, request.url)}"
     if method not in ("GET", "HEAD"):
-        check_fence(f"sending {provider} API {describe(method, request.url)}")
+        check_fence(f"sending {what}")
     try:
         async with asyncio.timeout(DEFAULT_DEADLINE):  # a host that trickles fails this request
-            return await http.send(request)
+            return await _read_bounded(await http.send(request, stream=True), what)
     except TimeoutError:
-        raise ScmError(
-            f"{provider} API {describe(method, request.url)}: no complete answer within "
-            f"{DEFAULT_DEADLINE:.0f} s"
-        ) from None
+        raise ScmError(f"{what}: no complete answer within {DEFAULT_DEADLINE:.0f} s") from None
     except httpx.HTTPError as exc:
-        detail = str(exc) or type(exc).__name__
-        raise ScmError(
-            f"{provider} API {describe(method, request.url)}: request failed: {detail}"
-        ) from None
+        raise ScmError(f"{what}: request failed: {str(exc) or type(exc).__name__}") from None
+
+
+async def _read_bounded(response: httpx.Response, what: str) -> httpx.Response:
+    """``response`` with its body read, decoded, up to :data:`MAX_ANSWER_BYTES`."""
+    body = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > MAX_ANSWER_BYTES:
+                raise ScmError(
+                    f"{what}: the answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB"
+                )
+    finally:
+        await response.aclose()
+    headers = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=bytes(body),
+        request=response.request,
+        extensions=response.extensions,
+    )
 
 
 def parse_time(value: str) -> float:

@@ -337,3 +337,42 @@ async def test_the_tags_are_asked_in_the_images_order_and_each_at_most_once(
         heads = scanner.stats.get("manifest_head", 0)
     assert (found.tag, found.pins, found.asked) == (wanted, False, asked)
     assert heads == asked
+
+
+async def test_through_the_argocd_api_the_helm_parameter_gets_the_tag_and_digest(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    from argocd_image_updater_testing.argocd import ArgoCDApiServer
+
+    digests = await push(registry, repo, BUILDS)
+    image = f"{registry.host}/{repo}"
+    app = objects.application(
+        "shop",
+        NS,
+        source_type="Helm",
+        images=[f"{image}:1.2.0"],
+        helm_parameters={"image.name": image, "image.tag": "1.2.0"},
+    )
+    kube.store.put(app)  # the hold is put on the Application through the Kubernetes API
+    ref = {"namePattern": "shop", "images": [{"alias": "web", "imageName": image}]}
+    kube.store.put(objects.image_updater("shop", NS, {"applicationRefs": [ref]}))
+    async with ArgoCDApiServer(tokens={"argocd-token": None}) as argocd:
+        argocd.store.put(app)
+        run = resolve(
+            "run",
+            {
+                "applications_api": "argocd",
+                "argocd_server_addr": argocd.url.removeprefix("http://"),
+                "argocd_plaintext": True,
+                "kubeconfig": str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)),
+                "registries_conf_path": str(registries_conf(tmp_path, registry)),
+                "once": True,
+            },
+            env={"ARGOCD_TOKEN": "argocd-token"},
+        )
+        wanted = f"1.1.0@{digests['1.1.0']}"
+        await set_run.set_version(run, "shop", NS, f"web={wanted}", "", "")
+        written = argocd.store.get("applications", NS, "shop")
+    parameters = written["spec"]["source"]["helm"]["parameters"]
+    assert {p["name"]: p["value"] for p in parameters} == {"image.name": image, "image.tag": wanted}
+    assert held(kube)[HOLD_REASON_ANNOTATION] == f"set to {wanted}"

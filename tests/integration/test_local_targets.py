@@ -162,3 +162,46 @@ async def test_without_the_parent_among_the_manifests_nothing_is_written(
     [app] = [a for a in result.apps if a.error]
     assert "the parent Application 'argocd/platform' is not found" in (app.error or "")
     assert log_subjects(deploy, "main", home=home) == ["Initial commit"]
+
+
+async def test_set_writes_a_digest_into_a_directory_target_in_local_mode(
+    tmp_path: Path, registry: RegistryServer, repo: str, home: Path
+) -> None:
+    from fleet import registries_conf
+
+    from argocd_image_updater.cli import set_run
+    from argocd_image_updater.config.settings import resolve
+
+    async with ImagePusher(registry.url) as pusher:
+        old = await pusher.push_image(repo, "1.0.0", created=START)
+        await pusher.push_image(repo, "1.1.0", created=START + timedelta(days=1))
+    image = f"{registry.host}/{repo}"
+    files = {k: v.replace(":1.0.0", ":1.1.0") for k, v in files_for(image, "manifests").items()}
+    deploy = bare_repo(tmp_path / "deploy.git", files=files)
+    spec = (
+        f"  source:\n    repoURL: file://{deploy}\n    targetRevision: main\n"
+        "    path: manifests\n    directory: {recurse: true, exclude: '{ignored*,x/*}'}\n"
+    )
+    apps = checkout(
+        tmp_path / "apps", {"shop.yaml": manifest("shop", spec, "crd", image, "directory")}, home
+    )
+    local = resolve(
+        "run",
+        {
+            "applications_api": "local",
+            "local_path": str(apps),
+            "registries_conf_path": str(registries_conf(tmp_path, registry)),
+            "git_cache_dir": str(tmp_path / "clones"),
+            "git_commit_message_path": str(tmp_path / "no-template"),
+            "once": True,
+        },
+        env={},
+    )
+
+    message = await set_run.set_version(local, "shop", "", f"web={old}", "", "")
+
+    assert message.startswith(f"set web of Application argocd/shop to {image}:1.0.0 (the tag")
+    for path, text in files.items():
+        expected = text if "ignored" in path else text.replace(":1.1.0", ":1.0.0")
+        assert show(deploy, "main", path, home=home) == expected, path
+    assert "argocd-image-updater.argoproj.io/hold: web" in (apps / "shop.yaml").read_text()

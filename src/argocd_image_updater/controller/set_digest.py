@@ -4,11 +4,12 @@ The repository's tags are listed with the image's own registry settings and cred
 scan the cycle makes, every tag: for the ``digest`` strategy too), put in
 :func:`~argocd_image_updater.controller.set_version.search_order`, and asked for their digest
 in that order: a ``HEAD`` per tag, as digest pinning asks (:meth:`Scanner.tag_digest`, so a
-multi-arch image answers with its index's digest), :data:`WINDOW` at a time; the first tag
-whose digest is the one asked for is the answer, and no later window is asked. A scan that
-reads manifests (``newest-build``) already knows every tag's digest and asks nothing more. So
-the requests are at most one per listed tag, and a digest of the tag the image's policy would
-choose costs one window.
+multi-arch image answers with its index's digest), in windows of :data:`WINDOW` tags asked at
+once, each window twice the last up to :data:`MAX_WINDOW`; the first tag whose digest is the
+one asked for is the answer, and no later window is asked. A scan that reads manifests
+(``newest-build``) already knows every tag's digest and asks nothing more. So the requests are
+at most one per listed tag, and a digest of the tag the image's policy would choose costs one
+window of :data:`WINDOW`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ from argocd_image_updater.registry.scanner import Scanner
 log = get_logger("set")
 
 WINDOW: Final = 8
-"""Tags asked for their digest at once (the registry's own concurrency bound applies too)."""
+"""Tags asked for their digest at once in the first window (the registry's own concurrency
+bound applies too)."""
+MAX_WINDOW: Final = 32
+"""Tags asked at once in the later windows, at most (each window doubles the last)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +83,10 @@ async def tag_for_digest(
         raise SetError(f"cannot list the tags of {where}: {err}") from None
     known = {tag.name: tag.digest for tag in scan.tags if tag.digest}
     order = search_order(policy, scan.tags, scan.order_hint)
-    asked = 0
-    for start in range(0, len(order), WINDOW):
-        window = order[start : start + WINDOW]
+    asked, start, size = 0, 0, WINDOW
+    while start < len(order):
+        window = order[start : start + size]
+        start, size = start + size, min(size * 2, MAX_WINDOW)
         wanted = [name for name in window if name not in known]
         answers = await asyncio.gather(
             *(scanner.tag_digest(endpoint, repository, name, provider) for name in wanted),

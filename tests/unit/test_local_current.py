@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from argocd_image_updater.local.current import (
+    FileSnapshot,
     TargetText,
     current_image,
     detect_source_type,
@@ -160,6 +161,50 @@ def test_helm_values_with_custom_keys() -> None:
         current_image(app, config.images[0], config, TargetText("helmvalues", text))
         == f"{IMAGE}:4.0.0"
     )
+
+
+DEPLOY = f"""\
+apiVersion: apps/v1
+kind: Deployment
+spec:
+  template:
+    spec:
+      containers:
+      - {{name: proxy, image: nginx:1.25}}
+      - {{name: web, image: "{IMAGE}:2.0.0"}}
+"""
+
+
+def test_a_snapshot_reads_and_lists_like_a_work_tree() -> None:
+    tree = FileSnapshot({"a/x.yaml": "x", "a/b/y.yaml": "y", "c.yaml": "c"})
+    assert tree.read("a/x.yaml") == "x" and tree.read("a") is None
+    assert tree.listdir("a") == ["b", "x.yaml"] and tree.listdir("d") is None
+    assert tree.listdir(".") == ["a", "c.yaml"]
+    assert tree.files("a", recurse=False) == ["a/x.yaml"]
+    assert tree.files("a", recurse=True) == ["a/b/y.yaml", "a/x.yaml"]
+    assert tree.files(".", recurse=False) == ["c.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("directory", "files", "expected"),
+    [
+        ({"recurse": True}, {"raw/deep/deploy.yaml": DEPLOY}, f"{IMAGE}:2.0.0"),
+        ({}, {"raw/deep/deploy.yaml": DEPLOY}, ""),  # not recursed into: not found
+        ({"exclude": "deploy*"}, {"raw/deploy.yaml": DEPLOY}, ""),
+        (
+            {},
+            {"raw/a.yaml": DEPLOY.replace("2.0.0", "1.0.0"), "raw/b.yaml": DEPLOY},
+            f"{IMAGE}:1.0.0",
+        ),
+    ],
+)
+def test_a_directory_target_is_read_from_its_manifests(
+    directory: dict[str, Any], files: dict[str, str], expected: str
+) -> None:
+    app = _app({"path": "raw", "directory": directory}, SourceType.DIRECTORY)
+    config = _config(app, "directory")
+    target = TargetText("directory", None, FileSnapshot(files), "raw")
+    assert current_image(app, config.images[0], config, target) == expected
 
 
 def test_fill_current_sets_live_images_and_forces_images_found_nowhere() -> None:

@@ -84,7 +84,13 @@ async def build_local_controller(
     objects: DirectoryObjects | None = None
     if settings.secrets_dir:
         objects = DirectoryObjects(Path(str(settings.secrets_dir)))
-    git_writer = build_git_writer(settings, None, objects)
+    store: LocalStore | None = None
+
+    async def parents(parent_namespace: str, name: str) -> dict[str, Any] | None:
+        """A parent Application (``writeBackTarget: application``): from the manifests."""
+        return await store.listed_application(parent_namespace, name) if store else None
+
+    git_writer = build_git_writer(settings, None, objects, parents=parents)
     source = _local_source(settings, git_writer, namespace)
     files = RepoFiles(git_writer.cache, git_writer.credentials)
     store = LocalStore(source, namespace, files)
@@ -107,7 +113,7 @@ async def build_local_controller(
             LocalManifestWriter(store, git_writer.commit_settings), git_writer
         ),
         prepare=chain_prepare(
-            LocalPreparer(files, namespace),
+            LocalPreparer(files, namespace, parents),
             ChartFileVersions(git_writer.cache, git_writer.credentials, namespace),
         ),
         config_maps=objects,

@@ -1,8 +1,9 @@
-"""``set APP --image ALIAS=TAG``: write a chosen version of one image through the
-Application's write-back method, bypassing the update strategy but not signature verification,
-and hold the image there until released (or ``--until``). It takes every option of ``run``
-(registries, git credentials, ``--applications-api``, ``--dry-run``, …). The work is in
-:mod:`argocd_image_updater.cli.set_run`, imported when the command runs."""
+"""``set APP --image ALIAS=TAG`` (or ``ALIAS=TAG@DIGEST``, ``ALIAS=DIGEST``): write a chosen
+version of one image through the Application's write-back method, bypassing the update strategy
+but not signature verification, and hold the image there until released (or ``--until``). It
+takes every option of ``run`` (registries, git credentials, ``--applications-api``,
+``--dry-run``, …). The work is in :mod:`argocd_image_updater.cli.set_run`, imported when the
+command runs."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ HELP = (
     "image",
     required=True,
     metavar="ALIAS=TAG",
-    help="the image alias and the tag to write (e.g. web=1.4.2)",
+    help="the image alias and the tag to write (e.g. web=1.4.2); TAG@sha256:<digest> writes "
+    "the tag pinned to that digest (refused when the tag points elsewhere), sha256:<digest> "
+    "alone the tag that has that digest",
 )
 @click.option(
     "--namespace",

@@ -75,13 +75,16 @@ async def scan_repositories(apps: list[CycleApp], cycle: Cycle) -> ScanResults:
     return scans
 
 
-def _scan_request(
-    job: ImageJob | ChartJob, endpoint: RegistryEndpoint, credentials: CredentialProvider | None
+def scan_request(
+    key: ScanKey,
+    repository: str,
+    endpoint: RegistryEndpoint,
+    credentials: CredentialProvider | None,
 ) -> ScanRequest:
-    key = job.scan_key
+    """The registry request of the scan ``key`` of ``repository`` (as the job names it)."""
     return ScanRequest(
         endpoint=endpoint,
-        repository=job.repository,
+        repository=repository,
         metadata=key.metadata,
         platforms=tuple(Platform.parse(p) for p in key.platforms),
         only_tags=frozenset(key.only_tags) if key.only_tags else None,
@@ -102,7 +105,8 @@ async def scan_one(
     endpoint = job.endpoint
     assert endpoint is not None  # only Helm repository charts have none
     provider = credentials.for_job(endpoint, job.pull_secret, namespace)
-    return await scanner.scan(_scan_request(job, endpoint, provider), scan_round)
+    request = scan_request(job.scan_key, job.repository, endpoint, provider)
+    return await scanner.scan(request, scan_round)
 
 
 class _Scans:

@@ -10,9 +10,12 @@ the images running (``status.summary.images``). In local mode there is no Argo C
 * the **current image** of each configured image is read from where the write-back writes it,
   by the target's format (:mod:`~argocd_image_updater.writeback.formats`): the
   ``.argocd-source-<app>.yaml`` file merged over the Application's own parameters, the
-  kustomization's ``images``, or the Helm values keys; for the ``argocd`` method, the
-  Application's own parameters. An image found nowhere is treated like ``forceUpdate``: it is
-  planned as if it had no tag, so the first run writes it and later runs see it.
+  kustomization's ``images``, the Helm values keys, the first container naming the image in
+  the plain manifests of a ``directory`` target (read as a :class:`FileSnapshot`), or the
+  Application's own document in its manifest in Git (``application``); for the ``argocd``
+  method, the Application's own parameters. An image found nowhere is treated like
+  ``forceUpdate``: it is planned as if it had no tag, so the first run writes it and later runs
+  see it.
 """
 
 from __future__ import annotations
@@ -95,13 +98,42 @@ def with_status(
     return out
 
 
+class FileSnapshot:
+    """Files of a repository read at one commit (path relative to the repository root →
+    text), as the target formats read a tree (:class:`~argocd_image_updater.writeback.formats.
+    base.TreeFiles`)."""
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self._texts = dict(texts)
+
+    def read(self, path: str) -> str | None:
+        return self._texts.get(path)
+
+    def _below(self, path: str) -> list[tuple[str, str]]:
+        """``(file, its path below path)`` of every file below the directory ``path``."""
+        if path in ("", "."):
+            return [(file, file) for file in self._texts]
+        prefix = path.rstrip("/") + "/"
+        return [(f, f[len(prefix) :]) for f in self._texts if f.startswith(prefix)]
+
+    def listdir(self, path: str) -> list[str] | None:
+        names = {rel.partition("/")[0] for _, rel in self._below(path)}
+        return sorted(names) if names else None
+
+    def files(self, path: str, recurse: bool) -> list[str]:
+        return sorted(f for f, rel in self._below(path) if recurse or "/" not in rel)
+
+
 @dataclass(frozen=True, slots=True)
 class TargetText:
     """The git write-back target of an Application as found in the repository: its format's
-    name (see :mod:`~argocd_image_updater.writeback.formats`) and text (``None``: missing)."""
+    name (see :mod:`~argocd_image_updater.writeback.formats`) and text (``None``: missing);
+    for a format that reads a tree (``directory``), the files read and the target's path."""
 
     kind: str
     text: str | None
+    tree: FileSnapshot | None = None
+    path: str = ""
 
 
 def _image_text(value: str) -> str:
@@ -129,6 +161,8 @@ def current_image(
     lookup = ImageLookup(kind, names, kustomize_name, cfg)
     if target is None:
         found = lookup.in_source(source)
+    elif target.tree is not None:
+        found, _ = target_format(target.kind).current_in(target.path, target.tree, config, lookup)
     else:
         found = target_format(target.kind).current_for(target.text, config, lookup)
     return _image_text(found) if found else ""

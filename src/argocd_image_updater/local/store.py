@@ -203,6 +203,13 @@ class LocalStore:
                 out.append(obj)
         return out
 
+    async def listed_application(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The Application as read in the last listing (a parent Application of
+        ``writeBackTarget: application``, in the cycle that listed it), without reading the
+        manifests again; ``None`` when it was not listed."""
+        manifest = self.location(namespace, name)
+        return manifest.obj if manifest is not None else None
+
     async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
         await self._load()
         manifest = self.location(namespace, name)

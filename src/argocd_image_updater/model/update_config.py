@@ -351,6 +351,10 @@ class ImageSpec:
     origin: str = field(default="", compare=False)
     """Where the image is configured, e.g. ``ImageUpdater ns/name field
     spec.applicationRefs[0].images[1]``; ``""`` when unknown."""
+    expected_digest: str = ""
+    """``set --image ALIAS=TAG@DIGEST``: the digest the chosen tag must have when it is
+    written (the cycle pins it); another one is the image's error. ``""``: any (every
+    configured image)."""
 
     @property
     def key(self) -> str:

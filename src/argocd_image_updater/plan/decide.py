@@ -7,7 +7,8 @@ each image sees the edits of the ones before it, as in the original. For each jo
 2. the policy chooses no tag → skipped (``no-candidate``, with the policy's summary);
 3. with ``pinDigest`` (a strategy choosing by name), the chosen tag takes the digest the cycle
    asked the registry for (:mod:`~argocd_image_updater.plan.pins`); none → error
-   (``registry-error``); the ``digest`` strategy picks the live container the image refers to, now that the digest is
+   (``registry-error``), and so is a digest other than the one ``set TAG@DIGEST`` expects;
+   the ``digest`` strategy picks the live container the image refers to, now that the digest is
    known;
 4. *needs update* (the original's rule): for ``digest`` and pinned images, the live image has no
    digest or another one (a tag pushed again is an update); otherwise the live tag differs from the chosen one (digests decide when either side has
@@ -261,6 +262,16 @@ class _Planner:
                 )
                 return
             chosen = dataclasses.replace(chosen, digest=pinned)
+        if job.expected_digest and chosen.digest != job.expected_digest:
+            self.result(
+                job,
+                Outcome.ERROR,
+                ImageReason.REGISTRY_ERROR,
+                f"tag '{chosen.name}' of {job.cfg.full_name} now points at "
+                f"{chosen.digest or 'no digest'}, not {job.expected_digest}",
+                chosen=job.cfg.with_tag(chosen.name, job.expected_digest).full_name_with_tag,
+            )
+            return
         live = job.live
         if strategy.pins_digest and chosen.digest:
             picked = match_for_digest_update(job.cfg, job.live_candidates, chosen.digest)

@@ -84,6 +84,8 @@ class ImageJob:
     pin_digest: bool = False
     """``pinDigest``: the chosen tag is written with its digest, which the cycle asks the
     registry for once it is chosen (the ``digest`` strategy pins by itself)."""
+    expected_digest: str = ""
+    """The digest the pinned tag must have (:attr:`ImageSpec.expected_digest`; ``""``: any)."""
 
     @property
     def pins(self) -> bool:
@@ -334,6 +336,7 @@ def _plan_image(
         warnings=warnings,
         allow_downgrade=spec.settings.effective_allow_downgrade,
         pin_digest=spec.settings.effective_pin_digest,
+        expected_digest=spec.expected_digest,
     )
 
 

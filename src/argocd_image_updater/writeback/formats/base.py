@@ -132,6 +132,9 @@ class TargetFormat(ABC):
     """The order in which formats are asked about a bare path: lower first."""
     lists_directory: ClassVar[bool] = False
     """Whether the target names a directory whose listing says which file to use."""
+    reads_tree: ClassVar[bool] = False
+    """Whether the target names a directory whose files are all read (:meth:`current_in`
+    and :meth:`render_files` over the tree, not one file)."""
 
     def parse(
         self, argument: str | None, source_path: str, default_file: str, rules: PathRules

@@ -54,7 +54,8 @@ def glob_matches(pattern: str, rel: str) -> bool:
     return any(fnmatch.fnmatchcase(rel, p) for p in expand_braces(pattern) if p)
 
 
-def _directory_settings(source: Mapping[str, Any]) -> tuple[bool, str, str]:
+def directory_settings(source: Mapping[str, Any]) -> tuple[bool, str, str]:
+    """``directory.recurse``, ``include`` and ``exclude`` of an Application source."""
     block = source.get("directory")
     if not isinstance(block, Mapping):
         return False, "", ""
@@ -68,7 +69,7 @@ def _directory_settings(source: Mapping[str, Any]) -> tuple[bool, str, str]:
 
 def manifest_files(tree: TreeFiles, directory: str, source: Mapping[str, Any]) -> list[str]:
     """The manifest files of ``directory`` (repository root relative) Argo CD would read."""
-    recurse, include, exclude = _directory_settings(source)
+    recurse, include, exclude = directory_settings(source)
     out = []
     for path in tree.files(directory, recurse):
         if not path.endswith(MANIFEST_SUFFIXES):
@@ -92,6 +93,7 @@ class Directory(TargetFormat):
     name = "directory"
     prefix = DIRECTORY_PREFIX
     position = 40
+    reads_tree = True
 
     def parse(
         self, argument: str | None, source_path: str, default_file: str, rules: PathRules

@@ -24,6 +24,7 @@ from argocd_image_updater.writeback.git.credentials import (
 )
 from argocd_image_updater.writeback.git.fetcher import RevisionFetcher
 from argocd_image_updater.writeback.git.inplace import InPlaceCommit, commit_in_place
+from argocd_image_updater.writeback.git.member import WorkFiles
 from argocd_image_updater.writeback.git.process import (
     GitAuthError,
     GitError,
@@ -61,6 +62,7 @@ __all__ = [
     "SshOptions",
     "Timeouts",
     "TlsOptions",
+    "WorkFiles",
     "WorkTree",
     "atomic_write",
     "commit_in_place",

@@ -60,9 +60,10 @@ def held_aliases(
     return {c.alias for c in changes if render_member(work, _only(member, c)) is None}
 
 
-class _Files:
-    """The work tree as the target formats read it, with the files rendered so far for the
-    member (not yet written) read in their new state."""
+class WorkFiles:
+    """A work tree as the target formats read it (a
+    :class:`~argocd_image_updater.writeback.formats.base.TreeFiles`), with the files in
+    ``pending`` (rendered for a member, not yet written) read in their new state."""
 
     def __init__(self, work: WorkTree) -> None:
         self._work = work
@@ -99,7 +100,7 @@ class _Files:
 def render_member(work: WorkTree, member: Member) -> tuple[tuple[str, str], ...] | None:
     """(path, new text) of every file the Application's targets change, or None when they
     already hold the plan. A target that fails fails them all (nothing is written)."""
-    files = _Files(work)
+    files = WorkFiles(work)
     for target in (member.target, *member.more):
         for path, new in target.format.render_files(
             target.file_path, files, member.config, member.plan
@@ -124,7 +125,7 @@ def rolled_back(work: WorkTree, member: Member) -> dict[str, RolledBack]:
     if not guarded:
         return {}
     target = member.target
-    files = _Files(work)
+    files = WorkFiles(work)
     found: dict[str, RolledBack] = {}
     for change in guarded:
         guard = change.guard
@@ -144,7 +145,7 @@ def located(work: WorkTree, member: Member) -> Member:
     if target.scan is None:
         return member
     app = member.config.app
-    path = locate_manifest(_Files(work), target.file_path, target.scan, app, target.repo_url)
+    path = locate_manifest(WorkFiles(work), target.file_path, target.scan, app, target.repo_url)
     return dataclasses.replace(
         member, target=dataclasses.replace(target, file_path=path, scan=None)
     )

@@ -175,6 +175,40 @@ async def test_a_held_key_is_dropped_and_its_writes_fenced_before_its_new_owner_
         assert released == ["", ""]
 
 
+async def test_a_member_starts_its_cycle_the_moment_it_settled(
+    tmp_path: Path, store: KubeStore
+) -> None:
+    """The rule turns by the clock alone one lease duration after joining, between two list
+    reads (a long retry period here): the work it lets start is not taken for lost."""
+    from argocd_image_updater.controller.leading import run_as_leader
+    from argocd_image_updater.kube.client import KubeClient
+
+    async def work() -> str:
+        for _ in range(3):  # a few turns of the event loop, as any work takes
+            await asyncio.sleep(0)
+        return "done"
+
+    async with KubeApiServer(store) as api:
+        config = api.write_kubeconfig(tmp_path / "kc", namespace=NS)
+        async with await KubeClient.connect(str(config)) as client:
+            member = Membership(
+                client,
+                namespace=NS,
+                member="alone",
+                lease_duration=1.0,
+                renew_deadline=0.9,
+                retry_period=0.8,
+            )
+            stop = asyncio.Event()
+            task = asyncio.create_task(member.run(stop))
+            try:
+                await eventually(member.settled, "the member settles", interval=0.005)
+                assert await run_as_leader(member, work(), "update cycle") == "done"
+            finally:
+                stop.set()
+                await task
+
+
 async def test_the_lease_of_a_member_gone_long_ago_is_deleted(
     tmp_path: Path, store: KubeStore
 ) -> None:

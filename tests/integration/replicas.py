@@ -205,12 +205,11 @@ class Replicas:
         await eventually(self.settled, "every replica settled, knowing the others", within=WITHIN)
 
     def owners(self, keys: Collection[str]) -> set[str]:
-        """The replicas that own ``keys`` (``namespace/name``) under the settled member list."""
-        members = self._memberships()
-        if not members:
+        """The replicas that own ``keys`` (``namespace/name``) once the fleet settled."""
+        names = {m.member for m in self._memberships()}
+        if not names:
             return set(self.replicas)
-        view = members[0].view
-        return {found for key in keys if (found := owner(key, view)) is not None}
+        return {found for key in keys if (found := owner(key, names)) is not None}
 
     async def cycle(self) -> CycleResult:
         """One cycle of every replica, at once, once they settled; their results added up."""

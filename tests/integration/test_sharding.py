@@ -302,3 +302,82 @@ async def test_annotated_applications_are_keys_of_their_own(tmp_path: Path) -> N
         assert fleet.double_holds() == []
     finally:
         await fleet.close()
+
+
+@pytest.mark.system  # the chart rendered by Helm
+async def test_the_install_grants_every_lease_request_a_member_makes(
+    tmp_path: Path, store: KubeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member's whole life on the API (join, renew, list the others, delete the Lease of one
+    long gone, release): every verb it used on Leases is granted by the chart's Role with three
+    replicas and by the plain manifests' Role."""
+    from argocd_image_updater.controller import membership
+    from argocd_image_updater.kube.client import KubeClient
+
+    monkeypatch.setattr(membership, "FORGET_AFTER", 1)
+    gone = MEMBER_PREFIX + "gone"
+    store.put(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": gone, "namespace": NS},
+            "spec": {"holderIdentity": "gone", "leaseDurationSeconds": 1},
+        }
+    )
+    async with KubeApiServer(store) as api:
+        config = api.write_kubeconfig(tmp_path / "kc", namespace=NS)
+        async with await KubeClient.connect(str(config)) as client:
+            member = Membership(
+                client,
+                namespace=NS,
+                member="alive",
+                lease_duration=1.0,
+                renew_deadline=0.6,
+                retry_period=0.1,
+            )
+            stop = asyncio.Event()
+            task = asyncio.create_task(member.run(stop))
+            try:
+                await eventually(
+                    lambda: (
+                        member.settled()
+                        and gone
+                        not in {lease["metadata"]["name"] for lease in store.list("leases", NS)}
+                    ),
+                    "the member settled and deleted the Lease of the one gone",
+                    within=WITHIN,
+                )
+            finally:
+                stop.set()
+                await task
+        used = {verb for verb, resource in api.requests if resource == "leases"}
+    assert used == {"create", "get", "update", "list", "delete"}
+    for install, granted in lease_verbs_granted().items():
+        assert used <= granted, install
+
+
+def lease_verbs_granted() -> dict[str, set[str]]:
+    """The verbs on Leases of the controller's namespace, by install: the chart with three
+    replicas, the plain manifests."""
+    import helm_python
+
+    from argocd_image_updater_testing.manifest_checks import objects_of
+
+    root = Path(__file__).resolve().parents[2]
+    with helm_python.Chart.load(root / "charts" / "argocd-image-updater") as chart:
+        rendered = chart.render({"replicaCount": 3}, name="argocd-image-updater", namespace=NS)
+    installs = {
+        "chart": objects_of(rendered.values()),
+        "manifests/install.yaml": objects_of([(root / "manifests" / "install.yaml").read_text()]),
+    }
+    return {
+        install: {
+            verb
+            for role in objs
+            if role["kind"] == "Role" and role["metadata"].get("namespace", NS) == NS
+            for rule in role["rules"]
+            if "coordination.k8s.io" in rule["apiGroups"] and "leases" in rule["resources"]
+            for verb in rule["verbs"]
+        }
+        for install, objs in installs.items()
+    }

@@ -1,9 +1,10 @@
 """The controller end to end with the ``argocd`` write-back method: the real Kubernetes client
-library talks to the Kubernetes API fake over a socket, tags come from the real registry."""
+library talks to the Kubernetes API fake over a socket, tags come from the real registry. The
+tests that run the controller run with one replica and with three sharing the work
+(``--sharding``, :mod:`replicas`)."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from fleet import registries_conf
+from replicas import REPLICAS, Replicas, start_replicas
 from waiting import eventually
 
 from argocd_image_updater.cli.run_cmd import build_controller
@@ -55,6 +57,14 @@ async def make_controller(
     return await build_controller(settings)
 
 
+async def make_replicas(
+    replicas: int, kube: KubeApiServer, tmp_path: Path, conf: Path, **flags: Any
+) -> Replicas:
+    """``replicas`` controllers (one: ``run --once``; more: sharded)."""
+    values = {"registries_conf_path": str(conf), "once": True, **flags}
+    return await start_replicas(replicas, kube, tmp_path, **values)
+
+
 async def close_all(closers: list[Any]) -> None:
     for closer in reversed(closers):
         await (closer.aclose() if hasattr(closer, "aclose") else closer.close())
@@ -64,8 +74,9 @@ def app_obj(kube: KubeApiServer, name: str, namespace: str = NS) -> dict[str, An
     return kube.store.get("applications", namespace, name)
 
 
+@REPLICAS
 async def test_cr_updates_kustomize_and_helm_apps_touching_only_their_parameters(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, replicas: int
 ) -> None:
     await push_tags(registry, repo, ["1.0.0", "1.0.1", "1.1.0", "2.0.0"])
     image = f"{registry.host}/{repo}"
@@ -103,11 +114,11 @@ async def test_cr_updates_kustomize_and_helm_apps_touching_only_their_parameters
         )
     )
     before_unrelated = app_obj(kube, "unrelated")
-    controller, closers = await make_controller(kube, tmp_path, registries_conf(tmp_path, registry))
+    fleet = await make_replicas(replicas, kube, tmp_path, registries_conf(tmp_path, registry))
     try:
-        result = await controller.cycle()
+        result = await fleet.cycle()
     finally:
-        await close_all(closers)
+        await fleet.close()
 
     assert result.images_updated == 2 and result.errors == 0
     kustomize = app_obj(kube, "shop-kustomize")["spec"]["source"]["kustomize"]["images"]
@@ -120,11 +131,13 @@ async def test_cr_updates_kustomize_and_helm_apps_touching_only_their_parameters
     assert result.scans == 1
 
 
+@REPLICAS
 async def test_tag_pushed_between_cycles_is_written_by_the_next_cycle(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, replicas: int
 ) -> None:
-    """Each cycle lists the tags once (shared by every scan of the cycle, here a semver and a
-    newest-build image of the same repository) and never reuses an earlier cycle's list."""
+    """Each cycle lists the tags once per replica (shared by every scan of the replica's cycle,
+    here a semver and a newest-build image of the same repository, whose ImageUpdaters two of
+    three replicas process) and never reuses an earlier cycle's list."""
     await push_tags(registry, repo, ["1.0.0", "1.0.1"])
     proxy = await FaultyProxy(registry.url).start()
     try:
@@ -158,22 +171,25 @@ async def test_tag_pushed_between_cycles_is_written_by_the_next_cycle(
             )
         conf = tmp_path / "registries.conf"
         conf.write_text(f"registries:\n- name: t\n  prefix: {host}\n  api_url: {proxy.url}\n")
-        controller, closers = await make_controller(kube, tmp_path, conf, interval="5s")
+        fleet = await make_replicas(replicas, kube, tmp_path, conf, interval="5s")
         try:
-            first = await controller.cycle()
+            listing = fleet.owners({f"{NS}/by-version", f"{NS}/by-build"})
+            assert len(listing) == min(replicas, 2)  # the keys spread
+            first = await fleet.cycle()
             assert first.images_updated == 2 and first.scans == 2
-            assert proxy.counts["tags"] == 1
+            assert proxy.counts["tags"] == len(listing)
             await push_tags(registry, repo, ["1.0.0", "1.0.1", "1.0.2"])
-            second = await controller.cycle()
+            second = await fleet.cycle()
         finally:
-            await close_all(closers)
+            await fleet.close()
     finally:
         await proxy.stop()
     assert second.images_updated == 2 and second.errors == 0
     for name in ("by-version", "by-build"):
         images = app_obj(kube, name)["spec"]["source"]["kustomize"]["images"]
         assert images == [f"{image}:1.0.2"], name
-    assert proxy.counts["tags"] == 2  # one tag list per repository per cycle
+    # one tag list per repository per cycle (of each replica that uses it)
+    assert proxy.counts["tags"] == 2 * len(listing)
 
 
 async def test_malformed_cr_and_unreachable_registry_do_not_stop_the_others(
@@ -297,8 +313,9 @@ async def test_concurrent_edit_between_read_and_patch_is_kept(
     assert kube.request_count("patch", "applications") == 2  # one 409, one success
 
 
+@REPLICAS
 async def test_legacy_annotations_and_dry_run(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, replicas: int
 ) -> None:
     await push_tags(registry, repo, ["0.9.0", "0.10.0"])
     image = f"{registry.host}/{repo}"
@@ -315,20 +332,20 @@ async def test_legacy_annotations_and_dry_run(
         )
     )
     conf = registries_conf(tmp_path, registry)
-    controller, closers = await make_controller(kube, tmp_path, conf, dry_run=True)
+    fleet = await make_replicas(replicas, kube, tmp_path, conf, dry_run=True)
     try:
-        dry = await controller.cycle()
+        dry = await fleet.cycle()
     finally:
-        await close_all(closers)
+        await fleet.close()
     assert dry.images_updated == 1
     assert app_obj(kube, "legacy")["spec"]["source"]["kustomize"]["images"] == [f"{image}:0.9.0"]
     assert kube.request_count("patch", "applications") == 0
 
-    controller, closers = await make_controller(kube, tmp_path, conf)
+    fleet = await make_replicas(replicas, kube, tmp_path, conf)
     try:
-        await controller.cycle()
+        await fleet.cycle()
     finally:
-        await close_all(closers)
+        await fleet.close()
     assert app_obj(kube, "legacy")["spec"]["source"]["kustomize"]["images"] == [f"{image}:0.10.0"]
 
 
@@ -369,8 +386,9 @@ async def test_argocd_api_mode_updates_through_argocd_server(
         assert app["spec"]["source"]["kustomize"]["images"] == [f"{image}:2.1.0"]
 
 
+@REPLICAS
 async def test_imageupdater_spec_change_starts_a_cycle_without_waiting(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, replicas: int
 ) -> None:
     await push_tags(registry, repo, ["1.0.0", "1.0.1", "2.0.0"])
     image = f"{registry.host}/{repo}"
@@ -389,31 +407,31 @@ async def test_imageupdater_spec_change_starts_a_cycle_without_waiting(
         },
     )
     kube.store.put(cr)
-    controller, closers = await make_controller(
-        kube, tmp_path, registries_conf(tmp_path, registry), once=False
+    fleet = await make_replicas(
+        replicas, kube, tmp_path, registries_conf(tmp_path, registry), once=False
     )
-    controller.interval = timedelta(hours=1)
-    stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop=stop))
 
     def running(tag: str) -> bool:
-        assert not task.done(), task
+        assert fleet.running()
         return bool(
             app_obj(kube, "live")["spec"]["source"]["kustomize"]["images"] == [f"{image}:{tag}"]
         )
 
+    def cycles(count: int) -> bool:
+        return all(controller.cycles == count for controller in fleet.controllers)
+
     try:
+        await fleet.settle()
+        fleet.run(timedelta(hours=1))
         # The first cycle is over and the watch of ImageUpdaters is established.
-        await eventually(lambda: controller.cycles == 1 and kube.store.watchers > 0, "cycle 1")
+        await eventually(lambda: cycles(1) and kube.store.watchers >= replicas, "cycle 1")
         assert running("1.0.1")
         current = kube.store.get("imageupdaters", NS, "live")
         current["spec"]["applicationRefs"][0]["images"][0]["imageName"] = f"{image}:^2"
         kube.store.put(current)
         # A second cycle, at once (the interval is an hour), applies the new spec.
-        await eventually(lambda: controller.cycles == 2, "a cycle after the spec change")
+        await eventually(lambda: cycles(2), "a cycle after the spec change")
         assert running("2.0.0")
     finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
-        await close_all(closers)
-    assert controller.cycles == 2
+        await fleet.close()
+    assert cycles(2)

@@ -1,5 +1,6 @@
 """Git write-back through the controller: real git repositories, the Kubernetes API fake, the
-real registry. One commit per repository and branch per cycle; only target bytes change."""
+real registry. One commit per repository and branch per cycle; only target bytes change. Every
+test runs with one replica and with three sharing the work (``--sharding``, :mod:`replicas`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from typing import Any
 
 import pytest
 from fleet import pr_fleet, registries_conf
+from replicas import REPLICAS, Replicas, start_replicas
 
-from argocd_image_updater.cli.run_cmd import build_controller, close_resource
-from argocd_image_updater.config.settings import resolve
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.git_servers import (
     bare_repo,
@@ -47,36 +47,39 @@ async def kube() -> AsyncIterator[KubeApiServer]:
 
 
 async def setup(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, **flags: Any
-) -> tuple[str, Any, list[Any]]:
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    replicas: int,
+    **flags: Any,
+) -> tuple[str, Replicas]:
+    """Push ``1.0.0`` and ``1.0.1`` of ``repo``; ``replicas`` controllers built as ``run``
+    builds them (one: as always; more: sharded)."""
     async with ImagePusher(registry.url) as pusher:
         for i, tag in enumerate(["1.0.0", "1.0.1"]):
             await pusher.push_image(repo, tag, created=START + timedelta(days=i))
-    conf = registries_conf(tmp_path, registry)
-    settings = resolve(
-        "run",
-        {
-            "kubeconfig": str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)),
-            "registries_conf_path": str(conf),
-            "git_cache_dir": str(tmp_path / "clones"),
-            "git_commit_message_path": str(tmp_path / "no-template"),
-            **flags,
-        },
-        env={},
+    fleet = await start_replicas(
+        replicas,
+        kube,
+        tmp_path,
+        registries_conf_path=str(registries_conf(tmp_path, registry)),
+        git_cache_dir=str(tmp_path / "clones"),
+        git_commit_message_path=str(tmp_path / "no-template"),
+        **flags,
     )
-    controller, closers = await build_controller(settings)
-    return f"{registry.host}/{repo}", controller, closers
+    return f"{registry.host}/{repo}", fleet
 
 
-async def close_all(closers: list[Any]) -> None:
-    for closer in reversed(closers):
-        await close_resource(closer)
-
-
+@REPLICAS
 async def test_fifty_apps_in_one_repository_make_one_commit(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    replicas: int,
 ) -> None:
-    image, controller, closers = await setup(kube, registry, repo, tmp_path)
+    image, fleet = await setup(kube, registry, repo, tmp_path, replicas)
     files = {
         f"apps/app{i:02d}/kustomization.yaml": (
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
@@ -113,9 +116,9 @@ async def test_fifty_apps_in_one_repository_make_one_commit(
         )
     )
     try:
-        result = await controller.cycle()
+        result = await fleet.cycle()
     finally:
-        await close_all(closers)
+        await fleet.close()
     assert result.errors == 0 and result.images_updated == 50
     home = tmp_path / "home"
     home.mkdir()
@@ -128,10 +131,15 @@ async def test_fifty_apps_in_one_repository_make_one_commit(
     assert kube.request_count("patch", "applications") == 0
 
 
+@REPLICAS
 async def test_helm_values_keep_comments_anchors_and_quoting(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    replicas: int,
 ) -> None:
-    image, controller, closers = await setup(kube, registry, repo, tmp_path)
+    image, fleet = await setup(kube, registry, repo, tmp_path, replicas)
     values = VALUES.format(image=image)
     remote = bare_repo(tmp_path / "charts.git", files={"charts/shop/values.yaml": values})
     kube.store.put(
@@ -173,9 +181,9 @@ async def test_helm_values_keep_comments_anchors_and_quoting(
         )
     )
     try:
-        result = await controller.cycle()
+        result = await fleet.cycle()
     finally:
-        await close_all(closers)
+        await fleet.close()
     assert result.errors == 0 and result.images_updated == 1
     home = tmp_path / "home"
     home.mkdir()
@@ -184,10 +192,15 @@ async def test_helm_values_keep_comments_anchors_and_quoting(
     )
 
 
+@REPLICAS
 async def test_protected_branch_rejection_is_a_clear_error_without_retry_storm(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    replicas: int,
 ) -> None:
-    image, controller, closers = await setup(kube, registry, repo, tmp_path)
+    image, fleet = await setup(kube, registry, repo, tmp_path, replicas)
     remote = bare_repo(
         tmp_path / "locked.git",
         files={"app/kustomization.yaml": f"images:\n- name: {image}\n  newTag: 1.0.0\n"},
@@ -219,9 +232,9 @@ async def test_protected_branch_rejection_is_a_clear_error_without_retry_storm(
         )
     )
     try:
-        result = await controller.cycle()
+        result = await fleet.cycle()
     finally:
-        await close_all(closers)
+        await fleet.close()
     assert result.errors == 1 and result.images_updated == 0
     error = result.apps[0].error or ""
     assert "protected" in error
@@ -233,8 +246,13 @@ async def test_protected_branch_rejection_is_a_clear_error_without_retry_storm(
     assert log_subjects(remote, "main", home=home) == ["Initial commit"]
 
 
+@REPLICAS
 async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    replicas: int,
 ) -> None:
     from argocd_image_updater_testing.git_servers import GitHttpServer
     from argocd_image_updater_testing.scm import GitHubFake
@@ -256,11 +274,11 @@ async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
                 token,
                 {"github": {}, "labels": ["automated", " automated "]},
             )
-            _, controller, closers = await setup(
-                kube, registry, repo, tmp_path, pr_api_url=f"{github.url}/api/v3"
+            _, fleet = await setup(
+                kube, registry, repo, tmp_path, replicas, pr_api_url=f"{github.url}/api/v3"
             )
             try:
-                first = await controller.cycle()
+                first = await fleet.cycle()
                 assert first.errors == 0, [a.error for a in first.apps]
                 pulls = github.pulls("org/deploy")
                 assert len(pulls) == 1 and pulls[0].state == "open"
@@ -269,10 +287,10 @@ async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
                 # A newer tag: a new PR branch; the old PR is closed as superseded.
                 async with ImagePusher(registry.url) as pusher:
                     await pusher.push_image(repo, "1.0.2", created=START + timedelta(days=9))
-                second = await controller.cycle()
+                second = await fleet.cycle()
                 assert second.errors == 0, [a.error for a in second.apps]
             finally:
-                await close_all(closers)
+                await fleet.close()
             pulls = github.pulls("org/deploy")
             assert [p.state for p in pulls] == ["closed", "open"]
             home = tmp_path / "home"
@@ -286,13 +304,18 @@ async def test_pull_request_mode_opens_then_refreshes_and_supersedes(
             ]
 
 
+@REPLICAS
 async def test_application_grouping_makes_one_commit_per_app_in_one_push(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer,
+    registry: RegistryServer,
+    repo: str,
+    tmp_path: Path,
+    replicas: int,
 ) -> None:
     from argocd_image_updater_testing.git_servers import push_attempts
 
-    image, controller, closers = await setup(
-        kube, registry, repo, tmp_path, git_commit_grouping="application"
+    image, fleet = await setup(
+        kube, registry, repo, tmp_path, replicas, git_commit_grouping="application"
     )
     files = {
         f"apps/a{i}/kustomization.yaml": f"images:\n- name: {image}\n  newTag: 1.0.0\n"
@@ -326,9 +349,9 @@ async def test_application_grouping_makes_one_commit_per_app_in_one_push(
         )
     )
     try:
-        result = await controller.cycle()
+        result = await fleet.cycle()
     finally:
-        await close_all(closers)
+        await fleet.close()
     assert result.errors == 0 and result.images_updated == 3
     home = tmp_path / "home"
     home.mkdir()
@@ -345,16 +368,18 @@ def _waiting(result: Any) -> list[str]:
     return [r.reason for a in result.apps if a.plan is not None for r in a.plan.results]
 
 
+@REPLICAS
 async def test_second_cycle_on_an_unsynced_target_is_waiting_for_sync(
     kube: KubeApiServer,
     registry: RegistryServer,
     repo: str,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
+    replicas: int,
 ) -> None:
     from argocd_image_updater_testing.git_servers import push_attempts
 
-    image, controller, closers = await setup(kube, registry, repo, tmp_path)
+    image, fleet = await setup(kube, registry, repo, tmp_path, replicas)
     remote = bare_repo(
         tmp_path / "unsynced.git",
         files={"app/kustomization.yaml": f"images:\n- name: {image}\n  newTag: 1.0.0\n"},
@@ -385,14 +410,14 @@ async def test_second_cycle_on_an_unsynced_target_is_waiting_for_sync(
         )
     )
     try:
-        first = await controller.cycle()
+        first = await fleet.cycle()
         assert first.images_updated == 1 and first.errors == 0
         events = kube.request_count("create", "events")
         caplog.clear()
         # Argo CD has not synced: the Application still runs 1.0.0.
-        second = await controller.cycle()
+        second = await fleet.cycle()
     finally:
-        await close_all(closers)
+        await fleet.close()
     assert second.images_updated == 0 and second.errors == 0
     assert _waiting(second) == ["waiting-for-sync"]
     (result,) = second.apps[0].plan.results  # type: ignore[union-attr]
@@ -419,12 +444,14 @@ LANDINGS = [
 
 
 @pytest.mark.parametrize("landing", LANDINGS)
+@REPLICAS
 async def test_github_merged_or_open_pull_request_is_waiting_for_sync(
     kube: KubeApiServer,
     registry: RegistryServer,
     repo: str,
     tmp_path: Path,
     landing: tuple[bool, bool] | None,
+    replicas: int,
 ) -> None:
     from argocd_image_updater_testing.git_servers import GitHttpServer, push_attempts
     from argocd_image_updater_testing.scm import GitHubFake
@@ -441,11 +468,11 @@ async def test_github_merged_or_open_pull_request_is_waiting_for_sync(
             tokens=[token], repos=["org/deploy"], enterprise=True, git_root=root
         ) as github:
             pr_fleet(kube, image, git_http.url_for("org/deploy.git"), token, {"github": {}})
-            _, controller, closers = await setup(
-                kube, registry, repo, tmp_path, pr_api_url=github.api_url
+            _, fleet = await setup(
+                kube, registry, repo, tmp_path, replicas, pr_api_url=github.api_url
             )
             try:
-                first = await controller.cycle()
+                first = await fleet.cycle()
                 assert first.errors == 0 and first.images_updated == 1, first.apps[0].error
                 (pull,) = github.pulls("org/deploy")
                 if landing is not None:
@@ -455,9 +482,9 @@ async def test_github_merged_or_open_pull_request_is_waiting_for_sync(
                     )
                 pushes, creates = push_attempts(remote), len(github.calls("POST", "/pulls"))
                 requests = len(github.requests)
-                second = await controller.cycle()
+                second = await fleet.cycle()
             finally:
-                await close_all(closers)
+                await fleet.close()
             assert second.errors == 0, second.apps[0].error
             assert second.images_updated == 0
             assert _waiting(second) == ["waiting-for-sync"]
@@ -474,12 +501,14 @@ async def test_github_merged_or_open_pull_request_is_waiting_for_sync(
 
 
 @pytest.mark.parametrize("landing", LANDINGS)
+@REPLICAS
 async def test_gitlab_merged_or_open_merge_request_is_waiting_for_sync(
     kube: KubeApiServer,
     registry: RegistryServer,
     repo: str,
     tmp_path: Path,
     landing: tuple[bool, bool] | None,
+    replicas: int,
 ) -> None:
     from argocd_image_updater_testing.git_servers import GitHttpServer, push_attempts
     from argocd_image_updater_testing.scm import GitLabFake
@@ -494,11 +523,9 @@ async def test_gitlab_merged_or_open_merge_request_is_waiting_for_sync(
     with GitHttpServer(root, users={"bot": token}) as git_http:
         async with GitLabFake(tokens=[token], projects=["org/deploy"], git_root=root) as gitlab:
             pr_fleet(kube, image, git_http.url_for("org/deploy.git"), token, {"gitlab": {}})
-            _, controller, closers = await setup(
-                kube, registry, repo, tmp_path, pr_api_url=gitlab.url
-            )
+            _, fleet = await setup(kube, registry, repo, tmp_path, replicas, pr_api_url=gitlab.url)
             try:
-                first = await controller.cycle()
+                first = await fleet.cycle()
                 assert first.errors == 0 and first.images_updated == 1, first.apps[0].error
                 (mr,) = gitlab.merge_requests("org/deploy")
                 if landing is not None:
@@ -508,9 +535,9 @@ async def test_gitlab_merged_or_open_merge_request_is_waiting_for_sync(
                     )
                 pushes = push_attempts(remote)
                 requests = len(gitlab.requests)
-                second = await controller.cycle()
+                second = await fleet.cycle()
             finally:
-                await close_all(closers)
+                await fleet.close()
             assert second.errors == 0, second.apps[0].error
             assert second.images_updated == 0
             assert _waiting(second) == ["waiting-for-sync"]

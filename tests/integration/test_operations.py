@@ -1,5 +1,6 @@
-"""Operating the controller, end to end: status, events and metrics after a real cycle; two
-replicas with leader election; no secret in any log line at trace level."""
+"""Operating the controller, end to end: status, events and metrics after a real cycle (with
+one replica and with three sharing the work, :mod:`replicas`); two replicas with leader
+election; no secret in any log line at trace level."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from fleet import registries_conf, seed_web_app
+from replicas import REPLICAS, start_replicas
 from waiting import eventually
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource
@@ -47,23 +49,23 @@ def settings_for(kube: KubeApiServer, tmp_path: Path, conf: Path, **flags: Any) 
     )
 
 
+@REPLICAS
 async def test_status_events_and_metrics_after_a_cycle(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, replicas: int
 ) -> None:
     _, conf = await seed_web_app(kube, registry, repo, tmp_path, ["1.0.0", "1.1.0"])
-    controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
+    fleet = await start_replicas(replicas, kube, tmp_path, registries_conf_path=str(conf))
     servers = Servers()
     try:
         await servers.start("metrics", metrics_app(), "127.0.0.1:0")
-        await controller.cycle()
+        await fleet.cycle()
         async with httpx.AsyncClient() as client:
             scraped = (
                 await client.get(f"http://127.0.0.1:{servers.ports['metrics']}/metrics")
             ).text
     finally:
         await servers.close()
-        for closer in reversed(closers):
-            await close_resource(closer)
+        await fleet.close()
 
     status = kube.store.get("imageupdaters", NS, "web")["status"]
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
@@ -150,7 +152,10 @@ async def test_two_replicas_one_leader_takes_over_without_double_writes(
     assert kube.request_count("patch", "applications") == 2
 
 
-async def test_trace_logs_contain_no_secret(kube: KubeApiServer, tmp_path: Path, repo: str) -> None:
+@REPLICAS
+async def test_trace_logs_contain_no_secret(
+    kube: KubeApiServer, tmp_path: Path, repo: str, replicas: int
+) -> None:
     user, password = "robot", "registry-Pa55-do-not-log"
     with RegistryServer(users={user: password}) as registry:
         from argocd_image_updater.model.registry import Credentials
@@ -190,12 +195,13 @@ async def test_trace_logs_contain_no_secret(kube: KubeApiServer, tmp_path: Path,
         conf = registries_conf(tmp_path, registry)
         out = io.StringIO()
         logging_setup.setup("trace", "text", out)
-        controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
         try:
-            result = await controller.cycle()
+            fleet = await start_replicas(replicas, kube, tmp_path, registries_conf_path=str(conf))
+            try:
+                result = await fleet.cycle()
+            finally:
+                await fleet.close()
         finally:
-            for closer in reversed(closers):
-                await close_resource(closer)
             logging_setup.setup("info", "text")
     text = out.getvalue()
     assert result.images_updated == 1, text[-2000:]
@@ -226,27 +232,27 @@ async def test_metrics_over_https_with_a_self_signed_certificate() -> None:
         await servers.close()
 
 
+@REPLICAS
 async def test_reconciling_is_marked_only_after_a_spec_change(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, replicas: int
 ) -> None:
     _, conf = await seed_web_app(kube, registry, repo, tmp_path, ["1.0.0"])
-    controller, closers = await build_controller(settings_for(kube, tmp_path, conf))
+    fleet = await start_replicas(replicas, kube, tmp_path, registries_conf_path=str(conf))
     try:
-        await controller.cycle()  # new CR: one write, at the end, carrying everything
+        await fleet.cycle()  # new CR: one write, at the end, carrying everything
         assert kube.request_count("patch", "imageupdaters/status") == 1
         first = kube.store.get("imageupdaters", NS, "web")["status"]
         assert {"conditions", "lastCheckedAt", "imagesManaged"} <= first.keys()
         assert {c["type"] for c in first["conditions"]} >= {"Ready", "ImagesUpToDate"}
-        await controller.cycle()  # nothing changed: no status write (heartbeat after 5 min)
+        await fleet.cycle()  # nothing changed: no status write (heartbeat after 5 min)
         assert kube.request_count("patch", "imageupdaters/status") == 1
         cr = kube.store.get("imageupdaters", NS, "web")
         cr["spec"]["applicationRefs"][0]["images"][0]["alias"] = "frontend"
         kube.store.put(cr)  # a spec change: Reconciling=True first, then the final status
-        await controller.cycle()
+        await fleet.cycle()
         assert kube.request_count("patch", "imageupdaters/status") == 3
     finally:
-        for closer in reversed(closers):
-            await close_resource(closer)
+        await fleet.close()
     status = kube.store.get("imageupdaters", NS, "web")["status"]
     reconciling = next(c for c in status["conditions"] if c["type"] == "Reconciling")
     assert reconciling["status"] == "False"

@@ -1,8 +1,7 @@
 """``run --sharding`` end to end: replicas of the controller on the Kubernetes API fake (one
-front per replica over one store) share 30 ImageUpdaters through member Leases.
+front per replica over one store, :mod:`replicas`) share 30 ImageUpdaters through member Leases.
 
-Every cycle's keys are recorded with the monotonic time the cycle held them (from the moment it
-claimed them until it let them go: its writes all fall in between). No key is ever held by two
+Every cycle's keys are recorded with the monotonic time the cycle held them. No key is ever held by two
 replicas at once, whatever joins or dies; every key is processed; a replica that starts alone
 processes everything, then hands keys over as others join; a dead replica's keys go to the others
 once its Lease expires. Short durations; every wait polls with a deadline.
@@ -11,163 +10,21 @@ once its Lease expires. Short durations; every wait polls with a deadline.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Collection, Iterator
-from dataclasses import dataclass, field
-from datetime import timedelta
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from replicas import NS, WITHIN, Replicas
 from waiting import eventually
 
-from argocd_image_updater.cli.run_cmd import build_controller, close_resource, start_election
-from argocd_image_updater.config.settings import resolve
 from argocd_image_updater.controller.leader import DEFAULT_LEASE_NAME
 from argocd_image_updater.controller.membership import MEMBER_PREFIX, Membership
-from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.shards import SHARD_LABEL, leader_lease_name
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.kube import KubeApiServer, KubeStore
 
-NS = "argocd"
 KEYS = {f"{NS}/updater-{i:02d}" for i in range(30)}
-TIMING = {
-    "leader_election_lease_duration": timedelta(seconds=2),
-    "leader_election_renew_deadline": timedelta(seconds=1.2),
-    "leader_election_retry_period": timedelta(seconds=0.2),
-}
-WITHIN = 60.0
-
-
-@dataclass
-class Hold:
-    """The keys one cycle of ``member`` held, from ``start`` to ``end`` (None: still)."""
-
-    member: str
-    keys: frozenset[str]
-    start: float
-    end: float | None = None
-
-
-@dataclass
-class Replica:
-    name: str
-    controller: Controller
-    api: KubeApiServer
-    closers: list[Any]
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
-
-
-class Fleet:
-    def __init__(self, tmp_path: Path, store: KubeStore, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.tmp_path, self.store, self.monkeypatch = tmp_path, store, monkeypatch
-        self.holds: list[Hold] = []
-        self.replicas: dict[str, Replica] = {}
-        self.keys = KEYS
-        conf = tmp_path / "registries.conf"
-        conf.write_text("registries: []\n")
-        self.conf = conf
-
-    async def start(self, name: str, **values: Any) -> Replica:
-        api = KubeApiServer(self.store)
-        await api.__aenter__()
-        settings = resolve(
-            "run",
-            {
-                "kubeconfig": str(
-                    api.write_kubeconfig(self.tmp_path / f"kubeconfig-{name}", namespace=NS)
-                ),
-                "registries_conf_path": str(self.conf),
-                "git_cache_dir": str(self.tmp_path / f"clones-{name}"),
-                "sharding": True,
-                **TIMING,
-                **values,
-            },
-            env={},
-        )
-        controller, closers = await build_controller(settings)
-        controller.interval = timedelta(milliseconds=100)
-        replica = Replica(name, controller, api, closers)
-        self.monkeypatch.setenv("POD_NAME", name)
-        elector = start_election(settings, controller, replica.stop)
-        assert elector is not None
-        if controller.shards is not None:
-            self._record(controller.shards)
-        replica.tasks = [elector, asyncio.create_task(controller.run(stop=replica.stop))]
-        self.replicas[name] = replica
-        return replica
-
-    def _record(self, membership: Membership) -> None:
-        """Record what ``membership`` holds, and when (observed, not changed)."""
-        holding = membership.holding
-
-        @contextlib.contextmanager
-        def recorded(keys: Collection[str], *, full: bool = False) -> Iterator[None]:
-            hold = Hold(membership.member, frozenset(keys), time.monotonic())
-            if keys:
-                self.holds.append(hold)
-            try:
-                with holding(keys, full=full):
-                    yield
-            finally:
-                hold.end = time.monotonic()
-
-        membership.holding = recorded  # type: ignore[method-assign]
-
-    async def kill(self, name: str) -> None:
-        """End a replica as a crash would: nothing released, its Lease left to expire."""
-        replica = self.replicas.pop(name)
-        for task in replica.tasks:
-            task.cancel()
-        await asyncio.gather(*replica.tasks, return_exceptions=True)
-        await self._close(replica)
-
-    async def _close(self, replica: Replica) -> None:
-        for closer in reversed(replica.closers):
-            await close_resource(closer)
-        await replica.api.__aexit__(None, None, None)
-
-    async def close(self) -> None:
-        for replica in self.replicas.values():
-            replica.stop.set()
-        for replica in self.replicas.values():
-            _, pending = await asyncio.wait(replica.tasks, timeout=30)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*replica.tasks, return_exceptions=True)
-            await self._close(replica)
-        self.replicas.clear()
-
-    def latest(self, member: str, after: float = 0.0) -> frozenset[str] | None:
-        """The keys of ``member``'s last finished cycle that started after ``after``."""
-        done = [h for h in self.holds if h.member == member and h.end and h.start > after]
-        return done[-1].keys if done else None
-
-    def partitioned(self, members: Collection[str], after: float = 0.0) -> bool:
-        """Whether the last cycles of ``members`` (started after ``after``) each had keys, and
-        together had every key exactly once."""
-        shares = [self.latest(member, after) for member in members]
-        if any(not share for share in shares):
-            return False
-        return sum(len(s or ()) for s in shares) == len(self.keys) and set().union(*shares) == (
-            self.keys
-        )
-
-    def double_holds(self) -> list[tuple[str, str, set[str]]]:
-        """Keys held by two replicas at the same time (there must be none)."""
-        now = time.monotonic()
-        found = []
-        for i, one in enumerate(self.holds):
-            for other in self.holds[i + 1 :]:
-                if one.member == other.member:
-                    continue
-                overlap = one.start < (other.end or now) and other.start < (one.end or now)
-                if overlap and one.keys & other.keys:
-                    found.append((one.member, other.member, set(one.keys & other.keys)))
-        return found
 
 
 @pytest.fixture
@@ -182,17 +39,16 @@ def store() -> KubeStore:
 
 
 @pytest.fixture
-async def fleet(
-    tmp_path: Path, store: KubeStore, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Fleet]:
-    replicas = Fleet(tmp_path, store, monkeypatch)
+async def fleet(tmp_path: Path, store: KubeStore) -> AsyncIterator[Replicas]:
+    replicas = Replicas(tmp_path, store)
+    replicas.keys = KEYS
     try:
         yield replicas
     finally:
         await replicas.close()
 
 
-async def test_replicas_share_the_keys_and_never_hold_one_twice(fleet: Fleet) -> None:
+async def test_replicas_share_the_keys_and_never_hold_one_twice(fleet: Replicas) -> None:
     # Alone, a replica processes every key.
     await fleet.start("a")
     await eventually(lambda: fleet.latest("a") == KEYS, "a alone holds every key", within=WITHIN)
@@ -225,7 +81,7 @@ async def test_replicas_share_the_keys_and_never_hold_one_twice(fleet: Fleet) ->
 
 
 async def test_a_replica_that_stops_renewing_hands_its_keys_over_without_a_double_hold(
-    fleet: Fleet,
+    fleet: Replicas,
 ) -> None:
     await fleet.start("a")
     b = await fleet.start("b")
@@ -238,7 +94,7 @@ async def test_a_replica_that_stops_renewing_hands_its_keys_over_without_a_doubl
     assert fleet.double_holds() == []
 
 
-async def test_a_static_shard_processes_only_its_labelled_imageupdaters(fleet: Fleet) -> None:
+async def test_a_static_shard_processes_only_its_labelled_imageupdaters(fleet: Replicas) -> None:
     blue = {key for key in KEYS if int(key[-2:]) % 3 == 0}
     await fleet.start("blue-1", shard_selector="blue")
     await fleet.start("rest-1", shard_selector="!")
@@ -317,6 +173,40 @@ async def test_a_held_key_is_dropped_and_its_writes_fenced_before_its_new_owner_
             if lease["metadata"]["name"].startswith(MEMBER_PREFIX)
         ]
         assert released == ["", ""]
+
+
+async def test_a_member_starts_its_cycle_the_moment_it_settled(
+    tmp_path: Path, store: KubeStore
+) -> None:
+    """The rule turns by the clock alone one lease duration after joining, between two list
+    reads (a long retry period here): the work it lets start is not taken for lost."""
+    from argocd_image_updater.controller.leading import run_as_leader
+    from argocd_image_updater.kube.client import KubeClient
+
+    async def work() -> str:
+        for _ in range(3):  # a few turns of the event loop, as any work takes
+            await asyncio.sleep(0)
+        return "done"
+
+    async with KubeApiServer(store) as api:
+        config = api.write_kubeconfig(tmp_path / "kc", namespace=NS)
+        async with await KubeClient.connect(str(config)) as client:
+            member = Membership(
+                client,
+                namespace=NS,
+                member="alone",
+                lease_duration=1.0,
+                renew_deadline=0.9,
+                retry_period=0.8,
+            )
+            stop = asyncio.Event()
+            task = asyncio.create_task(member.run(stop))
+            try:
+                await eventually(member.settled, "the member settles", interval=0.005)
+                assert await run_as_leader(member, work(), "update cycle") == "done"
+            finally:
+                stop.set()
+                await task
 
 
 async def test_the_lease_of_a_member_gone_long_ago_is_deleted(
@@ -398,14 +288,12 @@ async def test_run_flags_make_the_membership_and_the_static_shards_leader(
         await kube.close()
 
 
-async def test_annotated_applications_are_keys_of_their_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_annotated_applications_are_keys_of_their_own(tmp_path: Path) -> None:
     store = KubeStore(namespaces=(NS,))
     annotation = {"argocd-image-updater.argoproj.io/image-list": "web=127.0.0.1:9/team/web:1.x"}
     for i in range(12):
         store.put(objects.application(f"app-{i:02d}", NS, annotations=annotation))
-    fleet = Fleet(tmp_path, store, monkeypatch)
+    fleet = Replicas(tmp_path, store)
     fleet.keys = {f"{NS}/app-{i:02d}" for i in range(12)}
     try:
         await fleet.start("a")
@@ -414,3 +302,82 @@ async def test_annotated_applications_are_keys_of_their_own(
         assert fleet.double_holds() == []
     finally:
         await fleet.close()
+
+
+@pytest.mark.system  # the chart rendered by Helm
+async def test_the_install_grants_every_lease_request_a_member_makes(
+    tmp_path: Path, store: KubeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member's whole life on the API (join, renew, list the others, delete the Lease of one
+    long gone, release): every verb it used on Leases is granted by the chart's Role with three
+    replicas and by the plain manifests' Role."""
+    from argocd_image_updater.controller import membership
+    from argocd_image_updater.kube.client import KubeClient
+
+    monkeypatch.setattr(membership, "FORGET_AFTER", 1)
+    gone = MEMBER_PREFIX + "gone"
+    store.put(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": gone, "namespace": NS},
+            "spec": {"holderIdentity": "gone", "leaseDurationSeconds": 1},
+        }
+    )
+    async with KubeApiServer(store) as api:
+        config = api.write_kubeconfig(tmp_path / "kc", namespace=NS)
+        async with await KubeClient.connect(str(config)) as client:
+            member = Membership(
+                client,
+                namespace=NS,
+                member="alive",
+                lease_duration=1.0,
+                renew_deadline=0.6,
+                retry_period=0.1,
+            )
+            stop = asyncio.Event()
+            task = asyncio.create_task(member.run(stop))
+            try:
+                await eventually(
+                    lambda: (
+                        member.settled()
+                        and gone
+                        not in {lease["metadata"]["name"] for lease in store.list("leases", NS)}
+                    ),
+                    "the member settled and deleted the Lease of the one gone",
+                    within=WITHIN,
+                )
+            finally:
+                stop.set()
+                await task
+        used = {verb for verb, resource in api.requests if resource == "leases"}
+    assert used == {"create", "get", "update", "list", "delete"}
+    for install, granted in lease_verbs_granted().items():
+        assert used <= granted, install
+
+
+def lease_verbs_granted() -> dict[str, set[str]]:
+    """The verbs on Leases of the controller's namespace, by install: the chart with three
+    replicas, the plain manifests."""
+    import helm_python
+
+    from argocd_image_updater_testing.manifest_checks import objects_of
+
+    root = Path(__file__).resolve().parents[2]
+    with helm_python.Chart.load(root / "charts" / "argocd-image-updater") as chart:
+        rendered = chart.render({"replicaCount": 3}, name="argocd-image-updater", namespace=NS)
+    installs = {
+        "chart": objects_of(rendered.values()),
+        "manifests/install.yaml": objects_of([(root / "manifests" / "install.yaml").read_text()]),
+    }
+    return {
+        install: {
+            verb
+            for role in objs
+            if role["kind"] == "Role" and role["metadata"].get("namespace", NS) == NS
+            for rule in role["rules"]
+            if "coordination.k8s.io" in rule["apiGroups"] and "leases" in rule["resources"]
+            for verb in rule["verbs"]
+        }
+        for install, objs in installs.items()
+    }

@@ -1,6 +1,7 @@
 """The chart's Grafana dashboard and Prometheus alerts: rendered by Helm when their values are
-on, every dashboard query parsed by Prometheus's own parser (``promtool``) and naming only
-metrics the controller exports, every alert checked and tested by ``promtool test rules``."""
+on, every dashboard query (and every PromQL example of docs/operations.md) parsed by
+Prometheus's own parser (``promtool``) and naming only metrics the controller exports, every
+alert checked and tested by ``promtool test rules``."""
 
 from __future__ import annotations
 
@@ -192,6 +193,25 @@ def test_every_dashboard_query_parses_and_names_an_exported_metric(tmp_path: Pat
     )
 
 
+def test_every_promql_example_of_operations_md_parses_and_names_exported_metrics(
+    tmp_path: Path,
+) -> None:
+    text = (HERE.parents[1] / "docs" / "operations.md").read_text()
+    found = re.findall(r"```promql\n(.+?)\n```", text, flags=re.S)
+    assert len(found) >= 4
+    exported = exported_series()
+    rules = []
+    for index, expr in enumerate(found):
+        names = set(re.findall(r"\bargocd_image_updater_\w+", expr))
+        assert names and names <= exported, expr
+        rules.append({"record": f"docs:example_{index}", "expr": expr})
+    with (tmp_path / "examples.yaml").open("w") as out:
+        YAML(typ="safe").dump({"groups": [{"name": "docs", "rules": rules}]}, out)
+    assert f"SUCCESS: {len(rules)} rules found" in promtool(
+        "check", "rules", "--lint=none", "examples.yaml", cwd=tmp_path
+    )
+
+
 def test_dashboard_model_is_well_formed() -> None:
     """Grafana publishes no JSON schema of the dashboard model: the parts Grafana needs to
     load it are checked here (ids, grid, data source variable, query ids, panel types)."""
@@ -229,6 +249,8 @@ def test_dashboard_model_is_well_formed() -> None:
         "webhook",
         "notifications",
         "time to live",
+        "shard keys",
+        "by replica",
     ):
         assert topic in titles, topic
     heatmaps = [p for p in every if p["type"] == "heatmap"]

@@ -263,6 +263,8 @@ def test_every_setting_of_the_1_0_4_file_takes_effect() -> None:
     assert "helm.sh/resource-policy" not in crd["metadata"]["annotations"]  # keep: false
 
     assert d["spec"]["replicas"] == 2
+    assert "--sharding" in c["args"]  # the two share the work (sharding.enabled: auto)
+    assert one(objs, "PodDisruptionBudget", "argocd-image-updater")["spec"]["maxUnavailable"] == 1
     assert d["spec"]["strategy"] == {"type": "RollingUpdate"}
     assert c["imagePullPolicy"] == "IfNotPresent"
 

@@ -14,6 +14,8 @@ Each fence is classified by its content (the info string only says which languag
   scripts as shell;
 * JSON with ``specversion`` → the CloudEvents webhook parser; a notification payload (``events``,
   or a CloudEvent of type ``io.argoproj.imageupdater.*``) → its events are known kinds;
+* PromQL → names a metric of the product (``test_chart_observability`` parses each with
+  ``promtool`` and checks the names against what the controller exports);
 * Python → compiled (syntax only); a Secret → its values are strings; the settings ConfigMap →
   its keys as settings and ``notifications.yaml`` through the notifications parser; an
   umbrella ``Chart.yaml`` (``apiVersion: v2`` with ``dependencies``) → the chart file reader;
@@ -345,6 +347,9 @@ def check_fence(fence: Fence, ca: Path) -> str:
     if fence.info == "python":
         compile(fence.text, str(fence), "exec")
         return "Python"
+    if fence.info == "promql":  # parsed by promtool in test_chart_observability
+        assert re.search(r"\bargocd_image_updater_\w+", fence.text), "names no metric"
+        return "PromQL"
     assert fence.info == "", f"unknown fence language '{fence.info}'"
     transcript = prompt_lines(fence.text)
     if transcript:

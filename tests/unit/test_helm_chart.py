@@ -52,13 +52,16 @@ def configmap(objs: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def valued_run_flags() -> set[str]:
-    """Flags of run that take a value (the original chart's extraArgs give it separately)."""
+    """Flags of run that need a value (the original chart's extraArgs give it separately); not
+    the switches whose value may be left out (``--sharding`` = ``--sharding=true``)."""
     command = cli.get_command(click.Context(cli), "run")
     assert command is not None
     return {
         opt
         for param in command.params
-        if isinstance(param, click.Option) and not param.is_flag
+        if isinstance(param, click.Option)
+        and not param.is_flag
+        and not getattr(param, "_flag_needs_value", False)
         for opt in param.opts
     }
 
@@ -284,6 +287,74 @@ def test_full_values_reach_the_pod() -> None:
     assert webhook["spec"]["type"] == "NodePort"
 
 
+POD_NAME_ENV = {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+
+
+def budgets(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objs if o["kind"] == "PodDisruptionBudget"]
+
+
+def test_several_replicas_share_the_work_with_member_leases_and_a_disruption_budget() -> None:
+    objs = render({"replicaCount": 3})
+    c = container(objs)
+    assert "--sharding" in c["args"]
+    assert POD_NAME_ENV in c["env"]  # the member Lease argocd-image-updater-member-<pod>
+    [budget] = budgets(objs)
+    assert budget["apiVersion"] == "policy/v1"
+    assert budget["spec"]["maxUnavailable"] == 1 and "minAvailable" not in budget["spec"]
+    assert (
+        budget["spec"]["selector"]["matchLabels"]
+        == deployment(objs)["spec"]["selector"]["matchLabels"]
+    )
+    assert reference_problems(objs, EXTERNAL | USER_PROVIDED) == []  # the budget selects the pods
+    assert flag_problems(objs, run_flags(), valued=valued_run_flags()) == []
+    assert lint_problems({"replicaCount": 3}) == []
+    for one_replica in (None, {"replicaCount": 1}):
+        objs = render(one_replica)
+        c = container(objs)
+        assert not [a for a in c["args"] if a.startswith("--shard")]
+        assert "POD_NAME" not in {item["name"] for item in c["env"]}
+        assert budgets(objs) == []
+
+
+def test_sharding_and_the_budget_can_be_forced_on_or_off() -> None:
+    # An autoscaler or `kubectl scale` sets the replicas: sharding on whatever replicaCount says.
+    forced = container(render({"sharding": {"enabled": True}}))
+    assert "--sharding" in forced["args"] and POD_NAME_ENV in forced["env"]
+    # The original's behaviour: one leader works, the others stand by.
+    objs = render({"replicaCount": 3, "sharding": {"enabled": False}})
+    assert "--sharding" not in container(objs)["args"]
+    assert POD_NAME_ENV not in container(objs)["env"]
+    assert len(budgets(objs)) == 1
+    assert budgets(render({"replicaCount": 3, "pdb": {"enabled": False}})) == []
+    assert len(budgets(render({"pdb": {"enabled": True}}))) == 1
+    [budget] = budgets(render({"replicaCount": 4, "pdb": {"minAvailable": "50%"}}))
+    assert budget["spec"] == {
+        "minAvailable": "50%",
+        "selector": budget["spec"]["selector"],
+    }
+    [budget] = budgets(render({"replicaCount": 4, "pdb": {"maxUnavailable": 0}}))
+    assert budget["spec"]["maxUnavailable"] == 0
+    both = {"replicaCount": 3, "pdb": {"minAvailable": 1, "maxUnavailable": 1}}
+    with pytest.raises(HelmError, match=r"pdb.minAvailable and pdb.maxUnavailable"):
+        render(both)
+    for values, message in (
+        ({"sharding": {"enabled": "yes"}}, r"/sharding/enabled"),
+        ({"pdb": {"maxUnavailable": "half"}}, r"/pdb/maxUnavailable"),
+    ):
+        with pytest.raises(HelmError, match=message):
+            render(values)
+
+
+def test_a_static_shard_selector_reaches_the_flag() -> None:
+    for selector in ("blue", "!"):
+        args = container(render({"sharding": {"selector": selector}}))["args"]
+        assert f"--shard-selector={selector}" in args
+        assert "--sharding" not in args  # a static shard of one replica: its own leader
+    args = container(render({"replicaCount": 2, "sharding": {"selector": "blue"}}))["args"]
+    assert {"--sharding", "--shard-selector=blue"} <= set(args)
+
+
 def test_default_pod_is_unprivileged_with_probes_on_the_health_port() -> None:
     objs = render(None)
     pod = deployment(objs)["spec"]["template"]["spec"]
@@ -379,6 +450,7 @@ def test_full_values_set_every_value() -> None:
             []
             if given is not None
             or prefix.endswith(("service.type", "service.port", "service.annotations"))
+            or prefix == ".pdb.maxUnavailable"  # a budget takes it or minAvailable: not both
             else [prefix]
         )
 

@@ -36,8 +36,9 @@ EXTERNAL = {
     ("Secret", "argocd-image-updater-tls"),
     ("Secret", "ssh-git-creds"),
 }
-# Environment variables `run` reads besides the settings table (docs/install.md).
-STANDARD_ENV = {"POD_NAMESPACE", "GNUPGHOME", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}
+# Environment variables `run` reads besides the settings table (docs/install.md; POD_NAME:
+# the member Lease of --sharding, docs/controller.md).
+STANDARD_ENV = {"POD_NAMESPACE", "POD_NAME", "GNUPGHOME", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}
 KUBECTL = shutil.which("kubectl")
 
 
@@ -213,6 +214,7 @@ def test_kustomizations_reference_files_that_exist() -> None:
         "prometheus",
         "default",
         "overlays/cluster-wide",
+        "overlays/sharded",
     }
     for file in kustomizations():
         doc = YAML(typ="safe").load(file.read_text())
@@ -273,6 +275,27 @@ def test_cluster_wide_overlay_watches_every_namespace_with_a_cluster_role() -> N
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "argocd-image-updater", "namespace": "argocd"}
     ]
+
+
+@needs_kubectl
+def test_sharded_overlay_runs_three_replicas_sharing_the_work() -> None:
+    objs = kustomize(CONFIG / "overlays" / "sharded")
+    assert one(objs, "Deployment", "argocd-image-updater")["spec"]["replicas"] == 3
+    c = container(objs)
+    assert "--sharding" in c["args"]
+    assert env_of(objs)["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    budget = one(objs, "PodDisruptionBudget", "argocd-image-updater")
+    assert budget["metadata"]["namespace"] == "argocd"
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert flag_problems(objs, run_flags()) == []
+    assert set(env_of(objs)) <= run_env()
+    assert reference_problems(objs, EXTERNAL) == []  # the budget selects the pods
+    rules = [rule for o in objs if o["kind"] == "Role" for rule in o["rules"]]
+    granted = {v for rule in rules if "leases" in rule["resources"] for v in rule["verbs"]}
+    assert {"get", "list", "create", "update", "delete"} <= granted  # member Leases
+    # The default install stays one replica that elects itself leader.
+    assert "--sharding" not in container(objects())["args"]
+    assert "POD_NAME" not in env_of(objects())
 
 
 @needs_kubectl

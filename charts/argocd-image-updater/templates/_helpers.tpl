@@ -202,6 +202,10 @@ chart's (the ConfigMap keys themselves under config, e.g. config."log.level"), a
 {{- $_ = set $s "clusterWide" (include "argocd-image-updater.pick" (dict "default" true "pairs" (list "rbac.clusterWide" $v.rbac.clusterWide "createClusterRoles" $v.createClusterRoles)) | fromJson).v }}
 {{- /* The original's createClusterRoles: false means no ClusterRole at all: no CRD reader either. */ -}}
 {{- $_ = set $s "crdReader" (include "argocd-image-updater.pick" (dict "default" (ne (toString $v.createClusterRoles) "false") "pairs" (list "rbac.crdReader" $v.rbac.crdReader)) | fromJson).v }}
+{{- /* auto: several replicas share the work (--sharding) and keep a disruption budget. */ -}}
+{{- $several := gt (int $v.replicaCount) 1 }}
+{{- $_ = set $s "sharding" (ternary $several (eq (toString $v.sharding.enabled) "true") (eq (toString $v.sharding.enabled) "auto")) }}
+{{- $_ = set $s "pdb" (ternary $several (eq (toString $v.pdb.enabled) "true") (eq (toString $v.pdb.enabled) "auto")) }}
 {{- toJson $s }}
 {{- end }}
 

@@ -140,8 +140,12 @@ class Membership:
 
     def is_leader(self) -> bool:
         """The whole rule: this member may process and write the keys it holds (checked before
-        every write: the keys are checked when they are held or the member list changes)."""
-        return self.settled() and self._intact
+        every write: the keys are checked when they are held or the member list changes).
+        ``leading``/``not_leading`` follow the answer: the rule also turns by the clock alone
+        (one lease duration after joining, at the renew deadline), between two list reads."""
+        leader = self.settled() and self._intact
+        self._show(leader)
+        return leader
 
     def _check_holds(self) -> None:
         self._intact = all(self.owns(key) for key in self.claimed)
@@ -178,7 +182,10 @@ class Membership:
         metrics.SHARD_KEYS.set(len(keys))
 
     def _update(self) -> None:
-        if self.is_leader():
+        self.is_leader()
+
+    def _show(self, leader: bool) -> None:
+        if leader:
             self.not_leading.clear()
             self.leading.set()
         else:

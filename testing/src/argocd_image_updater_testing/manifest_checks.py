@@ -160,6 +160,10 @@ def reference_problems(
             selector = obj["spec"].get("podSelector", {}).get("matchLabels")
             if not any(_matches(selector, t["metadata"].get("labels")) for _, t in pods):
                 problems.append(f"{where}: podSelector {selector} matches no pod template")
+        elif kind == "PodDisruptionBudget":
+            selector = obj["spec"].get("selector", {}).get("matchLabels")
+            if not any(_matches(selector, t["metadata"].get("labels")) for _, t in pods):
+                problems.append(f"{where}: selector {selector} matches no pod template")
     return problems
 
 

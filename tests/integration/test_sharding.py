@@ -381,3 +381,58 @@ def lease_verbs_granted() -> dict[str, set[str]]:
         }
         for install, objs in installs.items()
     }
+
+
+async def test_one_leader_and_sharded_members_never_run_side_by_side(
+    tmp_path: Path, store: KubeStore
+) -> None:
+    """Switching between one leader and sharding under a rolling update: a member stands by while
+    a replica without --sharding holds the leader Lease, and such a replica does not take the
+    Lease while a member runs."""
+    from argocd_image_updater.controller.lease_sightings import MembersGuard
+    from argocd_image_updater.controller.leader import LeaderElector
+    from argocd_image_updater.kube.client import KubeClient
+
+    timing = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+    async with KubeApiServer(store) as api:
+        config = api.write_kubeconfig(tmp_path / "kc", namespace=NS)
+        async with await KubeClient.connect(str(config)) as client:
+
+            def leader() -> LeaderElector:
+                guard = MembersGuard(client, NS, "", time.monotonic)
+                return LeaderElector(
+                    client, namespace=NS, identity="alone", may_acquire=guard.blocker, **timing
+                )
+
+            alone, alone_stop = leader(), asyncio.Event()
+            alone_task = asyncio.create_task(alone.run(alone_stop))
+            await eventually(alone.is_leader, "the replica without --sharding leads")
+            member = Membership(client, namespace=NS, member="m", **timing)
+            stop = asyncio.Event()
+            task = asyncio.create_task(member.run(stop))
+            try:
+                await eventually(lambda: member.single_leader == "alone", "the member sees it")
+                await eventually(member.elector.is_leader, "the member's Lease is renewed")
+                assert not member.settled()
+                alone_stop.set()  # the old replica stops (and releases the leader Lease)
+                await alone_task
+                await eventually(member.settled, "the member settles once it stopped")
+                assert member.single_leader == ""
+                # back to one leader: a new replica without --sharding waits for the member
+                again, again_stop = leader(), asyncio.Event()
+                again_task = asyncio.create_task(again.run(again_stop))
+                try:
+                    await eventually(
+                        lambda: again.waiting_for.startswith("the members of a sharded fleet"),
+                        "the new leader waits for the members",
+                    )
+                    assert not again.is_leader()
+                    stop.set()
+                    await task
+                    await eventually(again.is_leader, "it leads once the member stopped")
+                finally:
+                    again_stop.set()
+                    await again_task
+            finally:
+                stop.set()
+                await task

@@ -5,6 +5,7 @@ which never loads the Kubernetes client."""
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from datetime import timedelta
 from typing import Any, Final
@@ -28,6 +29,7 @@ from argocd_image_updater.config.settings import Settings
 from argocd_image_updater.controller.crd_check import CrdCheck
 from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.leader import DEFAULT_LEASE_NAME, LeaderElector
+from argocd_image_updater.controller.lease_sightings import MembersGuard
 from argocd_image_updater.controller.membership import Membership, member_name
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.secrets import KubeSecretReader
@@ -189,13 +191,17 @@ def default_notifications(settings: Settings) -> NotificationsFile:
 
 
 def leader_elector(settings: Settings, kube: KubeClient) -> LeaderElector:
-    """The elector of ``run --leader-election`` (the default); :class:`StartupError` unless
-    retry period < renew deadline < lease duration."""
+    """The elector of ``run --leader-election`` (the default), which does not take the Lease
+    while members of a sharded fleet run; :class:`StartupError` unless retry period < renew
+    deadline < lease duration."""
+    namespace = str(settings.leader_election_namespace) or kube.namespace
+    guard = MembersGuard(kube, namespace, str(settings.shard_selector), time.monotonic)
     try:
         return LeaderElector(
             kube,
-            namespace=str(settings.leader_election_namespace) or kube.namespace,
+            namespace=namespace,
             name=leader_lease_name(str(settings.shard_selector) or None, DEFAULT_LEASE_NAME),
+            may_acquire=guard.blocker,
             identity=f"{socket.gethostname()}_{uuid.uuid4()}",
             lease_duration=settings.leader_election_lease_duration.total_seconds(),
             renew_deadline=settings.leader_election_renew_deadline.total_seconds(),

@@ -22,7 +22,7 @@ import contextlib
 import math
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -106,7 +106,8 @@ class LeaderElector:
     Run :meth:`run` in a task; act only while :meth:`is_leader` is True (``leading`` is set;
     ``not_leading`` is set otherwise), or use ``on_change(leading: bool)``. ``clock`` is a
     monotonic clock in seconds, ``wall`` gives the timestamps written to the Lease;
-    ``annotations`` are written with it.
+    ``annotations`` are written with it; ``may_acquire``, when given, is asked before the Lease
+    is taken (never before a renewal) and gives a reason to wait, or None.
     """
 
     def __init__(
@@ -123,6 +124,7 @@ class LeaderElector:
         wall: Callable[[], datetime] = _now,
         on_change: Callable[[bool], None] | None = None,
         annotations: Mapping[str, str] | None = None,
+        may_acquire: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
         if not identity:
             raise ValueError("leader election needs a non-empty identity")
@@ -134,6 +136,9 @@ class LeaderElector:
         self.retry_period = retry_period
         self._clock, self._wall, self._on_change = clock, wall, on_change
         self._annotations = dict(annotations or {})
+        self._may_acquire = may_acquire
+        """Asked before the Lease is taken (not renewed): a reason to wait, or None."""
+        self.waiting_for = ""
         self.leading = asyncio.Event()
         self.not_leading = asyncio.Event()
         self.not_leading.set()
@@ -228,6 +233,8 @@ class LeaderElector:
             now, wall = self._clock(), self._wall()
             old = await self._read()
             if old is None:
+                if await self._blocked():
+                    return False
                 record = await self._write(self._body(self.identity, wall, wall, 0), create=True)
             else:
                 if not old.same_as(self._observed):
@@ -241,6 +248,8 @@ class LeaderElector:
                 ):
                     return False
                 mine = old.holder == self.identity
+                if not mine and await self._blocked():
+                    return False
                 body = self._body(
                     self.identity,
                     (old.acquire_time or wall) if mine else wall,
@@ -251,6 +260,16 @@ class LeaderElector:
                 record = await self._write(body, create=False)
             self._observed, self._observed_at = record, self._clock()
             return True
+
+    async def _blocked(self) -> bool:
+        """Whether ``may_acquire`` gives a reason not to take the Lease now (logged when it
+        changes)."""
+        reason = await self._may_acquire() if self._may_acquire is not None else None
+        if (reason or "") != self.waiting_for:
+            if reason:
+                log.warning("not taking the lease: %s", reason, identity=self.identity)
+            self.waiting_for = reason or ""
+        return reason is not None
 
     async def _attempt(self, limit: float) -> bool:
         try:

@@ -12,7 +12,9 @@ The handover rule — a member processes keys, and a write of its cycle passes t
 
 1. its membership is valid (its Lease renewed within the renew deadline),
 2. it has been valid without a break for at least one lease duration,
-3. its member list was read less than one renew deadline ago, and
+3. its member list was read less than one renew deadline ago, and in that list the leader Lease
+   of its shard was not live (no replica without ``--sharding`` leads: see
+   :mod:`~argocd_image_updater.controller.lease_sightings`), and
 4. every key of the cycle under way is its own under that list.
 
 Why no key is ever processed by two members at once: two members can disagree on a key's owner
@@ -43,15 +45,24 @@ import uuid
 from collections.abc import Callable, Collection, Iterator
 from typing import Final
 
-from argocd_image_updater.controller.leader import LeaderElector, LeaseRecord, _wait
-from argocd_image_updater.controller.shards import SHARD_ANNOTATION, owner
+from argocd_image_updater.controller.leader import (
+    DEFAULT_LEASE_NAME,
+    LeaderElector,
+    LeaseRecord,
+    _wait,
+)
+from argocd_image_updater.controller.lease_sightings import (
+    MEMBER_PREFIX,
+    Sightings,
+    member_leases,
+)
+from argocd_image_updater.controller.shards import SHARD_ANNOTATION, leader_lease_name, owner
 from argocd_image_updater.kube.client import LEASES, KubeClient, KubeError, resource_path
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
 
 log = get_logger("shards")
 
-MEMBER_PREFIX: Final = "argocd-image-updater-member-"
 MAX_NAME: Final = 253
 FORGET_AFTER: Final = 5
 """A member Lease unchanged for this many lease durations is deleted (pods come and go, each
@@ -111,7 +122,10 @@ class Membership:
         self.view: frozenset[str] = frozenset()
         self._view_at = -float("inf")
         self._since: float | None = None
-        self._seen: dict[str, tuple[LeaseRecord, float]] = {}
+        self._sightings = Sightings()
+        self.leader_lease = leader_lease_name(shard_selector, DEFAULT_LEASE_NAME)
+        self.single_leader = ""
+        """The holder of the leader Lease while a replica without ``--sharding`` leads."""
         self._holds: list[frozenset[str]] = []
         self._intact = True
         """Whether every held key is still this member's."""
@@ -120,13 +134,15 @@ class Membership:
     # --- the rule ------------------------------------------------------------------------------
 
     def settled(self) -> bool:
-        """Rules 1-3: valid, a member for a lease duration, with a fresh member list."""
+        """Rules 1-3: valid, a member for a lease duration, with a fresh member list and no
+        replica leading alone."""
         now = self._clock()
         return (
             self.elector.is_leader()
             and self._since is not None
             and now >= self._since + self.lease_duration
             and now < self._view_at + self.renew_deadline
+            and not self.single_leader
         )
 
     def owns(self, key: str) -> bool:
@@ -203,25 +219,21 @@ class Membership:
         started = self._clock()
         items, _ = await self._kube.list_objects(LEASES, self.namespace)
         now = self._clock()
+        members = member_leases(items, self.shard_selector)
+        leader = [
+            (self.leader_lease, LeaseRecord.from_lease(lease))
+            for lease in items
+            if (lease.get("metadata") or {}).get("name") == self.leader_lease
+        ]
+        self._sightings.look(members + leader, now)
         live = set()
-        seen: dict[str, tuple[LeaseRecord, float]] = {}
-        for lease in items:
-            name = str((lease.get("metadata") or {}).get("name") or "")
-            annotations = (lease.get("metadata") or {}).get("annotations") or {}
-            if (
-                not name.startswith(MEMBER_PREFIX)
-                or annotations.get(SHARD_ANNOTATION, "") != self.shard_selector
-            ):
-                continue  # not a member, or one of another static shard
-            record = LeaseRecord.from_lease(lease)
-            before = self._seen.get(name)
-            observed = before[1] if before is not None and record.same_as(before[0]) else now
-            seen[name] = (record, observed)
-            if record.holder and now < observed + record.duration:
+        for name, record in members:
+            observed = self._sightings.seen[name][1]
+            if self._sightings.live(name, now):
                 live.add(name.removeprefix(MEMBER_PREFIX))
             elif now >= observed + FORGET_AFTER * max(record.duration, self.lease_duration):
                 await self._forget(name, record)
-        self._seen = seen
+        self._alone_leader(now)
         if self.elector.is_leader():
             live.add(self.member)
         view = frozenset(live)
@@ -233,6 +245,24 @@ class Membership:
             if self.on_view_change is not None:
                 self.on_view_change()
         self._update()
+
+    def _alone_leader(self, now: float) -> None:
+        """Note whether a replica without ``--sharding`` leads (the leader Lease of this shard is
+        live): members stand by until it stops (:mod:`.lease_sightings`)."""
+        holder = ""
+        if self._sightings.live(self.leader_lease, now):
+            holder = self._sightings.seen[self.leader_lease][0].holder
+        if holder and not self.single_leader:
+            log.warning(
+                "a replica without --sharding leads (Lease %s held by %s): the members stand by "
+                "until it stops",
+                self.leader_lease,
+                holder,
+                identity=self.member,
+            )
+        elif self.single_leader and not holder:
+            log.info("the replica that led alone stopped", identity=self.member)
+        self.single_leader = holder
 
     async def _forget(self, name: str, record: LeaseRecord) -> None:
         """Delete the Lease of a member long gone, unless it was renewed meanwhile (the delete

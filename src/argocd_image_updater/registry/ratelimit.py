@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from argocd_image_updater.observe.metrics import (
@@ -63,10 +63,13 @@ class EndpointLimits:
         *,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         budget: FleetBudget | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.registry = registry
         self._rate = rate
-        self._limiter = RateLimiter(rate) if rate > 0 else None
+        self._limiter = RateLimiter(rate, clock=clock) if rate > 0 else None
+        self._sleep = sleep
         self._slots = asyncio.Semaphore(max_concurrency)
         self._budget = budget
         self._share = 1
@@ -85,7 +88,7 @@ class EndpointLimits:
             if self._budget is not None:
                 while (pause := self._budget.remaining(self.registry)) > 0:
                     self._waited(pause)
-                    await asyncio.sleep(pause)
+                    await self._sleep(pause)
                 share = self._budget.share()
                 if share != self._share and self._limiter is not None:
                     self._share = share
@@ -94,7 +97,7 @@ class EndpointLimits:
                 delay = self._limiter.reserve()
                 if delay > 0:
                     self._waited(delay)
-                    await asyncio.sleep(delay)
+                    await self._sleep(delay)
             yield
 
     def _waited(self, seconds: float) -> None:

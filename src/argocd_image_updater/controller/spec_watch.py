@@ -2,7 +2,9 @@
 ``metadata.generation``), like the original, under supervision: whatever ends it (an API
 error, a malformed event, a bug) is logged with the resource watched, and the watch starts
 again after a backoff (1 s doubling up to 60 s, with jitter); after
-:data:`FAILURES_UNHEALTHY` failures in a row ``/healthz`` reports it until it works again."""
+:data:`FAILURES_UNHEALTHY` failures in a row ``/healthz`` reports it until it works again.
+The supervision, :func:`supervised`, serves every watch of the controller (the events ConfigMap
+of a sharded fleet too)."""
 
 from __future__ import annotations
 

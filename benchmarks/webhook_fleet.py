@@ -161,14 +161,18 @@ async def child_main(kubeconfig: str, conf: str, name: str, members: int, log: T
         tasks = [elector, asyncio.create_task(controller.run(stop=stop))]
         shards, fleet = controller.shards, controller.fleet
         assert fleet is not None
-        while not (
-            shards.settled()
-            and len(shards.view) == members
-            and fleet.following
-            and controller.cycles >= 1
-            and not shards.claimed
-        ):
-            await asyncio.sleep(0.05)  # noqa: ASYNC110 - conditions of several objects
+
+        def ready() -> bool:
+            return (
+                shards.settled()
+                and len(shards.view) == members
+                and fleet.following
+                and controller.cycles >= 1
+                and not shards.claimed
+            )
+
+        while not ready():  # noqa: ASYNC110 - conditions of several objects, no event to wait on
+            await asyncio.sleep(0.05)
         emit({"event": "ready", "port": port, **replica_stats(controller)})
         while True:
             command = (await asyncio.to_thread(sys.stdin.readline)).strip()

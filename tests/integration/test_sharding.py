@@ -389,8 +389,8 @@ async def test_one_leader_and_sharded_members_never_run_side_by_side(
     """Switching between one leader and sharding under a rolling update: a member stands by while
     a replica without --sharding holds the leader Lease, and such a replica does not take the
     Lease while a member runs."""
-    from argocd_image_updater.controller.lease_sightings import MembersGuard
     from argocd_image_updater.controller.leader import LeaderElector
+    from argocd_image_updater.controller.lease_sightings import MembersGuard
     from argocd_image_updater.kube.client import KubeClient
 
     timing = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}

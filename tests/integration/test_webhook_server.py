@@ -626,6 +626,22 @@ async def test_a_failing_handler_does_not_stop_the_dispatcher() -> None:
     assert "handler failure" in logs.getvalue()
 
 
+async def test_accepted_calls_are_passed_on_and_events_passed_on_are_not_counted_again() -> None:
+    recorder = Recorder()
+    forwarded: list[RegistryEvent] = []
+    dispatcher = EventDispatcher(recorder, coalesce_window=0.0, forward=forwarded.append)
+    accepted = {"type": "ghcr.io", "result": "accepted"}
+    before = REGISTRY.get_sample_value("argocd_image_updater_webhook_events_total", accepted)
+    assert dispatcher.submit(_event("o/a", "1"))  # a webhook call: handled here and passed on
+    await dispatcher.drain()
+    assert dispatcher.submit(_event("o/b", "1"), forwarded=True)  # from another replica
+    await dispatcher.drain()
+    assert [e.repository for e in recorder.events] == ["o/a", "o/b"]
+    assert [e.repository for e in forwarded] == ["o/a"]
+    after = REGISTRY.get_sample_value("argocd_image_updater_webhook_events_total", accepted)
+    assert (after or 0.0) - (before or 0.0) == 1
+
+
 async def test_too_many_pending_keys_and_shutdown_answer_503(tmp_path: Path) -> None:
     async with serving(tmp_path, max_pending=1) as running:
         assert (await running.push("team/one")).status_code == 200

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sys
+from collections.abc import Coroutine
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -141,11 +143,15 @@ async def start_webhook(
                 controller.elector, handle_event(controller, event), "webhook event"
             )
 
+    fleet = controller.fleet  # sharded: events are passed on to the owners of the other keys
     dispatcher = EventDispatcher(
         handle,
         coalesce_window=WEBHOOK_COALESCE_WINDOW,
         max_concurrency=int(settings.values.get("max_concurrent_updaters", 1)),
+        forward=fleet.publish if fleet is not None else None,
     )
+    if fleet is not None:
+        fleet.receive = functools.partial(dispatcher.submit, forwarded=True)
     try:
         server = WebhookServer(
             port=port,
@@ -206,10 +212,14 @@ def start_election(
         return None
     if settings.sharding:
         from argocd_image_updater.cli.run_cluster import shard_membership
+        from argocd_image_updater.controller.fleet_events import join_fleet
 
-        controller.shards = shard_membership(settings, controller.kube)
-        controller.elector = controller.shards
-        return asyncio.create_task(controller.shards.run(stop))
+        membership = controller.shards = shard_membership(settings, controller.kube)
+        controller.elector = membership
+        fleet = controller.fleet = join_fleet(
+            membership, controller.kube, controller.scanner.budget, controller.health
+        )
+        return asyncio.create_task(_together(membership.run(stop), fleet.run(stop)))
     if settings.leader_election:
         from argocd_image_updater.cli.run_cluster import leader_elector
 
@@ -217,6 +227,10 @@ def start_election(
         controller.elector = elector
         return asyncio.create_task(elector.run(stop))
     return None
+
+
+async def _together(*work: Coroutine[Any, Any, None]) -> None:
+    await asyncio.gather(*work)
 
 
 async def _main(settings: Settings) -> int:

@@ -48,6 +48,7 @@ from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
 
 if TYPE_CHECKING:  # the Kubernetes client is loaded only where a cluster is used
+    from argocd_image_updater.controller.fleet_events import FleetEvents
     from argocd_image_updater.controller.membership import Membership
     from argocd_image_updater.kube.client import KubeClient
 
@@ -148,6 +149,8 @@ class Controller:
     """``run --sharding``: this replica's membership; a cycle takes only the keys it owns."""
     shard_selector: str | None = None
     """``--shard-selector``: only the objects of this static shard (None: every object)."""
+    fleet: FleetEvents | None = None
+    """``run --sharding``: the registry events and back-offs passed between the replicas."""
     batch_writer: BatchWriter | None = None
     reporter: Reporter | None = None
     cycles: int = 0

@@ -2,11 +2,14 @@
 ``metadata.generation``), like the original, under supervision: whatever ends it (an API
 error, a malformed event, a bug) is logged with the resource watched, and the watch starts
 again after a backoff (1 s doubling up to 60 s, with jitter); after
-:data:`FAILURES_UNHEALTHY` failures in a row ``/healthz`` reports it until it works again."""
+:data:`FAILURES_UNHEALTHY` failures in a row ``/healthz`` reports it until it works again.
+The supervision, :func:`supervised`, serves every watch of the controller (the events ConfigMap
+of a sharded fleet too)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -49,7 +52,6 @@ async def watch_specs(
     all); ``source(scope)`` is the stream of its changes
     (:func:`argocd_image_updater.kube.watch.follow`)."""
     seen: dict[tuple[str, str], int] = {}
-    restarts = restarts or Restarts()
 
     def changed(kind: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata")
@@ -72,36 +74,60 @@ async def watch_specs(
                 )
                 wake.set()
 
-    async def supervise(scope: str | None) -> None:
-        name = f"watch of ImageUpdaters in {scope or 'all namespaces'}"
-        failures = 0
-        while not stop.is_set():
-            try:
-                async for kind, obj in source(scope):
-                    if failures:
-                        failures = 0
-                        log.info("%s works again", name)
-                        if health is not None:
-                            health.part_recovered(name)
-                    changed(kind, obj)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:
-                failures += 1
-                why = str(err) if isinstance(err, KubeError) else f"{type(err).__name__}: {err}"
-                delay = restarts.delay(failures)
-                log.warning(
-                    "%s failed (%d in a row): %s; starting it again in %.1fs",
-                    name,
-                    failures,
-                    why,
-                    delay,
-                )
-                if health is not None and failures >= FAILURES_UNHEALTHY:
-                    health.part_failing(name, f"failed {failures} times in a row: {why}")
-                await _wait(stop, delay)
+    await asyncio.gather(
+        *(
+            supervised(
+                f"watch of ImageUpdaters in {scope or 'all namespaces'}",
+                functools.partial(source, scope),
+                changed,
+                stop,
+                health,
+                restarts,
+            )
+            for scope in scopes
+        )
+    )
 
-    await asyncio.gather(*(supervise(s) for s in scopes))
+
+async def supervised(
+    name: str,
+    source: Callable[[], Events],
+    handle: Callable[[str, dict[str, Any]], None],
+    stop: asyncio.Event,
+    health: Health | None = None,
+    restarts: Restarts | None = None,
+) -> None:
+    """Hand every event of ``source()`` to ``handle`` until ``stop`` is set (or the task is
+    cancelled); whatever ends the stream (an API error, a malformed event, an error of
+    ``handle``) is logged naming the watch, ``name``, which starts again after a backoff and
+    is reported to ``health`` after :data:`FAILURES_UNHEALTHY` failures in a row."""
+    restarts = restarts or Restarts()
+    failures = 0
+    while not stop.is_set():
+        try:
+            async for kind, obj in source():
+                if failures:
+                    failures = 0
+                    log.info("%s works again", name)
+                    if health is not None:
+                        health.part_recovered(name)
+                handle(kind, obj)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            failures += 1
+            why = str(err) if isinstance(err, KubeError) else f"{type(err).__name__}: {err}"
+            delay = restarts.delay(failures)
+            log.warning(
+                "%s failed (%d in a row): %s; starting it again in %.1fs",
+                name,
+                failures,
+                why,
+                delay,
+            )
+            if health is not None and failures >= FAILURES_UNHEALTHY:
+                health.part_failing(name, f"failed {failures} times in a row: {why}")
+            await _wait(stop, delay)
 
 
 async def _wait(stop: asyncio.Event, seconds: float) -> None:

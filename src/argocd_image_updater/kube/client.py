@@ -286,11 +286,13 @@ class KubeClient:
 
     # --- objects -------------------------------------------------------------------------------
     async def list_objects(
-        self, kind: Kind, namespace: str | None, label_selector: str = ""
+        self, kind: Kind, namespace: str | None, label_selector: str = "", field_selector: str = ""
     ) -> tuple[list[dict[str, Any]], str]:
         """List objects; ``namespace`` None lists cluster-wide. Returns (items, resourceVersion)."""
-        params = {"labelSelector": label_selector} if label_selector else None
-        result = await self.request("GET", resource_path(kind, namespace), params=params)
+        params = {"labelSelector": label_selector} if label_selector else {}
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        result = await self.request("GET", resource_path(kind, namespace), params=params or None)
         items = [dict(item) for item in result.get("items") or []]
         return items, str((result.get("metadata") or {}).get("resourceVersion", ""))
 
@@ -355,9 +357,10 @@ class KubeClient:
         namespace: str | None,
         resource_version: str = "",
         timeout_seconds: int = 300,
+        field_selector: str = "",
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Yield (event type, object) from ``resource_version`` on, until the server ends the
-        watch (after ``timeout_seconds``). Bookmarks are asked for and yielded as ``BOOKMARK``
+        watch (after ``timeout_seconds``); ``field_selector`` narrows it (``metadata.name=x``). Bookmarks are asked for and yielded as ``BOOKMARK``
         (an object with only ``metadata.resourceVersion``: resume from it). An ``ERROR`` event
         is raised as a :class:`KubeError` with its code: 410 when ``resource_version`` is too
         old, so list (or watch from "") again; so is an event longer than
@@ -370,6 +373,8 @@ class KubeClient:
         }
         if resource_version:
             params["resourceVersion"] = resource_version
+        if field_selector:
+            params["fieldSelector"] = field_selector
         path = resource_path(kind, namespace)
         # The server ends the watch; a read that waits much longer than that is a dead connection.
         timeout = httpx.Timeout(REQUEST_TIMEOUT, read=timeout_seconds + 60.0)

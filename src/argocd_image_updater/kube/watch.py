@@ -19,9 +19,14 @@ def _version(obj: dict[str, Any], default: str) -> str:
 
 
 async def follow(
-    client: KubeClient, kind: Kind, namespace: str | None, timeout_seconds: int = 300
+    client: KubeClient,
+    kind: Kind,
+    namespace: str | None,
+    timeout_seconds: int = 300,
+    field_selector: str = "",
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-    """Every change of ``kind`` in ``namespace`` (None: all), for ever: a list first (its
+    """Every change of ``kind`` in ``namespace`` (None: all; ``field_selector`` narrows it, e.g.
+    to one object: ``metadata.name=x``), for ever: a list first (its
     objects as ``ADDED``), then watches, each resumed from the version of the last event or
     bookmark the one before delivered; a version too old (410 Gone) is listed again. After
     each list a ``BOOKMARK`` (an object with only ``metadata.resourceVersion``) is yielded too,
@@ -30,13 +35,17 @@ async def follow(
     version = ""
     while True:
         if not version:
-            items, version = await client.list_objects(kind, namespace)
+            items, version = await client.list_objects(
+                kind, namespace, field_selector=field_selector
+            )
             for item in items:
                 yield "ADDED", item
             del items
             yield "BOOKMARK", {"metadata": {"resourceVersion": version}}
         try:
-            async for event, obj in client.watch_objects(kind, namespace, version, timeout_seconds):
+            async for event, obj in client.watch_objects(
+                kind, namespace, version, timeout_seconds, field_selector
+            ):
                 version = _version(obj, version)
                 yield event, obj
         except KubeError as err:

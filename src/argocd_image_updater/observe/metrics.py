@@ -124,3 +124,23 @@ SHARD_OWNERSHIP_CHANGES: Final = Counter(
     "Shard keys this replica took over or handed over",
     registry=REGISTRY,
 )
+FLEET_EVENTS_FORWARDED: Final = Counter(
+    _P + "webhook_events_forwarded",
+    "Registry events passed to the other replicas through the events ConfigMap: sent "
+    "(received as a webhook call here), received (from another replica)",
+    ["direction"],
+    registry=REGISTRY,
+)
+FLEET_BACKOFFS_SHARED: Final = Counter(
+    _P + "registry_backoffs_shared",
+    "Registry back-offs (after a 429) passed to the other replicas through the events "
+    "ConfigMap: sent (learned here), received (from another replica, making this one wait)",
+    ["direction"],
+    registry=REGISTRY,
+)
+FLEET_EVENTS_ERRORS: Final = Counter(
+    _P + "fleet_events_errors",
+    "Events ConfigMap entries left out: malformed when read, or not written (what: read, write)",
+    ["what"],
+    registry=REGISTRY,
+)

@@ -1,6 +1,7 @@
 """HTTP to one registry endpoint with retries, pacing and accounting.
 
-* retries: 429/5xx/transport errors are retried with backoff, honouring ``Retry-After``; a
+* retries: 429/5xx/transport errors are retried with backoff, honouring ``Retry-After`` (the
+  back-off of a 429 is shared with the other replicas of a sharded fleet); a
   request that overran its deadline (registries.conf ``timeout``) is not: a registry that
   trickles its answer would only stall the image ``attempts`` times as long;
 * pacing: every HTTP request takes a slot of the endpoint's rate limit and concurrency bound,
@@ -194,9 +195,13 @@ class EndpointHTTP:
                     delay = self.retry.backoff(attempt)
                     reason = type(exc).__name__
                 else:
-                    if reply.status not in RETRY_STATUSES or last:
+                    if reply.status not in RETRY_STATUSES:
                         return reply
                     delay = self.retry.delay(attempt, reply.header("retry-after") or None)
+                    if reply.status == 429:
+                        self._limits.backed_off(delay)  # shared with the fleet, if it shares
+                    if last:
+                        return reply
                     reason = f"HTTP {reply.status}"
             self.log.debug(
                 "Retrying registry request",

@@ -55,6 +55,7 @@ from argocd_image_updater.registry.errors import (
     ManifestNotFound,
     RegistryProtocolError,
 )
+from argocd_image_updater.registry.fleet_budget import FleetBudget
 from argocd_image_updater.registry.listed_tags import ListedTags
 from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, EndpointLimits
 from argocd_image_updater.registry.revalidate import RepositoryTags, Revalidation
@@ -161,6 +162,8 @@ class Scanner:
         self._stats = RequestStats()
         self._http: dict[TlsKey, httpx.AsyncClient] = {}
         self._limits: dict[str, EndpointLimits] = {}
+        self.budget = FleetBudget()
+        """This replica's share of each registry's budget (shared once it joins a fleet)."""
         self._clients: dict[RegistryEndpoint, RegistryClient] = {}
         self._log = get_logger("registry.scanner")
         self._helm_index: HelmIndex | None = None
@@ -208,7 +211,10 @@ class Scanner:
             limits = self._limits.get(api)
             if limits is None:
                 limits = self._limits[api] = EndpointLimits(
-                    endpoint.host, endpoint.limit, max_concurrency=self._registry_concurrency
+                    endpoint.host,
+                    endpoint.limit,
+                    max_concurrency=self._registry_concurrency,
+                    budget=self.budget,
                 )
             client = RegistryClient(
                 endpoint,

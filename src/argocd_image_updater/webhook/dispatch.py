@@ -107,12 +107,16 @@ class EventDispatcher:
         max_pending: int = 1000,
         max_concurrency: int = 1,
         clock: Callable[[], float] = time.monotonic,
+        forward: Callable[[RegistryEvent], None] | None = None,
     ) -> None:
         if coalesce_window < 0:
             raise ValueError("coalesce_window must not be negative")
         if max_pending < 1 or max_concurrency < 1:
             raise ValueError("max_pending and max_concurrency must be at least 1")
         self._handler = handler
+        self.forward = forward
+        """Also called with every event accepted from a webhook call (a sharded replica passes
+        it on to the others)."""
         self.coalesce_window = coalesce_window
         self.max_pending = max_pending
         self.max_concurrency = max_concurrency
@@ -139,14 +143,17 @@ class EventDispatcher:
         """Whether any key is pending or being handled."""
         return bool(self._workers)
 
-    def submit(self, event: RegistryEvent, *, received_at: float | None = None) -> bool:
+    def submit(
+        self, event: RegistryEvent, *, received_at: float | None = None, forwarded: bool = False
+    ) -> bool:
         """Accept ``event`` (``True``) or refuse it when closed or too many keys are pending.
+        A ``forwarded`` event (passed on by another replica) is not counted as a webhook call
+        nor passed on again.
 
         Must be called from the event loop the handler calls should run in.
         """
-        type_label = metric_type(event.source_type)
         if self._closed:
-            record_rejection(event.source_type, "shutting-down")
+            self._rejected(event, "shutting-down", forwarded)
             return False
         key = dispatch_key(event)
         received = self.clock() if received_at is None else received_at
@@ -154,19 +161,30 @@ class EventDispatcher:
         if entry is not None:
             entry.event = event
             entry.merged += 1
-            WEBHOOK_EVENTS.labels(type_label, "coalesced").inc()
+            self._accepted(event, "coalesced", forwarded)
             _log.debug("Coalesced webhook event into a pending update", **_fields(event))
             return True
         if len(self._pending) >= self.max_pending:
-            record_rejection(event.source_type, "too-many-pending")
+            self._rejected(event, "too-many-pending", forwarded)
             _log.warning("Too many pending webhook events; refusing", **_fields(event))
             return False
         loop = asyncio.get_running_loop()
         self._pending[key] = _Pending(event, received, loop.time() + self.coalesce_window)
-        WEBHOOK_EVENTS.labels(type_label, "accepted").inc()
+        self._accepted(event, "accepted", forwarded)
         if key not in self._workers:
             self._workers[key] = loop.create_task(self._work(key))
         return True
+
+    def _accepted(self, event: RegistryEvent, result: str, forwarded: bool) -> None:
+        if forwarded:
+            return
+        WEBHOOK_EVENTS.labels(metric_type(event.source_type), result).inc()
+        if self.forward is not None:
+            self.forward(event)
+
+    def _rejected(self, event: RegistryEvent, reason: str, forwarded: bool) -> None:
+        if not forwarded:
+            record_rejection(event.source_type, reason)
 
     async def drain(self) -> None:
         """Cut every open window short and wait until all pending events have been handled."""

@@ -39,9 +39,18 @@ from argocd_image_updater.controller.state_store import (
     STATE_CONFIGMAP,
     ConfigMapStateStore,
 )
-from argocd_image_updater.kube.client import KubeClient
+from argocd_image_updater.kube.client import CONFIGMAPS, KubeClient, KubeError, resource_path
 from argocd_image_updater.model.controller_state import ControllerState, Operation
-from argocd_image_updater.model.state_parts import Layout, Placement, merge, part_of, same_contents
+from argocd_image_updater.model.resources import IMAGE_UPDATERS
+from argocd_image_updater.model.state_parts import (
+    Layout,
+    Placement,
+    apps_in,
+    merge,
+    part_of,
+    repos_in,
+    same_contents,
+)
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import StoreError
 from argocd_image_updater.pipeline.records import Collected
@@ -257,3 +266,51 @@ class ShardedStateStore:
         except StoreError as err:
             return err
         return StoreError(f"cannot write {store.where}: it kept changing while it was written")
+
+
+# --- the commands that read or edit the record (``release``, ``status``) -----------------------
+
+
+async def is_sharded(kube: KubeClient, namespace: str) -> bool:
+    """Whether ``namespace`` holds a key's state ConfigMap (the record of a sharded fleet)."""
+    try:
+        found = await kube.request(
+            "GET",
+            resource_path(CONFIGMAPS, namespace),
+            params={"labelSelector": f"{STATE_KIND_LABEL}={PER_KEY}", "limit": "1"},
+        )
+    except KubeError as err:
+        raise StoreError(f"cannot list the ConfigMaps of {namespace}: {err}") from err
+    return bool(found.get("items"))
+
+
+async def keys_of_application(kube: KubeClient, namespace: str, app: str) -> list[str]:
+    """The shard keys an Application of ``namespace`` can belong to: itself (v0.x annotations)
+    and every ImageUpdater of its namespace (an ImageUpdater selects the Applications of its own
+    namespace)."""
+    keys = [f"{namespace}/{app}"]
+    try:
+        updaters, _ = await kube.list_objects(IMAGE_UPDATERS, namespace)
+    except KubeError as err:
+        if err.is_not_found:  # no ImageUpdater resource installed
+            return keys
+        raise StoreError(f"cannot list the ImageUpdaters of {namespace}: {err}") from err
+    names = sorted(str((u.get("metadata") or {}).get("name") or "") for u in updaters)
+    return keys + [f"{namespace}/{name}" for name in names if name]
+
+
+def key_stores(kube: KubeClient, namespace: str, keys: Iterable[str]) -> list[ConfigMapStateStore]:
+    """The stores of ``keys``' state ConfigMaps in ``namespace`` (a store whose ConfigMap does
+    not exist loads an empty record and creates nothing until something changes)."""
+    return [key_store(kube, namespace, key) for key in keys]
+
+
+async def load_keys(kube: KubeClient, namespace: str, keys: Iterable[str]) -> ControllerState:
+    """The record of ``keys`` merged (``status``): their ConfigMaps', then the single
+    ConfigMap's for what they lack."""
+    stores = key_stores(kube, namespace, keys)
+    parts = await bounded(store.read for store in stores)
+    single = await ConfigMapStateStore(kube, namespace).read()
+    have = set().union(*(apps_in(part) for part in parts))
+    rest = [app for app in apps_in(single) if app not in have]
+    return merge([*parts, part_of(single, rest, repos_in(single))])

@@ -7,6 +7,7 @@ and rewrites only that one, the single ConfigMap of an unsharded fleet is taken 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
@@ -328,3 +329,64 @@ async def test_a_sharded_controller_keeps_its_write_in_the_imageupdaters_configm
         assert writes[f"{NS}/shop"]["web"]["tag"] == "1.0.1"
         names = {cm["metadata"]["name"] for cm in kube.store.list("configmaps", NS)}
         assert STATE_CONFIGMAP not in names
+
+
+async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
+    registry: RegistryServer, repo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real replicas: ``a`` alone remembers when it first saw the new tag (its clock: now); ``b``
+    joins a day later (its clock) and takes some keys over: it updates their Applications, as
+    the tag is old enough by the times ``a`` stored; ``a`` (still at its now) updates none."""
+    from test_sharding import WITHIN, Fleet
+    from waiting import eventually
+
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    store = KubeStore(namespaces=(NS,))
+    keys = {f"{NS}/updater-{k}": f"shop-{k}" for k in range(6)}
+    for key, app in keys.items():
+        running = [f"{image}:1.0.0"]
+        store.put(objects.application(app, NS, images=running, kustomize_images=running))
+        policy = {
+            "alias": "web",
+            "imageName": f"{image}:~1.0",
+            "commonUpdateSettings": {"minAge": "24h"},
+        }
+        refs = [{"namePattern": app, "images": [policy]}]
+        store.put(objects.image_updater(key.partition("/")[2], NS, {"applicationRefs": refs}))
+    now = datetime.now(UTC).replace(microsecond=0)
+
+    def tag_of(app: str) -> str:
+        [entry] = store.get("applications", NS, app)["spec"]["source"]["kustomize"]["images"]
+        return str(entry).rsplit(":", 1)[1]
+
+    def remembered(key: str) -> dict[str, Any]:
+        found = store.list("configmaps", NS, field_selector=f"metadata.name={object_name(key)}")
+        return json.loads(found[0]["data"]["first-seen.json"]) if found else {}
+
+    fleet = Fleet(tmp_path, store, monkeypatch)
+    fleet.conf = registries_conf(tmp_path, registry)
+    fleet.keys = set(keys)
+    try:
+        a = await fleet.start("a")
+        a.controller.clock = lambda: now
+        await eventually(
+            lambda: all(remembered(key) for key in keys), "a remembers every key", within=WITHIN
+        )
+        assert all(tag_of(app) == "1.0.0" for app in keys.values())  # too young for a
+        joined = time.monotonic()
+        b = await fleet.start("b")
+        b.controller.clock = lambda: now + timedelta(hours=25)
+        await eventually(lambda: fleet.partitioned("ab", joined), "a and b share", within=WITHIN)
+        taken = fleet.latest("b", joined) or frozenset()
+        await eventually(
+            lambda: all(tag_of(keys[key]) == "1.0.1" for key in taken),
+            "b updates the Applications of the keys it took over",
+            within=WITHIN,
+        )
+        assert all(tag_of(keys[key]) == "1.0.0" for key in set(keys) - taken)
+        assert fleet.double_holds() == []
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert all(remembered(key)[image]["1.0.1"] == stamp for key in keys)
+    finally:
+        await fleet.close()

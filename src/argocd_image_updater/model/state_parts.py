@@ -231,7 +231,7 @@ class Placement:
         for repo in self.repos.get(key, ()):
             if repo in m_first_seen:
                 new_first_seen[repo] = _earliest(first_seen.get(repo, {}), m_first_seen[repo])
-            if repo in m_digests:
+            if repo in m_digests and digests.get(repo) != m_digests[repo]:
                 new_digests[repo] = {**m_digests[repo], **digests.get(repo, {})}
         return ControllerState(new_writes, new_first_seen, new_digests, stored.token, new_shipments)
 
@@ -239,7 +239,7 @@ class Placement:
 def _earliest(
     mine: Mapping[str, datetime], other: Mapping[str, datetime]
 ) -> Mapping[str, datetime]:
-    if not mine:
+    if not mine or mine == other:
         return other
     merged = dict(mine)
     for tag, moment in other.items():

@@ -223,22 +223,28 @@ class ShardedStateStore:
             for key in dirty
         )
         failed = [result for result in results if isinstance(result, StoreError)]
-        conflicts = any(result is True for result in results)
         if failed:
             self._merged = None
             raise StoreError(
                 f"{failed[0]}" + (f" (and {len(failed) - 1} more keys)" if len(failed) > 1 else "")
             )
-        for key in dirty:
-            last = self._store(key).last
-            if last is not None:
-                versions[key] = last.token
+        conflicts = False
+        for key, result in zip(dirty, results, strict=True):
+            assert not isinstance(result, StoreError)
+            conflict, versions[key] = result
+            conflicts |= conflict
         token = _token(versions)
-        if conflicts:
-            parts = [self._store(k).last or stored[k] for k in keys]
+        newer = conflicts or bool(stale)  # another writer's changes came in: take them
+        if newer:
+            parts = [
+                last
+                if (last := self._store(k).last) is not None and last.token == versions[k]
+                else stored[k]
+                for k in keys
+            ]
             state.adopt(merge(parts, token))
         state.saved(token)
-        self._merged = state.copy() if not homeless else None
+        self._merged = None if newer or homeless else state.copy()
 
     async def _write(
         self,
@@ -248,18 +254,18 @@ class ShardedStateStore:
         operations: list[Operation],
         merged: ControllerState,
         take_apps: bool,
-    ) -> bool | StoreError:
-        """Write ``key``'s part; whether its object had changed meanwhile (a StoreError when it
-        cannot be written)."""
+    ) -> tuple[bool, str] | StoreError:
+        """Write ``key``'s part; whether its object had changed meanwhile, and the version it is
+        at now (a StoreError when it cannot be written)."""
         store = self._store(key)
         conflict = False
         try:
             for _ in range(MAX_SAVE_ATTEMPTS):
                 target = placement.target(key, stored, operations, merged, take_apps=take_apps)
                 if same_contents(target, stored):
-                    return conflict
+                    return conflict, stored.token
                 if await store.write(target):
-                    return conflict
+                    return conflict, target.token
                 log.debug("%s changed since it was read; applying its changes again", store.where)
                 conflict, take_apps = True, False
                 stored = await store.read()

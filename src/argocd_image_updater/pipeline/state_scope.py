@@ -80,8 +80,8 @@ class Layouts:
         self._kept: dict[str, tuple[AppUpdateConfig, frozenset[str]]] = {}
 
     def layout(self, collected: Collected) -> Layout:
-        """Where the entries of ``collected``'s Applications belong (every ImageUpdater of it is
-        a key, also one without Applications)."""
+        """Where the entries of ``collected``'s Applications belong: their keys (an ImageUpdater
+        that selected none this time is left alone: nothing of it changes)."""
         registries = self.registries
         snapshot = (
             registries.current() if isinstance(registries, ReloadingRegistryConfig) else registries
@@ -91,7 +91,7 @@ class Layouts:
         if collected.listed:  # a full listing: forget the Applications gone
             self._kept = {app: kept for app, kept in self._kept.items() if app in collected.listed}
         apps: dict[str, str] = {}
-        repos: dict[str, set[str]] = {f"{cr.namespace}/{cr.name}": set() for cr in collected.crs}
+        repos: dict[str, set[str]] = {}
         for config, cr in collected.configs:
             key = shard_key(config, cr)
             app = app_key(config.app.namespace, config.app.name)

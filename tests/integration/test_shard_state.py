@@ -390,3 +390,26 @@ async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
         assert all(remembered(key)[image]["1.0.1"] == stamp for key in keys)
     finally:
         await fleet.close()
+
+
+async def test_a_save_after_another_save_of_the_same_replica_keeps_both(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """A cycle and a webhook event of one replica load the same keys; the event saves first."""
+    replica = sharded(fronts[0][1])
+    key, other = KEYS[0], KEYS[1]
+    app, another = f"{NS}/{FLEET[key][0]}", f"{NS}/{FLEET[other][0]}"
+    with replica.scoped(of(key, other)):
+        cycle = await replica.load()
+        with replica.scoped(of(key)):
+            event = await replica.load()
+            event.record_write(app, "web", "2.0.0", NOW)
+            await replica.save(event)
+        cycle.record_first_seen(repo_of(FLEET[key][0]), ["2.0.0"], NOW)
+        cycle.record_write(another, "web", "3.0.0", NOW)
+        await replica.save(cycle)
+        assert cycle.last_write(app, "web") == WriteRecord("2.0.0", NOW)  # taken in
+        final = await replica.load()
+    assert final.last_write(app, "web") == WriteRecord("2.0.0", NOW)
+    assert final.last_write(another, "web") == WriteRecord("3.0.0", NOW)
+    assert final.first_seen(repo_of(FLEET[key][0]), "2.0.0") == NOW

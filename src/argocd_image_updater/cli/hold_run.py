@@ -5,7 +5,10 @@ annotation's current value (a concurrent change makes it fail; it is read again 
 In local mode the Application's manifest is edited byte-exactly (only the annotation's bytes
 change; nothing is committed). ``release`` also forgets the controller's remembered write of
 the released images (the ConfigMap ``argocd-image-updater-state``, or ``--state-dir``), which
-ends a rollback hold.
+ends a rollback hold. A fleet run with ``--sharding`` (found by its labelled per-key ConfigMaps)
+keeps the record per shard key: the write is forgotten in every key's ConfigMap that may hold it
+(the Application's own and those of the ImageUpdaters of its namespace), and in the single
+ConfigMap, which the keys without a ConfigMap of their own still take theirs from.
 """
 
 from __future__ import annotations
@@ -134,6 +137,11 @@ async def release(
         store = _file_store(state_dir) if state_dir else None
         await _forget_writes(store, app_key(namespace, app), aliases)
         return f"released {_described(aliases)} of {where}"
+    from argocd_image_updater.controller.shard_state import (
+        is_sharded,
+        key_stores,
+        keys_of_application,
+    )
     from argocd_image_updater.controller.state_store import ConfigMapStateStore
     from argocd_image_updater.kube.client import KubeClient, KubeError
 
@@ -144,12 +152,21 @@ async def release(
     async with kube:
         namespace = namespace or kube.namespace
         where = await _patch_with(kube, namespace, app, changes)
-        state: StateStore = (
-            _file_store(state_dir)
-            if state_dir  # a controller keeping its record in a file
-            else ConfigMapStateStore(kube, controller_namespace or kube.namespace)
-        )
-        await _forget_writes(state, app_key(namespace, app), aliases)
+        if state_dir:  # a controller keeping its record in a file
+            await _forget_writes(_file_store(state_dir), app_key(namespace, app), aliases)
+            return f"released {_described(aliases)} of {where}"
+        home = controller_namespace or kube.namespace
+        stores: list[StateStore] = [ConfigMapStateStore(kube, home)]
+        try:
+            if await is_sharded(kube, home):  # run --sharding: one ConfigMap per shard key
+                keys = await keys_of_application(kube, namespace, app)
+                stores.extend(key_stores(kube, home, keys))
+        except StoreError as err:
+            raise HoldError(
+                f"the annotation was changed, but the rollback hold was not: {err}"
+            ) from None
+        for store in stores:
+            await _forget_writes(store, app_key(namespace, app), aliases)
     return f"released {_described(aliases)} of {where}"
 
 

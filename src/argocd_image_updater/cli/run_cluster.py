@@ -33,6 +33,7 @@ from argocd_image_updater.controller.lease_sightings import MembersGuard
 from argocd_image_updater.controller.membership import Membership, member_name
 from argocd_image_updater.controller.runner import Controller
 from argocd_image_updater.controller.secrets import KubeSecretReader
+from argocd_image_updater.controller.shard_state import ShardedStateStore
 from argocd_image_updater.controller.shards import leader_lease_name
 from argocd_image_updater.controller.state_store import ConfigMapStateStore
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStatusStore, KubeStore
@@ -132,6 +133,10 @@ async def build_cluster_controller(
         if kube is not None and not settings.state_dir
         else local_state_store(settings)
     )
+    sharded_state = None
+    if kube is not None and not settings.state_dir and settings.sharding:
+        sharded_state = ShardedStateStore(kube, kube.namespace, registries)
+        state_store = sharded_state  # one ConfigMap per shard key
     notifier = Notifier(
         secrets,
         namespace=kube.namespace if kube else "argocd",
@@ -174,6 +179,8 @@ async def build_cluster_controller(
             crd=crd,
         ),
     )
+    if sharded_state is not None:
+        controller.state_scope = sharded_state.scoped
     tracker = controller.reporter.shipping if controller.reporter is not None else None
     if tracker is not None:
         tracker.may_save = controller.is_leader  # what it follows is stored by the leader

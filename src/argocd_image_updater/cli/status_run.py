@@ -46,6 +46,7 @@ async def gather(
 async def _cluster(
     kubeconfig: str, namespace: str, all_namespaces: bool, controller_namespace: str
 ) -> tuple[list[dict[str, Any]], ControllerState | None]:
+    from argocd_image_updater.controller.shard_state import is_sharded, load_keys
     from argocd_image_updater.controller.state_store import ConfigMapStateStore
     from argocd_image_updater.kube.client import KubeClient, KubeError
     from argocd_image_updater.model.resources import IMAGE_UPDATERS
@@ -60,9 +61,16 @@ async def _cluster(
             objects, _ = await kube.list_objects(IMAGE_UPDATERS, scope)
         except KubeError as err:
             raise StatusError(f"cannot list ImageUpdaters: {err}") from None
-        store = ConfigMapStateStore(kube, controller_namespace or kube.namespace)
+        home = controller_namespace or kube.namespace
+        state: ControllerState | None
         try:
-            state: ControllerState | None = await store.load()
+            if await is_sharded(kube, home):  # run --sharding: one ConfigMap per shard key
+                keys = (
+                    f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for o in objects
+                )
+                state = await load_keys(kube, home, keys)
+            else:
+                state = await ConfigMapStateStore(kube, home).load()
         except StoreError:
             state = None  # no access to the record: the status alone still answers
     return objects, state

@@ -171,6 +171,9 @@ class Controller:
     state_store: StateStore | None = None
     """Where the remembered record (writes, first-seen times, digests) is kept; loaded before
     and saved after each cycle and webhook event (none: nothing is remembered)."""
+    state_scope: Callable[[Collected], contextlib.AbstractContextManager[None]] | None = None
+    """``run --sharding``: the state store's scope, entered with this replica's share of each
+    cycle and webhook event (its loads and saves are of those keys' records)."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     views: ApplicationViews = field(default_factory=ApplicationViews)
     """The listed Applications' parsed views, reused while their resourceVersion holds."""
@@ -213,13 +216,15 @@ class Controller:
     ) -> contextlib.AbstractContextManager[None]:
         """Narrow ``collected`` to this replica's share (``--shard-selector``, ``--sharding``),
         held while the work of a cycle (``full``) or a webhook event processes it."""
-        if self.shards is None and self.shard_selector is None:
-            return contextlib.nullcontext()
-        owns = self.shards.owns if self.shards is not None else None
-        keys = keep_shard(collected, self.shard_selector, owns)
-        if self.shards is None:
-            return contextlib.nullcontext()
-        return self.shards.holding(keys, full=full)
+        held: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        if self.shards is not None or self.shard_selector is not None:
+            owns = self.shards.owns if self.shards is not None else None
+            keys = keep_shard(collected, self.shard_selector, owns)
+            if self.shards is not None:
+                held = self.shards.holding(keys, full=full)
+        if self.state_scope is None:
+            return held
+        return _entered_together(held, self.state_scope(collected))
 
     async def _process(self, collected: Collected) -> CycleResult:
         present = {(cr.namespace, cr.name) for cr in collected.crs}
@@ -344,6 +349,14 @@ class Controller:
             self.health,
             self.watch_restarts,
         )
+
+
+@contextlib.contextmanager
+def _entered_together(
+    first: contextlib.AbstractContextManager[None], then: contextlib.AbstractContextManager[None]
+) -> Iterator[None]:
+    with first, then:
+        yield
 
 
 async def _wait_any(first: asyncio.Event, second: asyncio.Event, seconds: float) -> None:

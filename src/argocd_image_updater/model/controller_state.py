@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from argocd_image_updater.model.write_record import StateError as StateError
 from argocd_image_updater.model.write_record import WriteRecord as WriteRecord
@@ -50,6 +50,9 @@ MAX_BYTES: Final = 900_000
 """Upper bound of the serialized record (a ConfigMap holds at most 1 MiB)."""
 
 
+_V = TypeVar("_V")
+
+
 def repo_key(registry: str, repository: str) -> str:
     """The key of an image repository: ``<registry host>/<repository path>``."""
     return f"{registry}/{repository}" if registry else repository
@@ -60,6 +63,14 @@ def app_key(namespace: str, name: str) -> str:
 
 
 Operation = tuple[str, tuple[Any, ...]]
+Tables = Mapping[str, Mapping[str, _V]]
+"""An unsaved change: the operation's name and its arguments."""
+APP_OPERATIONS: Final = frozenset({"write", "live", "held", "release", "forget_app"})
+"""The operations on one Application's write records (their first argument is its key)."""
+REPO_OPERATIONS: Final = frozenset({"seen", "digest", "forget_tags"})
+"""The operations on one repository's tags (their first argument is the repository)."""
+SHIPMENTS_OPERATION: Final = "ships"
+"""The operation that replaces the changes followed (its argument: the table by Application)."""
 
 
 class ControllerState:
@@ -94,9 +105,25 @@ class ControllerState:
 
     def replay_onto(self, other: ControllerState) -> ControllerState:
         """``other`` (a newer stored copy) with this record's unsaved changes applied."""
-        for name, args in self._ops:
-            other._do(name, *args)
-        return other
+        return other.apply(self._ops)
+
+    @property
+    def operations(self) -> tuple[Operation, ...]:
+        """The unsaved changes, oldest first."""
+        return tuple(self._ops)
+
+    def apply(self, operations: Iterable[Operation]) -> ControllerState:
+        """Make ``operations`` (another record's unsaved changes) here too; returns self."""
+        for name, args in operations:
+            self._do(name, *args)
+        return self
+
+    def contents(
+        self,
+    ) -> tuple[Tables[WriteRecord], Tables[datetime], Tables[str], Mapping[str, Any]]:
+        """The writes, first-seen times, digests and changes followed as held (not copies: read
+        them, never change them)."""
+        return self._writes, self._first_seen, self._digests, self._shipments
 
     def copy(self, token: str | None = None) -> ControllerState:
         """A copy of the contents (without unsaved changes), as version ``token``."""

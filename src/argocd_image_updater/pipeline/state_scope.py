@@ -1,0 +1,104 @@
+"""Which shard key each selected Application belongs to and which repositories each key uses
+(pure): the :class:`~argocd_image_updater.model.state_parts.Layout` by which a sharded fleet
+stores its remembered record, one part per key.
+
+A shard key is the ImageUpdater (``namespace/name``) an Application is selected by, or the
+Application itself when its v0.x annotations configure it (as
+:func:`argocd_image_updater.controller.shards.keep_shard` keys them). A key's repositories are
+those of its Applications' images and OCI charts as the cycle names them in the record
+(``<registry host>/<repository path>`` through ``registries.conf``), and the charts of Helm
+repositories (``<repository URL>/<chart>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from argocd_image_updater.config.registries import RegistryConfig
+from argocd_image_updater.config.reloading import ReloadingRegistryConfig
+from argocd_image_updater.model.chart import ChartRef
+from argocd_image_updater.model.controller_state import app_key, repo_key
+from argocd_image_updater.model.image import ImageRef
+from argocd_image_updater.model.state_parts import Layout
+from argocd_image_updater.model.update_config import AppUpdateConfig
+from argocd_image_updater.pipeline.records import Collected, CRState
+from argocd_image_updater.plan.scans import EndpointFor
+
+
+def shard_key(config: AppUpdateConfig, cr: CRState | None) -> str:
+    """The shard key of ``config``'s Application: its ImageUpdater's, else its own."""
+    if cr is not None:
+        return f"{cr.namespace}/{cr.name}"
+    return app_key(config.app.namespace, config.app.name)
+
+
+def repositories(config: AppUpdateConfig, endpoint_for: EndpointFor) -> frozenset[str]:
+    """The repositories of ``config``'s images and charts, as the record keys them (one that
+    cannot be parsed or has no endpoint is left out: it is never scanned)."""
+    return frozenset(_repositories(config, endpoint_for))
+
+
+def _repositories(config: AppUpdateConfig, endpoint_for: EndpointFor) -> Iterator[str]:
+    for spec in config.images:
+        image = _image_repository(spec.image, endpoint_for)
+        if image is not None:
+            yield image
+    for chart in config.charts:
+        found = _chart_repository(chart.chart, endpoint_for)
+        if found is not None:
+            yield found
+
+
+def _image_repository(text: str, endpoint_for: EndpointFor) -> str | None:
+    try:
+        ref = ImageRef.parse(text)
+        endpoint = endpoint_for(ref.registry, ref.name)
+    except Exception:  # a configuration error is the image's (planning reports it)
+        return None
+    return repo_key(endpoint.host, endpoint.repository_path(ref.name))
+
+
+def _chart_repository(text: str, endpoint_for: EndpointFor) -> str | None:
+    try:
+        ref = ChartRef.parse(text)
+        if not ref.is_oci:
+            return repo_key(ref.repository_url, ref.name)
+        endpoint = endpoint_for(ref.registry, ref.repository)
+    except Exception:  # as for an image
+        return None
+    return repo_key(endpoint.host, endpoint.repository_path(ref.repository))
+
+
+class Layouts:
+    """Makes the :class:`Layout` of a cycle's selection; an Application's repositories are
+    worked out again only when its configuration (by identity) or ``registries.conf``
+    changed."""
+
+    def __init__(self, registries: RegistryConfig) -> None:
+        self.registries = registries
+        self._snapshot: RegistryConfig | None = None
+        self._kept: dict[str, tuple[AppUpdateConfig, frozenset[str]]] = {}
+
+    def layout(self, collected: Collected) -> Layout:
+        """Where the entries of ``collected``'s Applications belong: their keys (an ImageUpdater
+        that selected none this time is left alone: nothing of it changes)."""
+        registries = self.registries
+        snapshot = (
+            registries.current() if isinstance(registries, ReloadingRegistryConfig) else registries
+        )
+        if snapshot is not self._snapshot:
+            self._snapshot, self._kept = snapshot, {}
+        if collected.listed:  # a full listing: forget the Applications gone
+            self._kept = {app: kept for app, kept in self._kept.items() if app in collected.listed}
+        apps: dict[str, str] = {}
+        repos: dict[str, set[str]] = {}
+        for config, cr in collected.configs:
+            key = shard_key(config, cr)
+            app = app_key(config.app.namespace, config.app.name)
+            apps[app] = key
+            kept = self._kept.get(app)
+            if kept is None or kept[0] is not config:
+                kept = (config, repositories(config, snapshot.endpoint_for))
+                self._kept[app] = kept
+            repos.setdefault(key, set()).update(kept[1])
+        return Layout(apps, {key: frozenset(names) for key, names in repos.items()})

@@ -1,0 +1,415 @@
+"""``run --sharding``: the remembered record in one ConfigMap per shard key, on the Kubernetes API
+fake (one front per replica over one store): replicas save their keys without clobbering each
+other, a key that moves keeps what was remembered of it, a conflict on one key's ConfigMap reads
+and rewrites only that one, the single ConfigMap of an unsharded fleet is taken over, the
+``release`` command finds a key's ConfigMap, and a controller run stores its write there."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fleet import registries_conf
+from test_controller_argocd import close_all, make_controller, push_tags
+
+from argocd_image_updater.cli import hold_run
+from argocd_image_updater.config.registries import RegistryConfig
+from argocd_image_updater.controller.shard_state import (
+    PER_KEY,
+    SHARD_KEY_ANNOTATION,
+    STATE_KIND_LABEL,
+    ShardedStateStore,
+    key_store,
+    object_name,
+)
+from argocd_image_updater.controller.state_store import STATE_CONFIGMAP, ConfigMapStateStore
+from argocd_image_updater.kube.client import KubeClient
+from argocd_image_updater.model.application import Application
+from argocd_image_updater.model.controller_state import ControllerState, WriteRecord, repo_key
+from argocd_image_updater.model.update_config import AppUpdateConfig, ImageSpec
+from argocd_image_updater.pipeline.records import Collected, CRState
+from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.kube import KubeApiServer, KubeStore
+from argocd_image_updater_testing.registry import RegistryServer
+
+NS = "argocd"
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+HOST = "registry.example.com"
+BASE = repo_key(HOST, "base/runtime")
+FLEET = {f"{NS}/updater-{k}": [f"app-{k}-{n}" for n in range(3)] for k in range(4)}
+"""Four ImageUpdaters of three Applications each; every Application runs its own repository
+and the shared ``base/runtime``."""
+
+
+def repo_of(app: str) -> str:
+    return repo_key(HOST, f"team/{app}")
+
+
+def share(keys: Mapping[str, list[str]]) -> Collected:
+    """A cycle's selection narrowed to ``keys`` (and their Applications)."""
+    collected = Collected(listed={f"{NS}/{app}" for apps in FLEET.values() for app in apps})
+    for key, apps in keys.items():
+        cr = CRState(NS, key.partition("/")[2], 1, "1")
+        collected.crs.append(cr)
+        for app in apps:
+            view = Application.from_object(objects.application(app, NS, source_type="Helm"))
+            images = (
+                ImageSpec("web", f"{HOST}/team/{app}"),
+                ImageSpec("base", f"{HOST}/base/runtime"),
+            )
+            collected.configs.append((AppUpdateConfig(app=view, images=images), cr))
+    return collected
+
+
+def of(*keys: str) -> Collected:
+    return share({key: FLEET[key] for key in keys})
+
+
+KEYS = sorted(FLEET)
+
+
+@pytest.fixture
+def store() -> KubeStore:
+    return KubeStore(namespaces=(NS,))
+
+
+@pytest.fixture
+async def fronts(
+    store: KubeStore, tmp_path: Path
+) -> AsyncIterator[list[tuple[KubeApiServer, KubeClient]]]:
+    """Two replicas' API fronts over one store, each with its client."""
+    async with AsyncExitStack() as stack:
+        found = []
+        for n in range(2):
+            api = await stack.enter_async_context(KubeApiServer(store))
+            config = api.write_kubeconfig(tmp_path / f"kubeconfig-{n}", namespace=NS)
+            client = await stack.enter_async_context(await KubeClient.connect(str(config)))
+            found.append((api, client))
+        yield found
+
+
+def sharded(client: KubeClient) -> ShardedStateStore:
+    return ShardedStateStore(client, NS, RegistryConfig())
+
+
+def stored_writes(store: KubeStore, key: str) -> dict[str, Any]:
+    cm = store.get("configmaps", NS, object_name(key))
+    return dict(json.loads(cm["data"]["writes.json"]))
+
+
+async def test_two_replicas_save_their_own_keys_and_never_clobber_each_other(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    one, two = sharded(fronts[0][1]), sharded(fronts[1][1])
+    mine, theirs = of(*KEYS[:2]), of(*KEYS[2:])
+    with one.scoped(mine):
+        first = await one.load()
+    with two.scoped(theirs):
+        second = await two.load()
+    for state, keys in ((first, KEYS[:2]), (second, KEYS[2:])):
+        for key in keys:
+            for app in FLEET[key]:
+                state.record_write(f"{NS}/{app}", "web", "1.0.0", NOW)
+                state.record_first_seen(repo_of(app), ["1.0.0"], NOW)
+        state.record_first_seen(BASE, ["7"], NOW)
+    with one.scoped(mine):
+        await one.save(first)
+    with two.scoped(theirs):
+        await two.save(second)
+
+    names = {cm["metadata"]["name"] for cm in store.list("configmaps", NS)}
+    assert names == {object_name(key) for key in KEYS}  # one per key, no single ConfigMap
+    for key in KEYS:
+        cm = store.get("configmaps", NS, object_name(key))
+        assert cm["metadata"]["labels"][STATE_KIND_LABEL] == PER_KEY
+        assert cm["metadata"]["labels"]["app.kubernetes.io/component"] == "state"
+        assert cm["metadata"]["annotations"][SHARD_KEY_ANNOTATION] == key
+        assert set(stored_writes(store, key)) == {f"{NS}/{app}" for app in FLEET[key]}
+        seen = json.loads(cm["data"]["first-seen.json"])
+        assert set(seen) == {BASE, *(repo_of(app) for app in FLEET[key])}
+    everything = sharded(fronts[0][1])
+    with everything.scoped(of(*KEYS)):
+        merged = await everything.load()
+    assert all(merged.last_write(f"{NS}/{a}", "web") for apps in FLEET.values() for a in apps)
+    assert merged.first_seen(BASE, "7") == NOW
+
+
+async def test_a_key_that_moves_to_another_replica_keeps_its_rollback_hold_and_ages(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    before, after = sharded(fronts[0][1]), sharded(fronts[1][1])
+    moving = KEYS[1]
+    app = f"{NS}/{FLEET[moving][0]}"
+    with before.scoped(of(KEYS[0], moving)):
+        state = await before.load()
+        state.record_write(app, "web", "2.0.0", NOW, "argocd")
+        state.mark_held(app, "web", "1.0.0", "kubectl")
+        state.record_first_seen(repo_of(FLEET[moving][0]), ["2.0.0", "2.1.0"], NOW)
+        await before.save(state)
+    # The new owner reads it, and what it changes the old owner reads if the key comes back.
+    with after.scoped(of(moving)):
+        taken = await after.load()
+        assert taken.last_write(app, "web") == WriteRecord(
+            "2.0.0", NOW, held="1.0.0", via="argocd", held_by="kubectl"
+        )
+        assert taken.first_seen(repo_of(FLEET[moving][0]), "2.1.0") == NOW
+        taken.record_write(app, "web", "2.1.0", NOW + timedelta(hours=1), "argocd")
+        await after.save(taken)
+    with before.scoped(of(KEYS[0], moving)):
+        back = await before.load()
+    assert back.last_write(app, "web") == WriteRecord(
+        "2.1.0", NOW + timedelta(hours=1), via="argocd"
+    )
+
+
+async def test_a_conflict_on_one_keys_configmap_reads_and_rewrites_only_that_one(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    (api, client), (_, command_client) = fronts
+    replica = sharded(client)
+    conflicted, calm = KEYS[0], KEYS[1]
+    app, other = f"{NS}/{FLEET[conflicted][0]}", f"{NS}/{FLEET[calm][0]}"
+    with replica.scoped(of(conflicted, calm)):
+        seed = await replica.load()
+        for key in (conflicted, calm):
+            for name in FLEET[key]:
+                seed.record_write(f"{NS}/{name}", "web", "1.0.0", NOW)
+        await replica.save(seed)
+        state = await replica.load()
+        # Meanwhile the release command forgets a write in the first key's ConfigMap.
+        command = key_store(command_client, NS, conflicted)
+        released = await command.load()
+        released.release(app)
+        await command.save(released)
+        state.mark_live(f"{NS}/{FLEET[conflicted][1]}", "web")
+        state.record_write(other, "web", "1.1.0", NOW + timedelta(hours=1))
+        gets, updates = (
+            api.request_count("get", "configmaps"),
+            api.request_count("update", "configmaps"),
+        )
+        await replica.save(state)
+        assert api.request_count("get", "configmaps") - gets == 1  # the conflicted key alone
+        assert api.request_count("update", "configmaps") - updates == 3  # 409, again, the calm key
+        final = await replica.load()
+    assert final.writes_of(app) == {}  # the release holds
+    assert final.last_write(f"{NS}/{FLEET[conflicted][1]}", "web") == WriteRecord(
+        "1.0.0", NOW, live=True
+    )
+    assert final.last_write(other, "web") == WriteRecord("1.1.0", NOW + timedelta(hours=1))
+    assert state.token == final.token and not state.changed
+
+
+async def test_an_unchanged_configmap_is_not_parsed_again_and_nothing_unchanged_is_written(
+    store: KubeStore,
+    fronts: list[tuple[KubeApiServer, KubeClient]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api, client = fronts[0]
+    replica = sharded(client)
+    with replica.scoped(of(*KEYS)):
+        state = await replica.load()
+        state.record_write(f"{NS}/{FLEET[KEYS[0]][0]}", "web", "1.0.0", NOW)
+        await replica.save(state)
+        assert api.request_count("create", "configmaps") == 1  # only the key that changed
+        parsed: list[str] = []
+        original = ControllerState.from_stored.__func__  # type: ignore[attr-defined]
+
+        def counting(cls: type[ControllerState], *args: Any, **kwargs: Any) -> ControllerState:
+            parsed.append(kwargs.get("token", args[2] if len(args) > 2 else ""))
+            return original(cls, *args, **kwargs)  # type: ignore[no-any-return]
+
+        monkeypatch.setattr(ControllerState, "from_stored", classmethod(counting))
+        again = await replica.load()
+        await replica.save(again)
+        assert parsed == [] and api.request_count("update", "configmaps") == 0
+        assert again.last_write(f"{NS}/{FLEET[KEYS[0]][0]}", "web") is not None
+
+
+async def test_switching_to_sharding_takes_each_keys_record_from_the_single_configmap(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    client = fronts[0][1]
+    single = ConfigMapStateStore(client, NS)
+    old = await single.load()
+    for apps in FLEET.values():
+        for app in apps:
+            old.record_write(f"{NS}/{app}", "web", "1.0.0", NOW, "git")
+            old.record_first_seen(repo_of(app), ["1.0.0"], NOW - timedelta(days=3))
+    old.mark_held(f"{NS}/{FLEET[KEYS[0]][0]}", "web", "0.9.0")
+    old.record_first_seen(BASE, ["7"], NOW - timedelta(days=9))
+    await single.save(old)
+    kept = store.get("configmaps", NS, STATE_CONFIGMAP)
+
+    replica = sharded(client)
+    with replica.scoped(of(*KEYS[:3])):
+        state = await replica.load()
+        assert state.last_write(f"{NS}/{FLEET[KEYS[0]][0]}", "web") == WriteRecord(
+            "1.0.0", NOW, held="0.9.0", via="git"
+        )
+        assert state.writes_of(f"{NS}/{FLEET[KEYS[3]][0]}") == {}  # not a key held
+        await replica.save(state)  # nothing changed, but each key's ConfigMap is written
+    for key in KEYS[:3]:
+        assert set(stored_writes(store, key)) == {f"{NS}/{app}" for app in FLEET[key]}
+    assert (
+        store.list("configmaps", NS, field_selector=f"metadata.name={object_name(KEYS[3])}") == []
+    )
+    assert store.get("configmaps", NS, STATE_CONFIGMAP) == kept  # left in place
+
+    # From now on the keys' own ConfigMaps count (the single one is no longer read for them).
+    fresh = sharded(fronts[1][1])
+    with fresh.scoped(of(*KEYS[:3])):
+        again = await fresh.load()
+    assert again.first_seen(BASE, "7") == NOW - timedelta(days=9)
+    assert again.last_write(f"{NS}/{FLEET[KEYS[2]][2]}", "web") == WriteRecord(
+        "1.0.0", NOW, via="git"
+    )
+
+
+async def test_release_forgets_the_write_in_the_keys_configmap_of_a_sharded_fleet(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]], tmp_path: Path
+) -> None:
+    api, client = fronts[0]
+    key = KEYS[0]
+    app = FLEET[key][0]
+    store.put(objects.application(app, NS, source_type="Helm"))
+    refs = [{"namePattern": "app-0-*", "images": [{"alias": "web", "imageName": "x/y"}]}]
+    store.put(objects.image_updater(key.partition("/")[2], NS, {"applicationRefs": refs}))
+    replica = sharded(client)
+    with replica.scoped(of(key)):
+        state = await replica.load()
+        state.record_write(f"{NS}/{app}", "web", "1.0.0", NOW)
+        state.mark_held(f"{NS}/{app}", "web", "0.9.0")
+        state.record_write(f"{NS}/{FLEET[key][1]}", "web", "1.0.0", NOW)
+        await replica.save(state)
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig-command", namespace=NS))
+
+    message = await hold_run.release(app, NS, [], kubeconfig, "kubernetes", "", NS, state_dir="")
+
+    assert message.startswith("released every image")
+    assert set(stored_writes(store, key)) == {f"{NS}/{FLEET[key][1]}"}
+    with replica.scoped(of(key)):
+        assert (await replica.load()).writes_of(f"{NS}/{app}") == {}
+
+
+async def test_a_sharded_controller_keeps_its_write_in_the_imageupdaters_configmap(
+    registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    async with KubeApiServer(namespaces=(NS,)) as kube:
+        kube.store.put(
+            objects.application(
+                "shop",
+                NS,
+                source_type="Kustomize",
+                images=[f"{image}:1.0.0"],
+                kustomize_images=[f"{image}:1.0.0"],
+            )
+        )
+        refs = [{"namePattern": "shop", "images": [{"alias": "web", "imageName": f"{image}:~1.0"}]}]
+        kube.store.put(objects.image_updater("shop-updater", NS, {"applicationRefs": refs}))
+        conf = registries_conf(tmp_path, registry)
+        controller, closers = await make_controller(kube, tmp_path, conf, sharding=True)
+        try:
+            result = await controller.cycle()
+        finally:
+            await close_all(closers)
+        assert result.images_updated == 1
+        writes = json.loads(
+            kube.store.get("configmaps", NS, object_name(f"{NS}/shop-updater"))["data"][
+                "writes.json"
+            ]
+        )
+        assert writes[f"{NS}/shop"]["web"]["tag"] == "1.0.1"
+        names = {cm["metadata"]["name"] for cm in kube.store.list("configmaps", NS)}
+        assert STATE_CONFIGMAP not in names
+
+
+async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
+    registry: RegistryServer, repo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real replicas: ``a`` alone remembers when it first saw the new tag (its clock: now); ``b``
+    joins a day later (its clock) and takes some keys over: it updates their Applications, as
+    the tag is old enough by the times ``a`` stored; ``a`` (still at its now) updates none."""
+    from test_sharding import WITHIN, Fleet
+    from waiting import eventually
+
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    store = KubeStore(namespaces=(NS,))
+    keys = {f"{NS}/updater-{k}": f"shop-{k}" for k in range(6)}
+    for key, app in keys.items():
+        running = [f"{image}:1.0.0"]
+        store.put(objects.application(app, NS, images=running, kustomize_images=running))
+        policy = {
+            "alias": "web",
+            "imageName": f"{image}:~1.0",
+            "commonUpdateSettings": {"minAge": "24h"},
+        }
+        refs = [{"namePattern": app, "images": [policy]}]
+        store.put(objects.image_updater(key.partition("/")[2], NS, {"applicationRefs": refs}))
+    now = datetime.now(UTC).replace(microsecond=0)
+
+    def tag_of(app: str) -> str:
+        [entry] = store.get("applications", NS, app)["spec"]["source"]["kustomize"]["images"]
+        return str(entry).rsplit(":", 1)[1]
+
+    def remembered(key: str) -> dict[str, Any]:
+        found = store.list("configmaps", NS, field_selector=f"metadata.name={object_name(key)}")
+        return json.loads(found[0]["data"]["first-seen.json"]) if found else {}
+
+    fleet = Fleet(tmp_path, store, monkeypatch)
+    fleet.conf = registries_conf(tmp_path, registry)
+    fleet.keys = set(keys)
+    try:
+        a = await fleet.start("a")
+        a.controller.clock = lambda: now
+        await eventually(
+            lambda: all(remembered(key) for key in keys), "a remembers every key", within=WITHIN
+        )
+        assert all(tag_of(app) == "1.0.0" for app in keys.values())  # too young for a
+        joined = time.monotonic()
+        b = await fleet.start("b")
+        b.controller.clock = lambda: now + timedelta(hours=25)
+        await eventually(lambda: fleet.partitioned("ab", joined), "a and b share", within=WITHIN)
+        taken = fleet.latest("b", joined) or frozenset()
+        await eventually(
+            lambda: all(tag_of(keys[key]) == "1.0.1" for key in taken),
+            "b updates the Applications of the keys it took over",
+            within=WITHIN,
+        )
+        assert all(tag_of(keys[key]) == "1.0.0" for key in set(keys) - taken)
+        assert fleet.double_holds() == []
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert all(remembered(key)[image]["1.0.1"] == stamp for key in keys)
+    finally:
+        await fleet.close()
+
+
+async def test_a_save_after_another_save_of_the_same_replica_keeps_both(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """A cycle and a webhook event of one replica load the same keys; the event saves first."""
+    replica = sharded(fronts[0][1])
+    key, other = KEYS[0], KEYS[1]
+    app, another = f"{NS}/{FLEET[key][0]}", f"{NS}/{FLEET[other][0]}"
+    with replica.scoped(of(key, other)):
+        cycle = await replica.load()
+        with replica.scoped(of(key)):
+            event = await replica.load()
+            event.record_write(app, "web", "2.0.0", NOW)
+            await replica.save(event)
+        cycle.record_first_seen(repo_of(FLEET[key][0]), ["2.0.0"], NOW)
+        cycle.record_write(another, "web", "3.0.0", NOW)
+        await replica.save(cycle)
+        assert cycle.last_write(app, "web") == WriteRecord("2.0.0", NOW)  # taken in
+        final = await replica.load()
+    assert final.last_write(app, "web") == WriteRecord("2.0.0", NOW)
+    assert final.last_write(another, "web") == WriteRecord("3.0.0", NOW)
+    assert final.first_seen(repo_of(FLEET[key][0]), "2.0.0") == NOW

@@ -337,7 +337,7 @@ async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
     """Real replicas: ``a`` alone remembers when it first saw the new tag (its clock: now); ``b``
     joins a day later (its clock) and takes some keys over: it updates their Applications, as
     the tag is old enough by the times ``a`` stored; ``a`` (still at its now) updates none."""
-    from test_sharding import WITHIN, Fleet
+    from replicas import WITHIN, Replicas
     from waiting import eventually
 
     await push_tags(registry, repo, ["1.0.0", "1.0.1"])
@@ -364,8 +364,9 @@ async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
         found = store.list("configmaps", NS, field_selector=f"metadata.name={object_name(key)}")
         return json.loads(found[0]["data"]["first-seen.json"]) if found else {}
 
-    fleet = Fleet(tmp_path, store, monkeypatch)
-    fleet.conf = registries_conf(tmp_path, registry)
+    fleet = Replicas(
+        tmp_path, store, values={"registries_conf_path": str(registries_conf(tmp_path, registry))}
+    )
     fleet.keys = set(keys)
     try:
         a = await fleet.start("a")

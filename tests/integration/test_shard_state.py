@@ -332,7 +332,7 @@ async def test_a_sharded_controller_keeps_its_write_in_the_imageupdaters_configm
 
 
 async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
-    registry: RegistryServer, repo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    registry: RegistryServer, repo: str, tmp_path: Path
 ) -> None:
     """Real replicas: ``a`` alone remembers when it first saw the new tag (its clock: now); ``b``
     joins a day later (its clock) and takes some keys over: it updates their Applications, as

@@ -76,7 +76,8 @@ def keep_shard(
     """Narrow ``collected`` in place to this replica's share: ImageUpdaters (with their
     Applications) and v0.x-annotated Applications in the static shard ``selector`` whose key
     ``owns`` accepts (None: every key). Returns the keys kept. What was listed stays as it was
-    (it tells which Applications still exist, whoever processes them)."""
+    (it tells which Applications still exist, whoever processes them); the Applications left to
+    other replicas go to ``collected.elsewhere``."""
 
     def kept(key: str, labels: Mapping[str, Any] | None) -> bool:
         return shard_matches(selector, labels) and (owns is None or owns(key))
@@ -84,14 +85,19 @@ def keep_shard(
     crs = [cr for cr in collected.crs if kept(f"{cr.namespace}/{cr.name}", _labels(cr.raw))]
     keys = {f"{cr.namespace}/{cr.name}" for cr in crs}
     configs: list[tuple[AppUpdateConfig, CRState | None]] = []
+    elsewhere: set[str] = set()
     for config, state in collected.configs:
+        app = f"{config.app.namespace}/{config.app.name}"
         if state is not None:
             if f"{state.namespace}/{state.name}" in keys:
                 configs.append((config, state))
-            continue
-        key = f"{config.app.namespace}/{config.app.name}"
-        if kept(key, config.app.labels):
-            keys.add(key)
+            else:
+                elsewhere.add(app)
+        elif kept(app, config.app.labels):
+            keys.add(app)
             configs.append((config, state))
+        else:
+            elsewhere.add(app)
     collected.crs, collected.configs = crs, configs
+    collected.elsewhere = elsewhere - {f"{c.app.namespace}/{c.app.name}" for c, _ in configs}
     return keys

@@ -39,6 +39,9 @@ class Collected:
     """Objects (and, in local mode, files) that were skipped; each is an error of the cycle."""
     listed: set[str] = field(default_factory=set)
     """Every Application listed (``namespace/name``), selected or not."""
+    elsewhere: set[str] = field(default_factory=set)
+    """Applications selected for the keys of another replica or static shard (``--sharding``,
+    ``--shard-selector``): that one processes them and follows their changes."""
 
     @property
     def errors(self) -> int:

@@ -124,6 +124,8 @@ class ShipTracker:
         self.may_save = may_save
         """Whether this replica may store what it follows (the leader)."""
         self._restored = state is None
+        self._mine: set[str] = set()
+        """The Applications of the last full cycle (whose changes this replica follows)."""
         self._saved: dict[str, Any] | None = None
         self._pending: dict[tuple[str, str], Shipment] = {}
         self._plans: dict[tuple[str, str], AppPlan] = {}
@@ -145,6 +147,9 @@ class ShipTracker:
         self._index = None
         if not self._restored:
             await self._restore()
+            self._mine = _apps(collected)
+        elif not partial:
+            await self._take_over(collected)
         listed = (
             {
                 f"{config.app.namespace}/{config.app.name}": config.app
@@ -204,16 +209,33 @@ class ShipTracker:
             table.setdefault(shipment.app, {})[shipment.alias] = entry
         return table
 
-    async def _restore(self) -> None:
-        """Follow the changes a run before this one followed (read once, at the first look)."""
+    async def _take_over(self, collected: Collected) -> None:
+        """A sharded fleet's keys move: stop following the changes of Applications now
+        processed by another replica (it follows them from the stored record), and follow those
+        of Applications this replica just took over from it."""
+        mine = _apps(collected)
+        for key in [k for k, s in self._pending.items() if s.app in collected.elsewhere]:
+            del self._pending[key]
+            self._plans.pop(key, None)
+        for key in [k for k, s in self._done.items() if s.app in collected.elsewhere]:
+            del self._done[key]
+        taken, self._mine = mine - self._mine, mine
+        if taken and self._state is not None:
+            await self._restore(taken)
+
+    async def _restore(self, apps: set[str] | None = None) -> None:
+        """Follow the changes a run before this one followed (read at the first look; then for
+        ``apps``, those a sharded replica took over)."""
         self._restored = True
         assert self._state is not None
         try:
             remembered = (await self._state.load()).shipments()
         except Exception as err:  # the changes are then reported Unknown, as without a store
-            log.warning("cannot read the changes followed before the start: %s", str(err))
+            log.warning("cannot read the changes followed before: %s", str(err))
             return
         for app, aliases in remembered.items():
+            if apps is not None and app not in apps:
+                continue
             for alias, raw in aliases.items() if isinstance(aliases, Mapping) else ():
                 shipment = Shipment.from_json(str(app), str(alias), raw)
                 if shipment is None or shipment.stage.final or shipment.key in self._pending:
@@ -385,6 +407,10 @@ class ShipTracker:
                 by_scope.setdefault(shipment.scope, []).append(shipment)
             self._index = (by_scope, set(self._pending) | set(self._done))
         return self._index
+
+
+def _apps(collected: Collected) -> set[str]:
+    return {f"{config.app.namespace}/{config.app.name}" for config, _ in collected.configs}
 
 
 def _stamp(moment: datetime | None) -> str:

@@ -20,13 +20,16 @@ from test_controller_argocd import close_all, make_controller, push_tags
 
 from argocd_image_updater.cli import hold_run
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.controller.shard_state import (
+from argocd_image_updater.controller.shard_state import ShardedStateStore
+from argocd_image_updater.controller.state_objects import (
     PER_KEY,
+    PER_REPOSITORY,
+    REPOSITORY_ANNOTATION,
     SHARD_KEY_ANNOTATION,
     STATE_KIND_LABEL,
-    ShardedStateStore,
     key_store,
     object_name,
+    repository_object_name,
 )
 from argocd_image_updater.controller.state_store import STATE_CONFIGMAP, ConfigMapStateStore
 from argocd_image_updater.kube.client import KubeClient
@@ -103,41 +106,59 @@ def stored_writes(store: KubeStore, key: str) -> dict[str, Any]:
     return dict(json.loads(cm["data"]["writes.json"]))
 
 
+def stored_first_seen(store: KubeStore, repo: str) -> dict[str, Any]:
+    cm = store.get("configmaps", NS, repository_object_name(repo))
+    return dict(json.loads(cm["data"]["first-seen.json"]).get(repo, {}))
+
+
 async def test_two_replicas_save_their_own_keys_and_never_clobber_each_other(
     store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
 ) -> None:
+    """Their keys share the base image's repository: each records first-seen tags of it (both
+    loaded before either saved), and both are kept, in the repository's one object."""
     one, two = sharded(fronts[0][1]), sharded(fronts[1][1])
     mine, theirs = of(*KEYS[:2]), of(*KEYS[2:])
     with one.scoped(mine):
         first = await one.load()
     with two.scoped(theirs):
         second = await two.load()
-    for state, keys in ((first, KEYS[:2]), (second, KEYS[2:])):
+    for state, keys, base_tag in ((first, KEYS[:2], "7"), (second, KEYS[2:], "8")):
         for key in keys:
             for app in FLEET[key]:
                 state.record_write(f"{NS}/{app}", "web", "1.0.0", NOW)
                 state.record_first_seen(repo_of(app), ["1.0.0"], NOW)
-        state.record_first_seen(BASE, ["7"], NOW)
+        state.record_first_seen(BASE, [base_tag], NOW + timedelta(hours=int(base_tag)))
     with one.scoped(mine):
         await one.save(first)
     with two.scoped(theirs):
         await two.save(second)
+    assert second.first_seen(BASE, "7") == NOW + timedelta(hours=7)  # the other's, taken in
 
+    repos = {BASE, *(repo_of(app) for apps in FLEET.values() for app in apps)}
     names = {cm["metadata"]["name"] for cm in store.list("configmaps", NS)}
-    assert names == {object_name(key) for key in KEYS}  # one per key, no single ConfigMap
+    # one per key and one per repository, no single ConfigMap
+    assert names == {object_name(key) for key in KEYS} | {
+        repository_object_name(repo) for repo in repos
+    }
     for key in KEYS:
         cm = store.get("configmaps", NS, object_name(key))
         assert cm["metadata"]["labels"][STATE_KIND_LABEL] == PER_KEY
         assert cm["metadata"]["labels"]["app.kubernetes.io/component"] == "state"
         assert cm["metadata"]["annotations"][SHARD_KEY_ANNOTATION] == key
         assert set(stored_writes(store, key)) == {f"{NS}/{app}" for app in FLEET[key]}
-        seen = json.loads(cm["data"]["first-seen.json"])
-        assert set(seen) == {BASE, *(repo_of(app) for app in FLEET[key])}
+        assert json.loads(cm["data"]["first-seen.json"]) == {}  # the repositories' own objects
+    for repo in repos:
+        cm = store.get("configmaps", NS, repository_object_name(repo))
+        assert cm["metadata"]["labels"][STATE_KIND_LABEL] == PER_REPOSITORY
+        assert cm["metadata"]["annotations"][REPOSITORY_ANNOTATION] == repo
+        assert set(json.loads(cm["data"]["first-seen.json"])) == {repo}
+    assert set(stored_first_seen(store, BASE)) == {"7", "8"}  # neither replica's lost
     everything = sharded(fronts[0][1])
     with everything.scoped(of(*KEYS)):
         merged = await everything.load()
     assert all(merged.last_write(f"{NS}/{a}", "web") for apps in FLEET.values() for a in apps)
-    assert merged.first_seen(BASE, "7") == NOW
+    assert merged.first_seen(BASE, "7") == NOW + timedelta(hours=7)
+    assert merged.first_seen(BASE, "8") == NOW + timedelta(hours=8)
 
 
 async def test_a_key_that_moves_to_another_replica_keeps_its_rollback_hold_and_ages(
@@ -337,7 +358,7 @@ async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
     """Real replicas: ``a`` alone remembers when it first saw the new tag (its clock: now); ``b``
     joins a day later (its clock) and takes some keys over: it updates their Applications, as
     the tag is old enough by the times ``a`` stored; ``a`` (still at its now) updates none."""
-    from test_sharding import WITHIN, Fleet
+    from replicas import WITHIN, Replicas
     from waiting import eventually
 
     await push_tags(registry, repo, ["1.0.0", "1.0.1"])
@@ -360,19 +381,19 @@ async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
         [entry] = store.get("applications", NS, app)["spec"]["source"]["kustomize"]["images"]
         return str(entry).rsplit(":", 1)[1]
 
-    def remembered(key: str) -> dict[str, Any]:
-        found = store.list("configmaps", NS, field_selector=f"metadata.name={object_name(key)}")
-        return json.loads(found[0]["data"]["first-seen.json"]) if found else {}
+    def remembered() -> dict[str, Any]:
+        name = repository_object_name(image)
+        found = store.list("configmaps", NS, field_selector=f"metadata.name={name}")
+        return json.loads(found[0]["data"]["first-seen.json"]).get(image, {}) if found else {}
 
-    fleet = Fleet(tmp_path, store, monkeypatch)
-    fleet.conf = registries_conf(tmp_path, registry)
+    fleet = Replicas(
+        tmp_path, store, values={"registries_conf_path": str(registries_conf(tmp_path, registry))}
+    )
     fleet.keys = set(keys)
     try:
         a = await fleet.start("a")
         a.controller.clock = lambda: now
-        await eventually(
-            lambda: all(remembered(key) for key in keys), "a remembers every key", within=WITHIN
-        )
+        await eventually(lambda: "1.0.1" in remembered(), "a remembers the tag", within=WITHIN)
         assert all(tag_of(app) == "1.0.0" for app in keys.values())  # too young for a
         joined = time.monotonic()
         b = await fleet.start("b")
@@ -387,7 +408,7 @@ async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
         assert all(tag_of(keys[key]) == "1.0.0" for key in set(keys) - taken)
         assert fleet.double_holds() == []
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        assert all(remembered(key)[image]["1.0.1"] == stamp for key in keys)
+        assert remembered()["1.0.1"] == stamp  # one object for the repository of every key
     finally:
         await fleet.close()
 

@@ -28,6 +28,7 @@ from argocd_image_updater.controller.state_objects import (
     SHARD_KEY_ANNOTATION,
     STATE_KIND_LABEL,
     key_store,
+    repository_store,
     object_name,
     repository_object_name,
 )
@@ -434,3 +435,127 @@ async def test_a_save_after_another_save_of_the_same_replica_keeps_both(
     assert final.last_write(app, "web") == WriteRecord("2.0.0", NOW)
     assert final.last_write(another, "web") == WriteRecord("3.0.0", NOW)
     assert final.first_seen(repo_of(FLEET[key][0]), "2.0.0") == NOW
+
+
+async def test_a_conflict_on_a_repositorys_configmap_replays_only_that_repositorys_changes(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """Another replica, whose key uses the same base image, records a tag of it and forgets
+    another between this replica's load and save: only the base's object is read and written
+    again, with this replica's base changes alone; its other objects are written once."""
+    (api, client), (_, other_client) = fronts
+    replica, other = sharded(client), sharded(other_client)
+    mine, theirs = KEYS[0], KEYS[3]
+    with replica.scoped(of(mine)):
+        seed = await replica.load()
+        seed.record_first_seen(BASE, ["1", "2"], NOW)
+        await replica.save(seed)
+        state = await replica.load()
+    with other.scoped(of(theirs)):
+        meanwhile = await other.load()
+        meanwhile.record_first_seen(BASE, ["3"], NOW + timedelta(hours=3))
+        meanwhile.prune_tags(BASE, ["2", "3"])  # "1" left the registry
+        await other.save(meanwhile)
+    app = f"{NS}/{FLEET[mine][0]}"
+    state.record_first_seen(BASE, ["4"], NOW + timedelta(hours=4))
+    state.record_first_seen(repo_of(FLEET[mine][0]), ["1.0.0"], NOW)
+    state.record_write(app, "web", "1.0.0", NOW)
+    before = {verb: api.request_count(verb, "configmaps") for verb in ("get", "update", "create")}
+    with replica.scoped(of(mine)):
+        await replica.save(state)
+        after = {verb: api.request_count(verb, "configmaps") - n for verb, n in before.items()}
+        final = await replica.load()
+    assert after == {"get": 1, "update": 2, "create": 2}  # base: 409, read, again; web, key
+    assert stored_first_seen(store, BASE) == {
+        "2": "2026-03-01T12:00:00Z",
+        "3": "2026-03-01T15:00:00Z",
+        "4": "2026-03-01T16:00:00Z",
+    }  # the other's tag kept, the forgotten one stays forgotten, this replica's added
+    assert state.first_seen(BASE, "3") == NOW + timedelta(hours=3)  # taken in
+    assert state.first_seen(BASE, "1") is None
+    assert final.last_write(app, "web") == WriteRecord("1.0.0", NOW)
+    assert state.token == final.token and not state.changed
+
+
+async def test_the_key_configmaps_of_before_feed_the_repository_configmaps(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """Key ConfigMaps that held their repositories' tables (and the single ConfigMap) give the
+    repository ConfigMaps that do not exist yet their tables; a repository ConfigMap that
+    exists keeps its own; each key's ConfigMap is written again without the tables."""
+    client = fronts[0][1]
+    key = KEYS[0]
+    web = repo_of(FLEET[key][0])
+    old = key_store(client, NS, key)
+    before = await old.load()
+    before.record_write(f"{NS}/{FLEET[key][0]}", "web", "1.0.0", NOW)
+    before.record_first_seen(web, ["1.0.0"], NOW - timedelta(days=2))
+    before.record_first_seen(BASE, ["7"], NOW - timedelta(days=1))
+    before.record_digest(web, "1.0.0", "sha256:" + "a" * 64)
+    await old.save(before)  # as the layout of before stored it
+    single = ConfigMapStateStore(client, NS)
+    record = await single.load()
+    record.record_first_seen(web, ["0.9.0"], NOW - timedelta(days=9))
+    record.record_write(f"{NS}/{FLEET[KEYS[1]][0]}", "web", "0.1.0", NOW)
+    await single.save(record)
+    own = repository_store(client, NS, BASE)
+    base = await own.load()
+    base.record_first_seen(BASE, ["8"], NOW)
+    await own.save(base)
+
+    replica = sharded(client)
+    with replica.scoped(of(key, KEYS[1])):
+        state = await replica.load()
+        assert state.first_seen(web, "1.0.0") == NOW - timedelta(days=2)
+        assert state.first_seen(BASE, "7") is None  # the base's own object counts
+        await replica.save(state)
+    assert stored_first_seen(store, web) == {
+        "0.9.0": "2026-02-20T12:00:00Z",
+        "1.0.0": "2026-02-27T12:00:00Z",
+    }
+    digests = store.get("configmaps", NS, repository_object_name(web))["data"]["digests.json"]
+    assert json.loads(digests) == {web: {"1.0.0": "sha256:" + "a" * 64}}
+    assert stored_first_seen(store, BASE) == {"8": "2026-03-01T12:00:00Z"}
+    for moved in (key, KEYS[1]):
+        cm = store.get("configmaps", NS, object_name(moved))
+        assert json.loads(cm["data"]["first-seen.json"]) == {}
+        assert json.loads(cm["data"]["digests.json"]) == {}
+    assert set(stored_writes(store, KEYS[1])) == {f"{NS}/{FLEET[KEYS[1]][0]}"}
+    fresh = sharded(fronts[1][1])
+    with fresh.scoped(of(key)):
+        again = await fresh.load()
+    assert again.first_seen(web, "0.9.0") == NOW - timedelta(days=9)
+    assert again.seen_digest(web, "1.0.0") == "sha256:" + "a" * 64
+
+
+async def test_100000_remembered_writes_are_stored_and_read_back(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """1,000 ImageUpdaters of 100 Applications each, every one written, all sharing the base
+    image: every write is stored (none left out) and read back by another replica."""
+    keys = {f"{NS}/updater-{k}": [f"app-{k}-{n}" for n in range(100)] for k in range(1000)}
+    collected = Collected(listed={f"{NS}/{app}" for apps in keys.values() for app in apps})
+    for key, apps in keys.items():
+        cr = CRState(NS, key.partition("/")[2], 1, "1")
+        collected.crs.append(cr)
+        for app in apps:
+            view = Application.from_object(objects.application(app, NS, source_type="Helm"))
+            images = (ImageSpec("base", f"{HOST}/base/runtime"),)
+            collected.configs.append((AppUpdateConfig(app=view, images=images), cr))
+    replica = sharded(fronts[0][1])
+    with replica.scoped(collected):
+        state = await replica.load()
+        for n, app in enumerate(app for apps in keys.values() for app in apps):
+            state.record_write(f"{NS}/{app}", "web", f"1.{n % 300}.{n}", NOW, "git")
+        state.record_first_seen(BASE, [f"2026.{t}" for t in range(100)], NOW)
+        await replica.save(state)
+    sizes = [
+        len(json.dumps(cm.get("data") or {})) + len(json.dumps(cm.get("binaryData") or {}))
+        for cm in store.list("configmaps", NS)
+    ]
+    assert len(sizes) == 1001 and max(sizes) < 64_000
+    other = sharded(fronts[1][1])
+    with other.scoped(collected):
+        back = await other.load()
+    assert sum(len(records) for records in back.contents()[0].values()) == 100_000
+    assert len(back.first_seen_of(BASE)) == 100

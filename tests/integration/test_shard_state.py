@@ -559,3 +559,66 @@ async def test_100000_remembered_writes_are_stored_and_read_back(
         back = await other.load()
     assert sum(len(records) for records in back.contents()[0].values()) == 100_000
     assert len(back.first_seen_of(BASE)) == 100
+
+
+@pytest.mark.system  # the chart rendered by Helm, the overlay by kubectl kustomize
+async def test_the_sharded_installs_grant_every_request_on_the_state_configmaps(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """A replica's loads and saves of its keys' and repositories' ConfigMaps (created, read,
+    updated, replaced again after another writer's change): every verb it used on ConfigMaps
+    is granted on ConfigMaps of any name (theirs are hashes) by the chart with three replicas
+    and by the sharded overlay."""
+    (api, client), (_, other_client) = fronts
+    replica, other = sharded(client), sharded(other_client)
+    with replica.scoped(of(KEYS[0])):
+        state = await replica.load()
+        state.record_first_seen(BASE, ["1"], NOW)
+        state.record_write(f"{NS}/{FLEET[KEYS[0]][0]}", "web", "1.0.0", NOW)
+        await replica.save(state)
+        state = await replica.load()
+    with other.scoped(of(KEYS[1])):
+        theirs = await other.load()
+        theirs.record_first_seen(BASE, ["2"], NOW)
+        await other.save(theirs)
+    with replica.scoped(of(KEYS[0])):
+        state.record_first_seen(BASE, ["3"], NOW)
+        await replica.save(state)  # a conflict: read again, replaced
+    used = {verb for verb, resource in api.requests if resource == "configmaps"}
+    assert {"get", "create", "update"} <= used
+    for install, granted in configmap_verbs_granted().items():
+        assert used <= granted, install
+
+
+def configmap_verbs_granted() -> dict[str, set[str]]:
+    """The verbs on ConfigMaps of any name (no resourceNames) in the controller's namespace, by
+    sharded install: the chart with three replicas, the sharded overlay."""
+    import shutil
+    import subprocess
+
+    import helm_python
+
+    from argocd_image_updater_testing.manifest_checks import objects_of
+
+    root = Path(__file__).resolve().parents[2]
+    with helm_python.Chart.load(root / "charts" / "argocd-image-updater") as chart:
+        rendered = chart.render({"replicaCount": 3}, name="argocd-image-updater", namespace=NS)
+    installs = {"chart": objects_of(rendered.values())}
+    kubectl = shutil.which("kubectl")
+    if kubectl is not None:
+        overlay = root / "config" / "overlays" / "sharded"
+        result = subprocess.run(
+            [kubectl, "kustomize", str(overlay)], capture_output=True, text=True, check=True
+        )
+        installs["config/overlays/sharded"] = objects_of([result.stdout])
+    return {
+        install: {
+            verb
+            for role in objs
+            if role["kind"] == "Role" and role["metadata"].get("namespace", NS) == NS
+            for rule in role["rules"]
+            if "configmaps" in rule["resources"] and not rule.get("resourceNames")
+            for verb in rule["verbs"]
+        }
+        for install, objs in installs.items()
+    }

@@ -117,7 +117,10 @@ def simulate(args: argparse.Namespace, name: str, per_key: int) -> list[str]:
         dropped += sum(stored.dropped.values())
     repo_sizes = []
     for repo in all_repos:
-        stored = repository_target(repo, empty, by_repo.get(repo, []), state).to_stored()
+        part = repository_target(repo, empty, by_repo.get(repo, []), state)
+        if not any(part.contents()):
+            continue  # nothing remembered of it: no object is written
+        stored = part.to_stored()
         repo_sizes.append(stored.size)
         dropped += sum(stored.dropped.values())
     single = state.to_stored()
@@ -159,8 +162,8 @@ def simulate(args: argparse.Namespace, name: str, per_key: int) -> list[str]:
         f"| {name} | {len(keys):,} | {len(join) / len(keys):.4f} ({join_apps:.4f}) | "
         f"{1 / (args.members + 1):.4f} | {len(leave) / len(keys):.4f} ({leave_apps:.4f}) | "
         f"{1 / args.members:.4f} | {max(sizes):,} | {int(statistics.median(sizes)):,} | "
-        f"{len(sample):,} | {len(all_repos):,} | {max(repo_sizes):,} | "
-        f"{int(statistics.median(repo_sizes)):,} | {total:,} | {dropped} | "
+        f"{len(sample):,} | {len(repo_sizes):,} | {max(repo_sizes, default=0):,} | "
+        f"{int(statistics.median(repo_sizes or [0])):,} | {total:,} | {dropped} | "
         f"{single.size:,} ({sum(single.dropped.values()):,} left out) "
         f"| {len(share):,} | {len(my_repos):,} | {merge_s * 1000:.0f} | {split_s * 1000:.0f} |"
     ]

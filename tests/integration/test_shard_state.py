@@ -6,6 +6,7 @@ and rewrites only that one, the single ConfigMap of an unsharded fleet is taken 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -21,6 +22,7 @@ from test_controller_argocd import close_all, make_controller, push_tags
 from argocd_image_updater.cli import hold_run
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.shard_state import ShardedStateStore
+from argocd_image_updater.controller.state_cache import StateCache
 from argocd_image_updater.controller.state_objects import (
     PER_KEY,
     PER_REPOSITORY,
@@ -28,9 +30,9 @@ from argocd_image_updater.controller.state_objects import (
     SHARD_KEY_ANNOTATION,
     STATE_KIND_LABEL,
     key_store,
-    repository_store,
     object_name,
     repository_object_name,
+    repository_store,
 )
 from argocd_image_updater.controller.state_store import STATE_CONFIGMAP, ConfigMapStateStore
 from argocd_image_updater.kube.client import KubeClient
@@ -608,7 +610,11 @@ def configmap_verbs_granted() -> dict[str, set[str]]:
     if kubectl is not None:
         overlay = root / "config" / "overlays" / "sharded"
         result = subprocess.run(
-            [kubectl, "kustomize", str(overlay)], capture_output=True, text=True, check=True
+            [kubectl, "kustomize", str(overlay)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
         )
         installs["config/overlays/sharded"] = objects_of([result.stdout])
     return {
@@ -622,3 +628,104 @@ def configmap_verbs_granted() -> dict[str, set[str]]:
         }
         for install, objs in installs.items()
     }
+
+
+async def cached(client: KubeClient, stop: asyncio.Event) -> tuple[ShardedStateStore, Any]:
+    """A store with the watched copy of the state ConfigMaps, once it has listed them."""
+    from waiting import eventually
+
+    cache = StateCache(client, NS)
+    task = asyncio.create_task(cache.run(stop))
+    await eventually(lambda: cache.synced, "the state ConfigMaps are listed")
+    return ShardedStateStore(client, NS, RegistryConfig(), cache), task
+
+
+async def test_steady_loads_take_the_watched_copy_and_make_no_request(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """Without the watched copy every load reads each object of its keys and repositories; with
+    it, only the first (and a conflict) does: a steady cycle (two loads, a save of nothing)
+    makes no request, its own writes are loaded back at once, and another replica's write of a
+    shared repository is seen when the watch brings it."""
+
+    from waiting import WITHIN
+
+    (api, client), (_, other_client) = fronts
+    keys = of(*KEYS[:2])
+    objects = 2 + 1 + 3 * 2  # two keys, the base, each Application's repository
+    plain = sharded(client)
+    with plain.scoped(keys):
+        seed = await plain.load()
+        for key in KEYS[:2]:
+            seed.record_write(f"{NS}/{FLEET[key][0]}", "web", "1.0.0", NOW)
+            for app in FLEET[key]:
+                seed.record_first_seen(repo_of(app), ["1.0.0"], NOW)
+        seed.record_first_seen(BASE, ["1"], NOW)
+        await plain.save(seed)
+        gets = api.request_count("get", "configmaps")
+        for _ in range(2):
+            await plain.save(await plain.load())
+        assert api.request_count("get", "configmaps") - gets == 2 * objects  # before
+
+    stop = asyncio.Event()
+    replica, task = await cached(client, stop)
+    try:
+        with replica.scoped(keys):
+            first = await replica.load()  # the objects it did not hold are read
+            assert api.request_count("get", "configmaps") - gets == 2 * objects + objects
+            before = sum(api.requests.values())
+            for _ in range(3):
+                await replica.load()
+                await replica.save(await replica.load())
+            assert sum(api.requests.values()) == before  # a steady cycle: no request
+            first.record_write(f"{NS}/{FLEET[KEYS[0]][1]}", "web", "2.0.0", NOW)
+            await replica.save(first)
+            assert (await replica.load()).last_write(
+                f"{NS}/{FLEET[KEYS[0]][1]}", "web"
+            ) == WriteRecord("2.0.0", NOW)  # its own write, whether or not the watch saw it
+        other = sharded(other_client)
+        with other.scoped(of(KEYS[3])):
+            theirs = await other.load()
+            theirs.record_first_seen(BASE, ["2"], NOW + timedelta(hours=2))
+            await other.save(theirs)
+        gets = api.request_count("get", "configmaps")
+
+        deadline = time.monotonic() + WITHIN
+        while True:  # polled until the watch brings it
+            with replica.scoped(keys):
+                if (await replica.load()).first_seen(BASE, "2") is not None:
+                    break
+            assert time.monotonic() < deadline, "the other replica's first-seen time is loaded"
+            await asyncio.sleep(0.02)
+        assert api.request_count("get", "configmaps") == gets
+    finally:
+        stop.set()
+        await task
+
+
+async def test_a_key_taken_over_is_read_not_taken_from_the_watched_copy(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """A key this replica did not hold, and its repositories, are read (as the previous owner
+    last saved them), never taken from the watched copy, which may be behind."""
+    (api, client), (_, other_client) = fronts
+    stop = asyncio.Event()
+    replica, task = await cached(client, stop)
+    try:
+        with replica.scoped(of(KEYS[0])):
+            await replica.load()
+        previous = sharded(other_client)
+        app = f"{NS}/{FLEET[KEYS[1]][0]}"
+        with previous.scoped(of(KEYS[1])):
+            state = await previous.load()
+            state.record_write(app, "web", "3.0.0", NOW)
+            state.mark_held(app, "web", "2.0.0")
+            await previous.save(state)
+        gets = api.request_count("get", "configmaps")
+        with replica.scoped(of(KEYS[0], KEYS[1])):
+            taken = await replica.load()
+        assert taken.last_write(app, "web") == WriteRecord("3.0.0", NOW, held="2.0.0")
+        assert api.request_count("get", "configmaps") - gets == 1 + 3  # the key, its repos
+    finally:
+        stop.set()
+        await task

@@ -29,9 +29,9 @@ import functools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from argocd_image_updater.config.registries import RegistryConfig
+from argocd_image_updater.controller.state_cache import StateCache
 from argocd_image_updater.controller.state_objects import (
     bounded,
     key_store,
@@ -68,16 +68,6 @@ Target = Callable[[ControllerState, bool], ControllerState]
 cycle's record has of it)."""
 
 
-class ObjectCache(Protocol):
-    """The watched copy of the state ConfigMaps."""
-
-    def cached(self, name: str, written: str) -> tuple[bool, Mapping[str, object] | None]:
-        """Whether the copy of ConfigMap ``name`` can be used (it is watched, and not older
-        than version ``written``, the one this replica last wrote: "" if none), and the copy
-        (None: there is no such ConfigMap)."""
-        ...
-
-
 def _token(keys: Mapping[str, str], repos: Mapping[str, str]) -> str:
     return json.dumps({"k": keys, "r": repos}, separators=(",", ":"), sort_keys=True)
 
@@ -106,7 +96,7 @@ class ShardedStateStore:
         kube: KubeClient,
         namespace: str,
         registries: RegistryConfig,
-        cache: ObjectCache | None = None,
+        cache: StateCache | None = None,
     ) -> None:
         self.kube, self.namespace, self.cache = kube, namespace, cache
         self._layouts = Layouts(registries)
@@ -133,6 +123,8 @@ class ShardedStateStore:
             self._repos = {r: s for r, s in self._repos.items() if r in repos}
             stores = [*self._keys.values(), *self._repos.values()]
             self._held &= {store.name for store in stores}
+            if self.cache is not None:
+                self.cache.keep(self._held)
         reset = self._scope.set(layout)
         try:
             yield
@@ -152,13 +144,18 @@ class ShardedStateStore:
         return store
 
     async def _read(self, store: ConfigMapStateStore) -> ControllerState:
-        """``store``'s part: from the watched copy when it can be used and the object was held
-        before, else read."""
-        if self.cache is not None and store.name in self._held:
-            written = store.last.token if store.last is not None else ""
-            usable, found = self.cache.cached(store.name, written)
-            if usable:
+        """``store``'s part: as read or written last, or the newer copy watched, when it was
+        held before and the watched copy tells; else read."""
+        cache = self.cache
+        if cache is not None and store.name in self._held:
+            mine = store.last
+            found = cache.newer(store.name, mine.token if mine is not None else "")
+            if found is None:
+                return mine if mine is not None else ControllerState()
+            if isinstance(found, dict):
                 return store.parse(found)
+        if cache is not None:
+            cache.want(store.name)  # before the read: no later change is missed
         part = await store.read()
         self._held.add(store.name)
         return part

@@ -330,9 +330,7 @@ def configmap_verbs_of_any_name(objs: list[dict[str, Any]]) -> set[str]:
     }
 
 
-def test_a_sharded_release_may_create_and_update_the_state_configmaps_named_after_a_hash() -> (
-    None
-):
+def test_a_sharded_release_may_create_and_update_the_state_configmaps_named_after_a_hash() -> None:
     state_verbs = {"get", "list", "watch", "create", "update"}
     for sharded in ({"replicaCount": 3}, {"sharding": {"enabled": True}}):
         assert state_verbs <= configmap_verbs_of_any_name(render(sharded)), sharded

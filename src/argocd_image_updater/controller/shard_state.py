@@ -52,6 +52,7 @@ from argocd_image_updater.model.state_parts import (
     key_part,
     merge,
     part_of,
+    repos_in,
     repository_part,
     repository_target,
     same_contents,
@@ -183,8 +184,12 @@ class ShardedStateStore:
         keys_missing = [key for key, part in key_parts.items() if not part.token]
         repos_missing = [repo for repo, part in repo_parts.items() if not part.token]
         single = await self._single_record() if keys_missing or repos_missing else None
+        holders: dict[str, list[ControllerState]] = {}  # key objects of before, by repository
+        for part in key_parts.values() if repos_missing else ():
+            for repo in repos_in(part):
+                holders.setdefault(repo, []).append(part)
         for repo in repos_missing:  # from the key objects of before, and the single record
-            sources = [*key_parts.values(), *([single] if single is not None else [])]
+            sources = [*holders.get(repo, ()), *([single] if single is not None else [])]
             pieces = [repository_part(source, repo) for source in sources]
             if any(piece.contents()[1] or piece.contents()[2] for piece in pieces):
                 repo_parts[repo] = merge(pieces)

@@ -1,6 +1,7 @@
 """A simulation of ``run --sharding`` without processes: the assignment of shard keys to members
 (``controller/shards.py``, rendezvous hashing) and the remembered record split by key
-(``model/state_parts.py``, as ``controller/shard_state.py`` stores it, one ConfigMap per key).
+(``model/state_parts.py``, as ``controller/shard_state.py`` stores it, one ConfigMap per key and
+one per repository).
 
 100,000 Applications over 10 members, two ways of keying them:
 
@@ -11,9 +12,9 @@ For each: the fraction of keys (and of Applications) that move when an 11th memb
 when the 10th leaves, against the ideal 1/11 and 1/10; and, with one remembered write per
 Application and first-seen times per repository (each service's repository with ``--tags``
 tags, digests of ``--digests`` of them, and one base image every Application runs with
-``--shared-tags`` tags), the stored size of each key's object (the ConfigMap data as
-``ControllerState.to_stored`` writes it: plain JSON, or gzip beyond 900 KB), max and median,
-against the single record of an unsharded fleet. Also the CPU time of the state layer for one
+``--shared-tags`` tags), the stored size of each key's object and of each repository's (the
+ConfigMap data as ``ControllerState.to_stored`` writes it: plain JSON, or gzip beyond 900 KB),
+max and median, and of all objects, against the single record of an unsharded fleet. Also the CPU time of the state layer for one
 member's share (a tenth of the keys): merging its objects into the record a cycle uses, and
 splitting a cycle's record (every write changed) into its keys' objects.
 
@@ -32,7 +33,13 @@ from datetime import UTC, datetime, timedelta
 
 from argocd_image_updater.controller.shards import owner
 from argocd_image_updater.model.controller_state import MAX_BYTES, ControllerState, repo_key
-from argocd_image_updater.model.state_parts import Layout, Placement, merge
+from argocd_image_updater.model.state_parts import (
+    Layout,
+    Placement,
+    by_repository,
+    merge,
+    repository_target,
+)
 from common import machine
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
@@ -97,7 +104,9 @@ def simulate(args: argparse.Namespace, name: str, per_key: int) -> list[str]:
     layout = Layout(app_key, {key: frozenset(r) for key, r in repos.items()})
     placement = Placement(layout, {})
     routed, homeless = placement.route(state.operations)
-    assert homeless == 0
+    all_repos = sorted(frozenset().union(*layout.repos.values()))
+    by_repo, repo_homeless = by_repository(state.operations, all_repos)
+    assert homeless == 0 and repo_homeless == 0
     rng = random.Random(7)
     sample = keys if args.sample <= 0 or args.sample >= len(keys) else rng.sample(keys, args.sample)
     sizes, dropped = [], 0
@@ -106,19 +115,34 @@ def simulate(args: argparse.Namespace, name: str, per_key: int) -> list[str]:
         stored = placement.target(key, empty, routed.get(key, []), state).to_stored()
         sizes.append(stored.size)
         dropped += sum(stored.dropped.values())
+    repo_sizes = []
+    for repo in all_repos:
+        part = repository_target(repo, empty, by_repo.get(repo, []), state)
+        if not any(part.contents()):
+            continue  # nothing remembered of it: no object is written
+        stored = part.to_stored()
+        repo_sizes.append(stored.size)
+        dropped += sum(stored.dropped.values())
     single = state.to_stored()
-    total = int(sum(sizes) * len(keys) / len(sample))
+    key_total = int(sum(sizes) * len(keys) / len(sample))
+    total = key_total + sum(repo_sizes)
 
-    # One member's share: merge its keys' objects (a load), split a record whose every write
-    # changed (a save).
+    # One member's share: merge its keys' and their repositories' objects (a load), split a
+    # record whose every write changed (a save).
     share = [key for key in keys if owner(key, members) == members[0]]
     mine = {app for key in share for app in apps_of[key]}
+    my_repos = sorted(frozenset().union(*(layout.repos[key] for key in share)))
     parts = []
     for key in share:
         part = placement.target(key, empty, routed.get(key, []), state)
         part.saved("1")
         parts.append(part)
-    merge_s, merged = cpu(lambda: merge(parts, "t"))
+    repo_parts = []
+    for repo in my_repos:
+        part = repository_target(repo, empty, by_repo.get(repo, []), state)
+        part.saved("1")
+        repo_parts.append(part)
+    merge_s, merged = cpu(lambda: merge([*parts, *repo_parts], "t"))
     assert isinstance(merged, ControllerState)
     for app in mine:
         merged.record_write(app, "main", "9.9.9", NOW)
@@ -128,6 +152,7 @@ def simulate(args: argparse.Namespace, name: str, per_key: int) -> list[str]:
     def split() -> int:
         where = Placement(shared, stored_parts)
         by_key, _ = where.route(merged.operations)
+        by_repository(merged.operations, my_repos)
         return sum(
             1 for key in share if where.target(key, stored_parts[key], by_key.get(key, []), merged)
         )
@@ -137,9 +162,10 @@ def simulate(args: argparse.Namespace, name: str, per_key: int) -> list[str]:
         f"| {name} | {len(keys):,} | {len(join) / len(keys):.4f} ({join_apps:.4f}) | "
         f"{1 / (args.members + 1):.4f} | {len(leave) / len(keys):.4f} ({leave_apps:.4f}) | "
         f"{1 / args.members:.4f} | {max(sizes):,} | {int(statistics.median(sizes)):,} | "
-        f"{len(sample):,} | {total:,} | {dropped} | "
+        f"{len(sample):,} | {len(repo_sizes):,} | {max(repo_sizes, default=0):,} | "
+        f"{int(statistics.median(repo_sizes or [0])):,} | {total:,} | {dropped} | "
         f"{single.size:,} ({sum(single.dropped.values()):,} left out) "
-        f"| {len(share):,} | {merge_s * 1000:.0f} | {split_s * 1000:.0f} |"
+        f"| {len(share):,} | {len(my_repos):,} | {merge_s * 1000:.0f} | {split_s * 1000:.0f} |"
     ]
 
 
@@ -162,11 +188,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print(
         "| keys | count | moved on join (apps) | ideal | moved on leave (apps) | ideal | "
-        "object max bytes | median | objects sized | all objects bytes | entries left out | "
-        "single record bytes | "
-        "one member's keys | merge ms | split ms |"
+        "key object max bytes | median | key objects sized | repositories | "
+        "repository object max bytes | median | all objects bytes | entries left out | "
+        "single record bytes | one member's keys | their repositories | merge ms | split ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in simulate(args, "legacy (Applications)", 1):
         print(row)
     for row in simulate(args, f"crd (ImageUpdaters of {args.per_updater})", args.per_updater):

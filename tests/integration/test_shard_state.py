@@ -6,6 +6,7 @@ and rewrites only that one, the single ConfigMap of an unsharded fleet is taken 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -20,13 +21,18 @@ from test_controller_argocd import close_all, make_controller, push_tags
 
 from argocd_image_updater.cli import hold_run
 from argocd_image_updater.config.registries import RegistryConfig
-from argocd_image_updater.controller.shard_state import (
+from argocd_image_updater.controller.shard_state import ShardedStateStore
+from argocd_image_updater.controller.state_cache import StateCache
+from argocd_image_updater.controller.state_objects import (
     PER_KEY,
+    PER_REPOSITORY,
+    REPOSITORY_ANNOTATION,
     SHARD_KEY_ANNOTATION,
     STATE_KIND_LABEL,
-    ShardedStateStore,
     key_store,
     object_name,
+    repository_object_name,
+    repository_store,
 )
 from argocd_image_updater.controller.state_store import STATE_CONFIGMAP, ConfigMapStateStore
 from argocd_image_updater.kube.client import KubeClient
@@ -103,41 +109,59 @@ def stored_writes(store: KubeStore, key: str) -> dict[str, Any]:
     return dict(json.loads(cm["data"]["writes.json"]))
 
 
+def stored_first_seen(store: KubeStore, repo: str) -> dict[str, Any]:
+    cm = store.get("configmaps", NS, repository_object_name(repo))
+    return dict(json.loads(cm["data"]["first-seen.json"]).get(repo, {}))
+
+
 async def test_two_replicas_save_their_own_keys_and_never_clobber_each_other(
     store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
 ) -> None:
+    """Their keys share the base image's repository: each records first-seen tags of it (both
+    loaded before either saved), and both are kept, in the repository's one object."""
     one, two = sharded(fronts[0][1]), sharded(fronts[1][1])
     mine, theirs = of(*KEYS[:2]), of(*KEYS[2:])
     with one.scoped(mine):
         first = await one.load()
     with two.scoped(theirs):
         second = await two.load()
-    for state, keys in ((first, KEYS[:2]), (second, KEYS[2:])):
+    for state, keys, base_tag in ((first, KEYS[:2], "7"), (second, KEYS[2:], "8")):
         for key in keys:
             for app in FLEET[key]:
                 state.record_write(f"{NS}/{app}", "web", "1.0.0", NOW)
                 state.record_first_seen(repo_of(app), ["1.0.0"], NOW)
-        state.record_first_seen(BASE, ["7"], NOW)
+        state.record_first_seen(BASE, [base_tag], NOW + timedelta(hours=int(base_tag)))
     with one.scoped(mine):
         await one.save(first)
     with two.scoped(theirs):
         await two.save(second)
+    assert second.first_seen(BASE, "7") == NOW + timedelta(hours=7)  # the other's, taken in
 
+    repos = {BASE, *(repo_of(app) for apps in FLEET.values() for app in apps)}
     names = {cm["metadata"]["name"] for cm in store.list("configmaps", NS)}
-    assert names == {object_name(key) for key in KEYS}  # one per key, no single ConfigMap
+    # one per key and one per repository, no single ConfigMap
+    assert names == {object_name(key) for key in KEYS} | {
+        repository_object_name(repo) for repo in repos
+    }
     for key in KEYS:
         cm = store.get("configmaps", NS, object_name(key))
         assert cm["metadata"]["labels"][STATE_KIND_LABEL] == PER_KEY
         assert cm["metadata"]["labels"]["app.kubernetes.io/component"] == "state"
         assert cm["metadata"]["annotations"][SHARD_KEY_ANNOTATION] == key
         assert set(stored_writes(store, key)) == {f"{NS}/{app}" for app in FLEET[key]}
-        seen = json.loads(cm["data"]["first-seen.json"])
-        assert set(seen) == {BASE, *(repo_of(app) for app in FLEET[key])}
+        assert json.loads(cm["data"]["first-seen.json"]) == {}  # the repositories' own objects
+    for repo in repos:
+        cm = store.get("configmaps", NS, repository_object_name(repo))
+        assert cm["metadata"]["labels"][STATE_KIND_LABEL] == PER_REPOSITORY
+        assert cm["metadata"]["annotations"][REPOSITORY_ANNOTATION] == repo
+        assert set(json.loads(cm["data"]["first-seen.json"])) == {repo}
+    assert set(stored_first_seen(store, BASE)) == {"7", "8"}  # neither replica's lost
     everything = sharded(fronts[0][1])
     with everything.scoped(of(*KEYS)):
         merged = await everything.load()
     assert all(merged.last_write(f"{NS}/{a}", "web") for apps in FLEET.values() for a in apps)
-    assert merged.first_seen(BASE, "7") == NOW
+    assert merged.first_seen(BASE, "7") == NOW + timedelta(hours=7)
+    assert merged.first_seen(BASE, "8") == NOW + timedelta(hours=8)
 
 
 async def test_a_key_that_moves_to_another_replica_keeps_its_rollback_hold_and_ages(
@@ -360,9 +384,10 @@ async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
         [entry] = store.get("applications", NS, app)["spec"]["source"]["kustomize"]["images"]
         return str(entry).rsplit(":", 1)[1]
 
-    def remembered(key: str) -> dict[str, Any]:
-        found = store.list("configmaps", NS, field_selector=f"metadata.name={object_name(key)}")
-        return json.loads(found[0]["data"]["first-seen.json"]) if found else {}
+    def remembered() -> dict[str, Any]:
+        name = repository_object_name(image)
+        found = store.list("configmaps", NS, field_selector=f"metadata.name={name}")
+        return json.loads(found[0]["data"]["first-seen.json"]).get(image, {}) if found else {}
 
     fleet = Replicas(
         tmp_path, store, values={"registries_conf_path": str(registries_conf(tmp_path, registry))}
@@ -371,9 +396,7 @@ async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
     try:
         a = await fleet.start("a")
         a.controller.clock = lambda: now
-        await eventually(
-            lambda: all(remembered(key) for key in keys), "a remembers every key", within=WITHIN
-        )
+        await eventually(lambda: "1.0.1" in remembered(), "a remembers the tag", within=WITHIN)
         assert all(tag_of(app) == "1.0.0" for app in keys.values())  # too young for a
         joined = time.monotonic()
         b = await fleet.start("b")
@@ -388,7 +411,7 @@ async def test_a_replica_that_takes_keys_over_uses_their_first_seen_times(
         assert all(tag_of(keys[key]) == "1.0.0" for key in set(keys) - taken)
         assert fleet.double_holds() == []
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        assert all(remembered(key)[image]["1.0.1"] == stamp for key in keys)
+        assert remembered()["1.0.1"] == stamp  # one object for the repository of every key
     finally:
         await fleet.close()
 
@@ -414,3 +437,295 @@ async def test_a_save_after_another_save_of_the_same_replica_keeps_both(
     assert final.last_write(app, "web") == WriteRecord("2.0.0", NOW)
     assert final.last_write(another, "web") == WriteRecord("3.0.0", NOW)
     assert final.first_seen(repo_of(FLEET[key][0]), "2.0.0") == NOW
+
+
+async def test_a_conflict_on_a_repositorys_configmap_replays_only_that_repositorys_changes(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """Another replica, whose key uses the same base image, records a tag of it and forgets
+    another between this replica's load and save: only the base's object is read and written
+    again, with this replica's base changes alone; its other objects are written once."""
+    (api, client), (_, other_client) = fronts
+    replica, other = sharded(client), sharded(other_client)
+    mine, theirs = KEYS[0], KEYS[3]
+    with replica.scoped(of(mine)):
+        seed = await replica.load()
+        seed.record_first_seen(BASE, ["1", "2"], NOW)
+        await replica.save(seed)
+        state = await replica.load()
+    with other.scoped(of(theirs)):
+        meanwhile = await other.load()
+        meanwhile.record_first_seen(BASE, ["3"], NOW + timedelta(hours=3))
+        meanwhile.prune_tags(BASE, ["2", "3"])  # "1" left the registry
+        await other.save(meanwhile)
+    app = f"{NS}/{FLEET[mine][0]}"
+    state.record_first_seen(BASE, ["4"], NOW + timedelta(hours=4))
+    state.record_first_seen(repo_of(FLEET[mine][0]), ["1.0.0"], NOW)
+    state.record_write(app, "web", "1.0.0", NOW)
+    before = {verb: api.request_count(verb, "configmaps") for verb in ("get", "update", "create")}
+    with replica.scoped(of(mine)):
+        await replica.save(state)
+        after = {verb: api.request_count(verb, "configmaps") - n for verb, n in before.items()}
+        final = await replica.load()
+    assert after == {"get": 1, "update": 2, "create": 2}  # base: 409, read, again; web, key
+    assert stored_first_seen(store, BASE) == {
+        "2": "2026-03-01T12:00:00Z",
+        "3": "2026-03-01T15:00:00Z",
+        "4": "2026-03-01T16:00:00Z",
+    }  # the other's tag kept, the forgotten one stays forgotten, this replica's added
+    assert state.first_seen(BASE, "3") == NOW + timedelta(hours=3)  # taken in
+    assert state.first_seen(BASE, "1") is None
+    assert final.last_write(app, "web") == WriteRecord("1.0.0", NOW)
+    assert state.token == final.token and not state.changed
+
+
+async def test_the_key_configmaps_of_before_feed_the_repository_configmaps(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """Key ConfigMaps that held their repositories' tables (and the single ConfigMap) give the
+    repository ConfigMaps that do not exist yet their tables; a repository ConfigMap that
+    exists keeps its own; each key's ConfigMap is written again without the tables."""
+    client = fronts[0][1]
+    key = KEYS[0]
+    web = repo_of(FLEET[key][0])
+    old = key_store(client, NS, key)
+    before = await old.load()
+    before.record_write(f"{NS}/{FLEET[key][0]}", "web", "1.0.0", NOW)
+    before.record_first_seen(web, ["1.0.0"], NOW - timedelta(days=2))
+    before.record_first_seen(BASE, ["7"], NOW - timedelta(days=1))
+    before.record_digest(web, "1.0.0", "sha256:" + "a" * 64)
+    await old.save(before)  # as the layout of before stored it
+    single = ConfigMapStateStore(client, NS)
+    record = await single.load()
+    record.record_first_seen(web, ["0.9.0"], NOW - timedelta(days=9))
+    record.record_write(f"{NS}/{FLEET[KEYS[1]][0]}", "web", "0.1.0", NOW)
+    await single.save(record)
+    own = repository_store(client, NS, BASE)
+    base = await own.load()
+    base.record_first_seen(BASE, ["8"], NOW)
+    await own.save(base)
+
+    replica = sharded(client)
+    with replica.scoped(of(key, KEYS[1])):
+        state = await replica.load()
+        assert state.first_seen(web, "1.0.0") == NOW - timedelta(days=2)
+        assert state.first_seen(BASE, "7") is None  # the base's own object counts
+        await replica.save(state)
+    assert stored_first_seen(store, web) == {
+        "0.9.0": "2026-02-20T12:00:00Z",
+        "1.0.0": "2026-02-27T12:00:00Z",
+    }
+    digests = store.get("configmaps", NS, repository_object_name(web))["data"]["digests.json"]
+    assert json.loads(digests) == {web: {"1.0.0": "sha256:" + "a" * 64}}
+    assert stored_first_seen(store, BASE) == {"8": "2026-03-01T12:00:00Z"}
+    for moved in (key, KEYS[1]):
+        cm = store.get("configmaps", NS, object_name(moved))
+        assert json.loads(cm["data"]["first-seen.json"]) == {}
+        assert json.loads(cm["data"]["digests.json"]) == {}
+    assert set(stored_writes(store, KEYS[1])) == {f"{NS}/{FLEET[KEYS[1]][0]}"}
+    fresh = sharded(fronts[1][1])
+    with fresh.scoped(of(key)):
+        again = await fresh.load()
+    assert again.first_seen(web, "0.9.0") == NOW - timedelta(days=9)
+    assert again.seen_digest(web, "1.0.0") == "sha256:" + "a" * 64
+
+
+async def test_100000_remembered_writes_are_stored_and_read_back(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """1,000 ImageUpdaters of 100 Applications each, every one written, all sharing the base
+    image: every write is stored (none left out) and read back by another replica."""
+    keys = {f"{NS}/updater-{k}": [f"app-{k}-{n}" for n in range(100)] for k in range(1000)}
+    collected = Collected(listed={f"{NS}/{app}" for apps in keys.values() for app in apps})
+    for key, apps in keys.items():
+        cr = CRState(NS, key.partition("/")[2], 1, "1")
+        collected.crs.append(cr)
+        for app in apps:
+            view = Application.from_object(objects.application(app, NS, source_type="Helm"))
+            images = (ImageSpec("base", f"{HOST}/base/runtime"),)
+            collected.configs.append((AppUpdateConfig(app=view, images=images), cr))
+    replica = sharded(fronts[0][1])
+    with replica.scoped(collected):
+        state = await replica.load()
+        for n, app in enumerate(app for apps in keys.values() for app in apps):
+            state.record_write(f"{NS}/{app}", "web", f"1.{n % 300}.{n}", NOW, "git")
+        state.record_first_seen(BASE, [f"2026.{t}" for t in range(100)], NOW)
+        await replica.save(state)
+    sizes = [
+        len(json.dumps(cm.get("data") or {})) + len(json.dumps(cm.get("binaryData") or {}))
+        for cm in store.list("configmaps", NS)
+    ]
+    assert len(sizes) == 1001 and max(sizes) < 64_000
+    other = sharded(fronts[1][1])
+    with other.scoped(collected):
+        back = await other.load()
+    assert sum(len(records) for records in back.contents()[0].values()) == 100_000
+    assert len(back.first_seen_of(BASE)) == 100
+
+
+@pytest.mark.system  # the chart rendered by Helm, the overlay by kubectl kustomize
+async def test_the_sharded_installs_grant_every_request_on_the_state_configmaps(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """A replica's loads and saves of its keys' and repositories' ConfigMaps (created, read,
+    updated, replaced again after another writer's change): every verb it used on ConfigMaps
+    is granted on ConfigMaps of any name (theirs are hashes) by the chart with three replicas
+    and by the sharded overlay."""
+    (api, client), (_, other_client) = fronts
+    replica, other = sharded(client), sharded(other_client)
+    with replica.scoped(of(KEYS[0])):
+        state = await replica.load()
+        state.record_first_seen(BASE, ["1"], NOW)
+        state.record_write(f"{NS}/{FLEET[KEYS[0]][0]}", "web", "1.0.0", NOW)
+        await replica.save(state)
+        state = await replica.load()
+    with other.scoped(of(KEYS[1])):
+        theirs = await other.load()
+        theirs.record_first_seen(BASE, ["2"], NOW)
+        await other.save(theirs)
+    with replica.scoped(of(KEYS[0])):
+        state.record_first_seen(BASE, ["3"], NOW)
+        await replica.save(state)  # a conflict: read again, replaced
+    used = {verb for verb, resource in api.requests if resource == "configmaps"}
+    assert {"get", "create", "update"} <= used
+    for install, granted in configmap_verbs_granted().items():
+        assert used <= granted, install
+
+
+def configmap_verbs_granted() -> dict[str, set[str]]:
+    """The verbs on ConfigMaps of any name (no resourceNames) in the controller's namespace, by
+    sharded install: the chart with three replicas, the sharded overlay."""
+    import shutil
+    import subprocess
+
+    import helm_python
+
+    from argocd_image_updater_testing.manifest_checks import objects_of
+
+    root = Path(__file__).resolve().parents[2]
+    with helm_python.Chart.load(root / "charts" / "argocd-image-updater") as chart:
+        rendered = chart.render({"replicaCount": 3}, name="argocd-image-updater", namespace=NS)
+    installs = {"chart": objects_of(rendered.values())}
+    kubectl = shutil.which("kubectl")
+    if kubectl is not None:
+        overlay = root / "config" / "overlays" / "sharded"
+        result = subprocess.run(
+            [kubectl, "kustomize", str(overlay)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        installs["config/overlays/sharded"] = objects_of([result.stdout])
+    return {
+        install: {
+            verb
+            for role in objs
+            if role["kind"] == "Role" and role["metadata"].get("namespace", NS) == NS
+            for rule in role["rules"]
+            if "configmaps" in rule["resources"] and not rule.get("resourceNames")
+            for verb in rule["verbs"]
+        }
+        for install, objs in installs.items()
+    }
+
+
+async def cached(client: KubeClient, stop: asyncio.Event) -> tuple[ShardedStateStore, Any]:
+    """A store with the watched copy of the state ConfigMaps, once it has listed them."""
+    from waiting import eventually
+
+    cache = StateCache(client, NS)
+    task = asyncio.create_task(cache.run(stop))
+    await eventually(lambda: cache.synced, "the state ConfigMaps are listed")
+    return ShardedStateStore(client, NS, RegistryConfig(), cache), task
+
+
+async def test_steady_loads_take_the_watched_copy_and_make_no_request(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """Without the watched copy every load reads each object of its keys and repositories; with
+    it, only the first (and a conflict) does: a steady cycle (two loads, a save of nothing)
+    makes no request, its own writes are loaded back at once, and another replica's write of a
+    shared repository is seen when the watch brings it."""
+
+    from waiting import WITHIN
+
+    (api, client), (_, other_client) = fronts
+    keys = of(*KEYS[:2])
+    objects = 2 + 1 + 3 * 2  # two keys, the base, each Application's repository
+    plain = sharded(client)
+    with plain.scoped(keys):
+        seed = await plain.load()
+        for key in KEYS[:2]:
+            seed.record_write(f"{NS}/{FLEET[key][0]}", "web", "1.0.0", NOW)
+            for app in FLEET[key]:
+                seed.record_first_seen(repo_of(app), ["1.0.0"], NOW)
+        seed.record_first_seen(BASE, ["1"], NOW)
+        await plain.save(seed)
+        gets = api.request_count("get", "configmaps")
+        for _ in range(2):
+            await plain.save(await plain.load())
+        assert api.request_count("get", "configmaps") - gets == 2 * objects  # before
+
+    stop = asyncio.Event()
+    replica, task = await cached(client, stop)
+    try:
+        with replica.scoped(keys):
+            first = await replica.load()  # the objects it did not hold are read
+            assert api.request_count("get", "configmaps") - gets == 2 * objects + objects
+            before = sum(api.requests.values())
+            for _ in range(3):
+                await replica.load()
+                await replica.save(await replica.load())
+            assert sum(api.requests.values()) == before  # a steady cycle: no request
+            first.record_write(f"{NS}/{FLEET[KEYS[0]][1]}", "web", "2.0.0", NOW)
+            await replica.save(first)
+            assert (await replica.load()).last_write(
+                f"{NS}/{FLEET[KEYS[0]][1]}", "web"
+            ) == WriteRecord("2.0.0", NOW)  # its own write, whether or not the watch saw it
+        other = sharded(other_client)
+        with other.scoped(of(KEYS[3])):
+            theirs = await other.load()
+            theirs.record_first_seen(BASE, ["2"], NOW + timedelta(hours=2))
+            await other.save(theirs)
+        gets = api.request_count("get", "configmaps")
+
+        deadline = time.monotonic() + WITHIN
+        while True:  # polled until the watch brings it
+            with replica.scoped(keys):
+                if (await replica.load()).first_seen(BASE, "2") is not None:
+                    break
+            assert time.monotonic() < deadline, "the other replica's first-seen time is loaded"
+            await asyncio.sleep(0.02)
+        assert api.request_count("get", "configmaps") == gets
+    finally:
+        stop.set()
+        await task
+
+
+async def test_a_key_taken_over_is_read_not_taken_from_the_watched_copy(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """A key this replica did not hold, and its repositories, are read (as the previous owner
+    last saved them), never taken from the watched copy, which may be behind."""
+    (api, client), (_, other_client) = fronts
+    stop = asyncio.Event()
+    replica, task = await cached(client, stop)
+    try:
+        with replica.scoped(of(KEYS[0])):
+            await replica.load()
+        previous = sharded(other_client)
+        app = f"{NS}/{FLEET[KEYS[1]][0]}"
+        with previous.scoped(of(KEYS[1])):
+            state = await previous.load()
+            state.record_write(app, "web", "3.0.0", NOW)
+            state.mark_held(app, "web", "2.0.0")
+            await previous.save(state)
+        gets = api.request_count("get", "configmaps")
+        with replica.scoped(of(KEYS[0], KEYS[1])):
+            taken = await replica.load()
+        assert taken.last_write(app, "web") == WriteRecord("3.0.0", NOW, held="2.0.0")
+        assert api.request_count("get", "configmaps") - gets == 1 + 3  # the key, its repos
+    finally:
+        stop.set()
+        await task

@@ -317,6 +317,28 @@ def test_several_replicas_share_the_work_with_member_leases_and_a_disruption_bud
         assert budgets(objs) == []
 
 
+def configmap_verbs_of_any_name(objs: list[dict[str, Any]]) -> set[str]:
+    """The verbs the release namespace's Roles grant on ConfigMaps of any name (no
+    resourceNames): those of a sharded fleet's state ConfigMaps, named after a hash."""
+    return {
+        verb
+        for o in objs
+        if o["kind"] == "Role"
+        for rule in o["rules"]
+        if "configmaps" in rule["resources"] and not rule.get("resourceNames")
+        for verb in rule["verbs"]
+    }
+
+
+def test_a_sharded_release_may_create_and_update_the_state_configmaps_named_after_a_hash() -> None:
+    state_verbs = {"get", "list", "watch", "create", "update"}
+    for sharded in ({"replicaCount": 3}, {"sharding": {"enabled": True}}):
+        assert state_verbs <= configmap_verbs_of_any_name(render(sharded)), sharded
+    for unsharded in (None, {"replicaCount": 3, "sharding": {"enabled": False}}):
+        # one record, argocd-image-updater-state: updated by name only
+        assert "update" not in configmap_verbs_of_any_name(render(unsharded)), unsharded
+
+
 def test_sharding_and_the_budget_can_be_forced_on_or_off() -> None:
     # An autoscaler or `kubectl scale` sets the replicas: sharding on whatever replicaCount says.
     forced = container(render({"sharding": {"enabled": True}}))

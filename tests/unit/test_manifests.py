@@ -293,6 +293,22 @@ def test_sharded_overlay_runs_three_replicas_sharing_the_work() -> None:
     rules = [rule for o in objs if o["kind"] == "Role" for rule in o["rules"]]
     granted = {v for rule in rules if "leases" in rule["resources"] for v in rule["verbs"]}
     assert {"get", "list", "create", "update", "delete"} <= granted  # member Leases
+    # The state ConfigMaps of each ImageUpdater and repository are named after a hash.
+    any_name = {
+        v
+        for rule in rules
+        if "configmaps" in rule["resources"] and not rule.get("resourceNames")
+        for v in rule["verbs"]
+    }
+    assert {"get", "list", "watch", "create", "update"} <= any_name
+    default_rules = [rule for o in objects() if o["kind"] == "Role" for rule in o["rules"]]
+    assert not [
+        rule
+        for rule in default_rules
+        if "configmaps" in rule["resources"]
+        and "update" in rule["verbs"]
+        and not rule.get("resourceNames")
+    ]  # one replica updates its one record by name
     # The default install stays one replica that elects itself leader.
     assert "--sharding" not in container(objects())["args"]
     assert "POD_NAME" not in env_of(objects())

@@ -19,7 +19,18 @@ from argocd_image_updater.model.controller_state import (
     WriteRecord,
     repo_key,
 )
-from argocd_image_updater.model.state_parts import Layout, Placement, merge, part_of, same_contents
+from argocd_image_updater.model.state_parts import (
+    Layout,
+    Placement,
+    by_repository,
+    holds_repository,
+    key_part,
+    merge,
+    part_of,
+    repository_part,
+    repository_target,
+    same_contents,
+)
 from argocd_image_updater.model.update_config import AppUpdateConfig, ImageSpec
 from argocd_image_updater.pipeline.records import Collected, CRState
 from argocd_image_updater.pipeline.state_scope import Layouts, repositories, shard_key
@@ -65,6 +76,16 @@ def _parts(state: ControllerState, layout: Layout) -> dict[str, ControllerState]
     }
 
 
+def _repo_parts(state: ControllerState, repos: list[str]) -> dict[str, ControllerState]:
+    """Each repository's part as a save writes it when nothing was stored yet."""
+    routed, homeless = by_repository(state.operations, repos)
+    assert homeless == 0
+    return {
+        repo: repository_target(repo, ControllerState(), routed.get(repo, []), state)
+        for repo in repos
+    }
+
+
 def test_every_operation_of_the_record_belongs_to_an_application_a_repository_or_shipments() -> (
     None
 ):
@@ -77,7 +98,9 @@ def test_every_operation_of_the_record_belongs_to_an_application_a_repository_or
     assert not APP_OPERATIONS & REPO_OPERATIONS
 
 
-def test_a_record_split_by_key_holds_each_keys_entries_and_merges_back_whole() -> None:
+def test_a_record_split_by_key_and_repository_holds_each_ones_entries_and_merges_back_whole() -> (
+    None
+):
     state, layout = _record(), _layout()
     parts = _parts(state, layout)
     one, c = parts["ns/one"], parts["ns/c"]
@@ -85,13 +108,65 @@ def test_a_record_split_by_key_holds_each_keys_entries_and_merges_back_whole() -
     assert one.last_write("ns/b", "web") == WriteRecord(
         "2.0.0", NOW, held="1.9.0", via="git", commit="abc", held_by="someone"
     )
-    # A repository used by both keys is in both; one used by one key only in that key's.
-    assert one.first_seen_of(BASE) == c.first_seen_of(BASE) == {"1": NOW, "2": NOW}
-    assert one.seen_digest(BASE, "2") == c.seen_digest(BASE, "2") == "sha256:" + "b" * 64
-    assert one.first_seen_of(API) == {} and c.first_seen_of(WEB) == {}
     assert set(one.shipments()) == {"ns/a"} and set(c.shipments()) == {"ns/c"}
-    assert same_contents(merge([parts[k] for k in sorted(parts)]), state)
-    assert same_contents(part_of(state, ["ns/c"], [BASE, API]), c)
+    # A key's part holds no repository: each repository has a part of its own, once.
+    assert all(not part.contents()[1] and not part.contents()[2] for part in parts.values())
+    repos = _repo_parts(state, [BASE, WEB, API])
+    assert repos[BASE].first_seen_of(BASE) == {"1": NOW, "2": NOW}
+    assert repos[BASE].seen_digest(BASE, "2") == "sha256:" + "b" * 64
+    assert set(repos[WEB].contents()[1]) == {WEB} and not repos[WEB].contents()[2]
+    everything = [parts[k] for k in sorted(parts)] + [repos[r] for r in sorted(repos)]
+    assert same_contents(merge(everything), state)
+    assert same_contents(repository_part(state, API), repos[API])
+
+
+def test_a_repositorys_part_takes_the_tables_stored_before_only_when_it_has_none() -> None:
+    """Migration: a repository without an object takes the earliest first-seen times and the
+    digests of the parts stored before (a key's part that held repository tables, the single
+    record); one that has an object keeps its own (a tag forgotten there stays forgotten)."""
+    old_key_part = ControllerState()
+    old_key_part.record_write("ns/a", "web", "1.0.0", NOW)
+    old_key_part.record_first_seen(BASE, ["1", "2"], NOW)
+    old_key_part.record_digest(BASE, "1", "sha256:" + "1" * 64)
+    single = ControllerState()
+    single.record_first_seen(BASE, ["1", "3"], NOW - timedelta(days=1))
+    merged = merge([old_key_part, single])
+    state = merge([key_part(old_key_part), repository_part(merged, BASE)])
+    state.record_first_seen(BASE, ["4"], NOW + timedelta(hours=1))
+    routed, _ = by_repository(state.operations, [BASE])
+    taken = repository_target(BASE, ControllerState(), routed[BASE], state, take=True)
+    assert taken.first_seen_of(BASE) == {
+        "1": NOW - timedelta(days=1),
+        "2": NOW,
+        "3": NOW - timedelta(days=1),
+        "4": NOW + timedelta(hours=1),
+    }
+    assert taken.seen_digest(BASE, "1") == "sha256:" + "1" * 64
+    own = ControllerState()
+    own.record_first_seen(BASE, ["1"], NOW)
+    own.saved("7")
+    kept = repository_target(BASE, own, routed[BASE], state)
+    assert kept.first_seen_of(BASE) == {"1": NOW, "4": NOW + timedelta(hours=1)}
+    assert kept.token == "7"
+    assert key_part(old_key_part).contents()[1:3] == ({}, {})
+    assert holds_repository(state, BASE) and not holds_repository(state, WEB)
+
+
+def test_a_repository_with_very_many_tags_keeps_its_newest_in_its_object() -> None:
+    part = ControllerState()
+    for n in range(120_000):
+        moment = NOW + timedelta(minutes=n)
+        part.record_first_seen(BASE, [f"build-{n:06d}-{n * 7919 % 100_000:05d}"], moment)
+        part.record_digest(BASE, f"build-{n:06d}-{n * 7919 % 100_000:05d}", f"sha256:{n:064x}")
+    stored = part.to_stored()
+    assert stored.size <= MAX_BYTES and stored.dropped
+    back = ControllerState.from_stored(stored.data, stored.binary)
+    kept = back.first_seen_of(BASE)
+    assert 0 < len(kept) < 120_000
+    newest = max(kept.values())
+    assert newest == NOW + timedelta(minutes=119_999)  # the newest tags are kept
+    assert min(kept.values()) > NOW  # the oldest went first
+    assert len(back.contents()[2].get(BASE, {})) <= len(kept)
 
 
 def test_merging_parts_keeps_the_earliest_first_seen_time_and_each_aliass_latest_write() -> None:
@@ -116,7 +191,7 @@ def test_merging_parts_keeps_the_earliest_first_seen_time_and_each_aliass_latest
     assert merged.token == "t" and not merged.changed
 
 
-def test_each_change_goes_to_the_keys_it_concerns_only() -> None:
+def test_each_change_goes_to_the_keys_or_repository_it_concerns_only() -> None:
     layout = _layout()
     stored = _parts(_record(), layout)
     for part in stored.values():
@@ -128,9 +203,15 @@ def test_each_change_goes_to_the_keys_it_concerns_only() -> None:
     state.record_first_seen(BASE, ["3"], NOW + timedelta(hours=1))
     state.record_write("ns/nowhere", "web", "1", NOW)  # an Application no key holds
     routed, homeless = placement.route(state.operations)
-    assert [name for name, _ in routed["ns/one"]] == ["write", "seen"]
-    assert [name for name, _ in routed["ns/c"]] == ["seen", "seen"]
+    assert [name for name, _ in routed["ns/one"]] == ["write"]
+    assert "ns/c" not in routed
     assert homeless == 1
+    by_repo, homeless = by_repository(state.operations, [BASE, API, WEB])
+    assert {repo: [name for name, _ in ops] for repo, ops in by_repo.items()} == {
+        API: ["seen"],
+        BASE: ["seen"],
+    }
+    assert homeless == 0 and by_repository(state.operations, [BASE])[1] == 1
     # The changes followed: only the keys whose part they change, each with its own.
     state = merge([stored["ns/c"], stored["ns/one"]])
     state.set_shipments({"ns/a": {"web": {"stage": "Synced"}}, "ns/c": {"api": {"x": 1}}})
@@ -160,19 +241,30 @@ def test_a_key_changed_by_another_writer_gets_only_its_own_changes_again() -> No
     assert [name for name, _ in routed["ns/c"]] == ["write"]
 
 
-def test_a_part_that_lacks_an_application_or_repository_of_its_key_is_filled_in() -> None:
+def test_a_part_that_lacks_an_application_of_its_key_is_filled_in() -> None:
     layout = _layout()
     state = _record()
     state.saved("x")
-    # ns/one's object holds only ns/a; ns/b moved in from another key, web is new to it.
-    stored = part_of(state, ["ns/a"], [BASE], token="5")
+    # ns/one's object holds only ns/a; ns/b moved in from another key.
+    stored = part_of(state, ["ns/a"], [], token="5")
     placement = Placement(layout, {"ns/one": stored})
     assert placement.lacks("ns/one", stored, state)
     target = placement.target("ns/one", stored, [], state)
     assert target.last_write("ns/b", "web") == state.last_write("ns/b", "web")
-    assert target.first_seen_of(WEB) == {"1.0.0": NOW}
     assert not placement.lacks("ns/one", target, state)
     assert placement.target("ns/one", stored, [], state, take_apps=False).writes_of("ns/b") == {}
+
+
+def test_a_keys_part_that_still_holds_repository_tables_is_written_without_them() -> None:
+    layout = _layout()
+    state = _record()
+    stored = part_of(state, ["ns/a", "ns/b"], [BASE, WEB], token="5")  # as stored before
+    placement = Placement(layout, {"ns/one": stored})
+    assert placement.lacks("ns/one", stored, state)
+    target = placement.target("ns/one", stored, [], state)
+    assert target.contents()[1:3] == ({}, {}) and target.token == "5"
+    assert set(target.contents()[0]) == {"ns/a", "ns/b"}
+    assert not placement.lacks("ns/one", target, state)
 
 
 def test_100000_writes_over_1000_keys_fit_each_keys_object_and_none_is_lost() -> None:
@@ -192,14 +284,15 @@ def test_100000_writes_over_1000_keys_fit_each_keys_object_and_none_is_lost() ->
     state.record_first_seen(BASE, [f"{t}" for t in range(200)], NOW)
     layout = Layout(apps, repos)
     parts = _parts(state, layout)
-    assert len(parts) == 1000
+    repo_parts = _repo_parts(state, sorted(frozenset().union(*repos.values())))
+    assert len(parts) == 1000 and len(repo_parts) == 501
     sizes = []
-    for part in parts.values():
+    for part in [*parts.values(), *repo_parts.values()]:
         stored = part.to_stored()
         assert not stored.dropped and stored.size <= MAX_BYTES
         sizes.append(stored.size)
-    assert max(sizes) < 64_000  # a key's object grows with the key, not the fleet
-    back = merge(list(parts.values()))
+    assert max(sizes) < 32_000  # an object grows with its key or repository, not the fleet
+    back = merge([*parts.values(), *repo_parts.values()])
     assert same_contents(back, state)
     assert sum(len(records) for records in back.contents()[0].values()) == 100_000
 

@@ -137,7 +137,7 @@ async def release(
         store = _file_store(state_dir) if state_dir else None
         await _forget_writes(store, app_key(namespace, app), aliases)
         return f"released {_described(aliases)} of {where}"
-    from argocd_image_updater.controller.shard_state import (
+    from argocd_image_updater.controller.state_objects import (
         is_sharded,
         key_stores,
         keys_of_application,

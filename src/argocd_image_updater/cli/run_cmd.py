@@ -213,13 +213,21 @@ def start_election(
     if settings.sharding:
         from argocd_image_updater.cli.run_cluster import shard_membership
         from argocd_image_updater.controller.fleet_events import join_fleet
+        from argocd_image_updater.controller.shard_state import ShardedStateStore
 
         membership = controller.shards = shard_membership(settings, controller.kube)
         controller.elector = membership
         fleet = controller.fleet = join_fleet(
             membership, controller.kube, controller.scanner.budget, controller.health
         )
-        return asyncio.create_task(_together(membership.run(stop), fleet.run(stop)))
+        work = [membership.run(stop), fleet.run(stop)]
+        state = controller.state_store
+        if isinstance(state, ShardedStateStore) and state.cache is None:
+            from argocd_image_updater.controller.state_cache import StateCache
+
+            state.cache = StateCache(state.kube, state.namespace)  # loads without a request
+            work.append(state.cache.run(stop, controller.health))
+        return asyncio.create_task(_together(*work))
     if settings.leader_election:
         from argocd_image_updater.cli.run_cluster import leader_elector
 

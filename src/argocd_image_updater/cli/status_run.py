@@ -46,7 +46,7 @@ async def gather(
 async def _cluster(
     kubeconfig: str, namespace: str, all_namespaces: bool, controller_namespace: str
 ) -> tuple[list[dict[str, Any]], ControllerState | None]:
-    from argocd_image_updater.controller.shard_state import is_sharded, load_keys
+    from argocd_image_updater.controller.state_objects import is_sharded, load_keys
     from argocd_image_updater.controller.state_store import ConfigMapStateStore
     from argocd_image_updater.kube.client import KubeClient, KubeError
     from argocd_image_updater.model.resources import IMAGE_UPDATERS

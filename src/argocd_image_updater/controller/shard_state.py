@@ -1,54 +1,60 @@
-"""The remembered record of a sharded fleet (``run --sharding``): one ConfigMap per shard key.
-
-Each shard key (an ImageUpdater, or an Application of the v0.x annotations) has its own
-ConfigMap in the controller's namespace, ``argocd-image-updater-state-<16 hex digits of the
-key's BLAKE2b hash>``, labelled as the single record's ConfigMap plus
-``argocd-image-updater.argoproj.io/state: shard-key`` and annotated with the key
-(``argocd-image-updater.argoproj.io/shard-key``). It holds what
-:mod:`~argocd_image_updater.model.state_parts` puts in a key's part, in the single record's
-format (gzip-compressed, then trimmed, when large): no object grows with the fleet.
+"""The remembered record of a sharded fleet (``run --sharding``): one ConfigMap per shard key
+and one per repository (:mod:`~argocd_image_updater.controller.state_objects` names them).
 
 A replica reads and writes only the objects of the keys it holds (the cycle's or webhook event's
-keys, given by :meth:`ShardedStateStore.scoped` around their work): a load reads each of them
-(at most :data:`MAX_CONCURRENT_REQUESTS` requests at once; an object still at its
-resourceVersion is not parsed again) and merges them; a save writes only the keys whose part
-changed, each a conditional replace (or create) behind the write fence. When another writer (the
-``release`` command, the replica that held the key before) changed a key's object meanwhile,
-only that object is read again and only that key's changes are applied to it.
+keys, given by :meth:`ShardedStateStore.scoped` around their work) and of the repositories they
+use. A load takes each object from the watched copy of the state ConfigMaps
+(:class:`~argocd_image_updater.controller.state_cache.StateCache`) when there is one, and reads
+it (at most :data:`~argocd_image_updater.controller.state_objects.MAX_CONCURRENT_REQUESTS`
+requests at once) when there is not, or when this replica did not hold it in its loads before
+(a key taken over is read as its previous owner last saved it); an object still at its
+resourceVersion is not parsed again. A save writes only the objects whose part changed, each a
+conditional replace (or create) behind the write fence, the repositories' first. When another
+writer (another replica whose keys use the same repository, the ``release`` command, the replica
+that held a key before) changed an object meanwhile, only that object is read again and only its
+changes (its Applications', or its repository's) are applied to it.
 
 Switching an existing fleet to ``--sharding`` loses nothing: a key without an object yet takes
-its part from the single ConfigMap ``argocd-image-updater-state`` (read once), and its object is
-written at the next save. The single ConfigMap is left as it is (a fleet switched back goes on
-from it).
+its part from the single ConfigMap ``argocd-image-updater-state`` (read once), a repository
+without one from the key objects that held repository tables and from the single ConfigMap;
+the objects are written at the next save. The single ConfigMap is left as it is (a fleet
+switched back goes on from it).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import functools
-import hashlib
 import json
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Final, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 
 from argocd_image_updater.config.registries import RegistryConfig
+from argocd_image_updater.controller.state_cache import StateCache
+from argocd_image_updater.controller.state_objects import (
+    bounded,
+    key_store,
+    repository_store,
+)
 from argocd_image_updater.controller.state_store import (
     MAX_SAVE_ATTEMPTS,
     STATE_CONFIGMAP,
     ConfigMapStateStore,
 )
-from argocd_image_updater.kube.client import CONFIGMAPS, KubeClient, KubeError, resource_path
-from argocd_image_updater.model.controller_state import ControllerState, Operation
-from argocd_image_updater.model.resources import IMAGE_UPDATERS
+from argocd_image_updater.kube.client import KubeClient
+from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.model.state_parts import (
     Layout,
     Placement,
-    apps_in,
+    by_repository,
+    holds_repository,
+    key_part,
     merge,
     part_of,
     repos_in,
+    repository_part,
+    repository_target,
     same_contents,
 )
 from argocd_image_updater.observe.log import get_logger
@@ -58,67 +64,50 @@ from argocd_image_updater.pipeline.state_scope import Layouts
 
 log = get_logger("state")
 
-STATE_KIND_LABEL: Final = "argocd-image-updater.argoproj.io/state"
-"""On a key's state ConfigMap: :data:`PER_KEY`."""
-PER_KEY: Final = "shard-key"
-SHARD_KEY_ANNOTATION: Final = "argocd-image-updater.argoproj.io/shard-key"
-"""On a key's state ConfigMap: the key (``namespace/name``)."""
-MAX_CONCURRENT_REQUESTS: Final = 16
-
-_T = TypeVar("_T")
+Target = Callable[[ControllerState, bool], ControllerState]
+"""What an object's part becomes from its stored part (and whether to take in what the
+cycle's record has of it)."""
 
 
-def object_name(key: str) -> str:
-    """The name of ``key``'s state ConfigMap."""
-    return f"{STATE_CONFIGMAP}-{hashlib.blake2b(key.encode(), digest_size=8).hexdigest()}"
+def _token(keys: Mapping[str, str], repos: Mapping[str, str]) -> str:
+    return json.dumps({"k": keys, "r": repos}, separators=(",", ":"), sort_keys=True)
 
 
-def key_store(kube: KubeClient, namespace: str, key: str) -> ConfigMapStateStore:
-    """The store of one key's state ConfigMap."""
-    return ConfigMapStateStore(
-        kube,
-        namespace,
-        object_name(key),
-        labels={STATE_KIND_LABEL: PER_KEY},
-        annotations={SHARD_KEY_ANNOTATION: key},
-    )
-
-
-async def bounded(calls: Iterable[Callable[[], Awaitable[_T]]]) -> list[_T]:
-    """The results of ``calls``, at most :data:`MAX_CONCURRENT_REQUESTS` under way at once."""
-    slots = asyncio.Semaphore(MAX_CONCURRENT_REQUESTS)
-
-    async def one(call: Callable[[], Awaitable[_T]]) -> _T:
-        async with slots:
-            return await call()
-
-    return list(await asyncio.gather(*(one(call) for call in calls)))
-
-
-def _token(versions: dict[str, str]) -> str:
-    return json.dumps(versions, separators=(",", ":"), sort_keys=True)
-
-
-def _versions(token: str) -> dict[str, str]:
+def _versions(token: str) -> tuple[dict[str, str], dict[str, str]]:
     try:
-        versions = json.loads(token) if token else {}
+        found = json.loads(token) if token else {}
     except ValueError:
-        return {}
-    return {str(k): str(v) for k, v in versions.items()} if isinstance(versions, dict) else {}
+        return {}, {}
+    if not isinstance(found, dict):
+        return {}, {}
+    tables = [found.get("k"), found.get("r")]
+    keys, repos = (
+        {str(k): str(v) for k, v in t.items()} if isinstance(t, dict) else {} for t in tables
+    )
+    return keys, repos
 
 
 class ShardedStateStore:
-    """:class:`~argocd_image_updater.pipeline.ports.StateStore` on one ConfigMap per shard key,
-    for the keys in scope (:meth:`scoped`); the record's ``token`` holds the resourceVersion of
-    each key's object as read (JSON)."""
+    """:class:`~argocd_image_updater.pipeline.ports.StateStore` on one ConfigMap per shard key
+    and per repository, for the keys in scope (:meth:`scoped`) and their repositories; the
+    record's ``token`` holds the resourceVersion of each object as read (JSON)."""
 
-    def __init__(self, kube: KubeClient, namespace: str, registries: RegistryConfig) -> None:
-        self.kube, self.namespace = kube, namespace
+    def __init__(
+        self,
+        kube: KubeClient,
+        namespace: str,
+        registries: RegistryConfig,
+        cache: StateCache | None = None,
+    ) -> None:
+        self.kube, self.namespace, self.cache = kube, namespace, cache
         self._layouts = Layouts(registries)
         self._scope: contextvars.ContextVar[Layout | None] = contextvars.ContextVar(
             "state_scope", default=None
         )
-        self._stores: dict[str, ConfigMapStateStore] = {}
+        self._keys: dict[str, ConfigMapStateStore] = {}
+        self._repos: dict[str, ConfigMapStateStore] = {}
+        self._held: set[str] = set()
+        """The objects (by name) loaded since their key or repository came into scope."""
         self._single: ControllerState | None = None
         """The single ConfigMap of an unsharded fleet, read once (empty when there is none)."""
         self._merged: ControllerState | None = None
@@ -127,59 +116,126 @@ class ShardedStateStore:
     @contextlib.contextmanager
     def scoped(self, collected: Collected) -> Iterator[None]:
         """Loads and saves within this block (of this task and those it starts) are of the keys
-        of ``collected`` (narrowed to this replica's share)."""
+        of ``collected`` (narrowed to this replica's share) and their repositories."""
         layout = self._layouts.layout(collected)
-        if collected.listed:  # a full cycle: the objects of keys no longer held are let go
-            self._stores = {k: s for k, s in self._stores.items() if k in layout.keys}
+        if collected.listed:  # a full cycle: the objects no longer held are let go
+            repos = frozenset().union(*layout.repos.values())
+            self._keys = {k: s for k, s in self._keys.items() if k in layout.keys}
+            self._repos = {r: s for r, s in self._repos.items() if r in repos}
+            stores = [*self._keys.values(), *self._repos.values()]
+            self._held &= {store.name for store in stores}
+            if self.cache is not None:
+                self.cache.keep(self._held)
         reset = self._scope.set(layout)
         try:
             yield
         finally:
             self._scope.reset(reset)
 
-    def _store(self, key: str) -> ConfigMapStateStore:
-        store = self._stores.get(key)
+    def _key_store(self, key: str) -> ConfigMapStateStore:
+        store = self._keys.get(key)
         if store is None:
-            store = self._stores[key] = key_store(self.kube, self.namespace, key)
+            store = self._keys[key] = key_store(self.kube, self.namespace, key)
         return store
+
+    def _repo_store(self, repo: str) -> ConfigMapStateStore:
+        store = self._repos.get(repo)
+        if store is None:
+            store = self._repos[repo] = repository_store(self.kube, self.namespace, repo)
+        return store
+
+    async def _read(self, store: ConfigMapStateStore) -> ControllerState:
+        """``store``'s part: as read or written last, or the newer copy watched, when it was
+        held before and the watched copy tells; else read."""
+        cache = self.cache
+        if cache is not None and store.name in self._held:
+            mine = store.last
+            found = cache.newer(store.name, mine.token if mine is not None else "")
+            if found is None:
+                return mine if mine is not None else ControllerState()
+            if isinstance(found, dict):
+                return store.parse(found)
+        if cache is not None:
+            cache.want(store.name)  # before the read: no later change is missed
+        part = await store.read()
+        self._held.add(store.name)
+        return part
+
+    async def _read_all(self, stores: list[ConfigMapStateStore]) -> list[ControllerState]:
+        return await bounded(functools.partial(self._read, store) for store in stores)
 
     async def load(self) -> ControllerState:
         layout = self._scope.get()
         if layout is None:
-            return ControllerState(token=_token({}))
+            return ControllerState(token=_token({}, {}))
         keys = sorted(layout.keys)
-        parts = dict(zip(keys, await bounded(self._store(k).read for k in keys), strict=True))
-        token = _token({key: part.token for key, part in parts.items()})
+        repos = sorted(frozenset().union(*layout.repos.values()))
+        found = await self._read_all([*map(self._key_store, keys), *map(self._repo_store, repos)])
+        key_parts = dict(zip(keys, found[: len(keys)], strict=True))
+        repo_parts = dict(zip(repos, found[len(keys) :], strict=True))
+        token = _token(
+            {key: part.token for key, part in key_parts.items()},
+            {repo: part.token for repo, part in repo_parts.items()},
+        )
         merged = self._merged
         if merged is not None and merged.token == token:
             return merged.copy()
-        missing = [key for key, part in parts.items() if not part.token]
-        if missing:
-            single = await self._single_record()
+        took = False
+        keys_missing = [key for key, part in key_parts.items() if not part.token]
+        repos_missing = [repo for repo, part in repo_parts.items() if not part.token]
+        single = await self._single_record() if keys_missing or repos_missing else None
+        holders: dict[str, list[ControllerState]] = {}  # key objects of before, by repository
+        for part in key_parts.values() if repos_missing else ():
+            for repo in repos_in(part):
+                holders.setdefault(repo, []).append(part)
+        for repo in repos_missing:  # from the key objects of before, and the single record
+            sources = [*holders.get(repo, ()), *([single] if single is not None else [])]
+            pieces = [repository_part(source, repo) for source in sources]
+            if any(piece.contents()[1] or piece.contents()[2] for piece in pieces):
+                repo_parts[repo] = merge(pieces)
+                took = True
+        parts = {key: key_part(part) for key, part in key_parts.items()}
+        if keys_missing and single is not None:
             inverse: dict[str, list[str]] = {}
             for app, key in layout.apps.items():
                 inverse.setdefault(key, []).append(app)
-            for key in missing:
-                parts[key] = part_of(single, inverse.get(key, ()), layout.repos.get(key, ()))
-        merged = merge([parts[key] for key in keys], token)
-        self._merged = merged.copy() if not missing or not self._single_has_any() else None
+            for key in keys_missing:
+                parts[key] = part_of(single, inverse.get(key, ()), ())
+                took |= bool(parts[key].contents()[0] or parts[key].contents()[3])
+        merged = merge([*(parts[key] for key in keys), *(repo_parts[r] for r in repos)], token)
+        self._merged = None if took else merged.copy()
         return merged
-
-    def _single_has_any(self) -> bool:
-        single = self._single
-        return single is not None and any(single.contents())
 
     async def _single_record(self) -> ControllerState:
         if self._single is None:
             self._single = await ConfigMapStateStore(self.kube, self.namespace).load()
             if any(self._single.contents()):
                 log.info(
-                    "taking the remembered record of the keys without a ConfigMap of their own "
-                    "from ConfigMap %s/%s",
+                    "taking the remembered record of the keys and repositories without a "
+                    "ConfigMap of their own from ConfigMap %s/%s",
                     self.namespace,
                     STATE_CONFIGMAP,
                 )
         return self._single
+
+    async def _stored(
+        self, stores: Mapping[str, ConfigMapStateStore], versions: Mapping[str, str]
+    ) -> tuple[dict[str, ControllerState], list[str]]:
+        """Each object's part at the version the record was loaded from, and the objects
+        written since (by another save of this replica: read again)."""
+        stored: dict[str, ControllerState] = {}
+        stale: list[str] = []
+        for name, version in versions.items():
+            last = stores[name].last
+            if last is None and not version:
+                stored[name] = ControllerState()
+            elif last is not None and last.token == version:
+                stored[name] = last
+            else:
+                stale.append(name)
+        for name, part in zip(stale, await self._read_all([stores[n] for n in stale]), strict=True):
+            stored[name] = part
+        return stored, stale
 
     async def save(self, state: ControllerState) -> None:
         layout = self._scope.get()
@@ -187,136 +243,114 @@ class ShardedStateStore:
             if state.changed:
                 log.warning("the remembered record of no shard key is held: nothing saved")
             return
-        versions = _versions(state.token)
-        keys = sorted(versions)
-        stored: dict[str, ControllerState] = {}
-        stale: list[str] = []
-        for key in keys:
-            last = self._store(key).last
-            if not versions[key]:
-                stored[key] = ControllerState()
-            elif last is not None and last.token == versions[key]:
-                stored[key] = last
-            else:
-                stale.append(key)  # written since (by another save of this replica)
-        for key, part in zip(stale, await bounded(self._store(k).read for k in stale), strict=True):
-            stored[key] = part
-        placement = Placement(layout, stored)
+        key_versions, repo_versions = _versions(state.token)
+        key_stores = {key: self._key_store(key) for key in key_versions}
+        repo_stores = {repo: self._repo_store(repo) for repo in repo_versions}
+        stored_keys, stale_keys = await self._stored(key_stores, key_versions)
+        stored_repos, stale_repos = await self._stored(repo_stores, repo_versions)
+        placement = Placement(layout, stored_keys)
         routed, homeless = placement.route(state.operations)
-        if homeless:
-            log.debug("%d changes of the remembered record belong to no key held", homeless)
-        dirty = [
-            key
-            for key in keys
-            if routed.get(key) or key in stale or placement.lacks(key, stored[key], state)
+        by_repo, homeless_repos = by_repository(state.operations, repo_versions)
+        if homeless or homeless_repos:
+            log.debug(
+                "%d changes of the remembered record belong to no key or repository held",
+                homeless + homeless_repos,
+            )
+
+        dirty_repos = [
+            repo
+            for repo in sorted(repo_versions)
+            if by_repo.get(repo)
+            or repo in stale_repos
+            or (not repo_versions[repo] and holds_repository(state, repo))
         ]
-        results = await bounded(
-            functools.partial(
-                self._write,
-                key,
-                stored[key],
-                placement,
-                routed.get(key, []),
-                state,
-                key not in stale,
-            )
-            for key in dirty
-        )
-        failed = [result for result in results if isinstance(result, StoreError)]
-        if failed:
-            self._merged = None
-            raise StoreError(
-                f"{failed[0]}" + (f" (and {len(failed) - 1} more keys)" if len(failed) > 1 else "")
-            )
-        conflicts = False
-        for key, result in zip(dirty, results, strict=True):
-            assert not isinstance(result, StoreError)
-            conflict, versions[key] = result
-            conflicts |= conflict
-        token = _token(versions)
-        newer = conflicts or bool(stale)  # another writer's changes came in: take them
+
+        def repo_job(repo: str) -> Job:
+            def target(stored: ControllerState, take: bool) -> ControllerState:
+                return repository_target(repo, stored, by_repo.get(repo, []), state, take=take)
+
+            take = not repo_versions[repo] and repo not in stale_repos  # none yet: take them
+            return Job(repo, repo_stores[repo], stored_repos[repo], target, take)
+
+        conflicts = await self._write_all(list(map(repo_job, dirty_repos)), repo_versions)
+        dirty_keys = [
+            key
+            for key in sorted(key_versions)
+            if routed.get(key) or key in stale_keys or placement.lacks(key, stored_keys[key], state)
+        ]
+
+        def key_job(key: str) -> Job:
+            def target(stored: ControllerState, take: bool) -> ControllerState:
+                return placement.target(key, stored, routed.get(key, []), state, take_apps=take)
+
+            return Job(key, key_stores[key], stored_keys[key], target, key not in stale_keys)
+
+        conflicts |= await self._write_all(list(map(key_job, dirty_keys)), key_versions)
+        token = _token(key_versions, repo_versions)
+        newer = conflicts or bool(stale_keys) or bool(stale_repos)  # another writer's changes
         if newer:
             parts = [
-                last
-                if (last := self._store(k).last) is not None and last.token == versions[k]
-                else stored[k]
-                for k in keys
+                key_part(_current(key_stores[key], key_versions[key], stored_keys[key]))
+                for key in sorted(key_versions)
+            ] + [
+                _current(repo_stores[repo], repo_versions[repo], stored_repos[repo])
+                for repo in sorted(repo_versions)
             ]
             state.adopt(merge(parts, token))
         state.saved(token)
-        self._merged = None if newer or homeless else state.copy()
+        self._merged = None if newer or homeless or homeless_repos else state.copy()
 
-    async def _write(
-        self,
-        key: str,
-        stored: ControllerState,
-        placement: Placement,
-        operations: list[Operation],
-        merged: ControllerState,
-        take_apps: bool,
-    ) -> tuple[bool, str] | StoreError:
-        """Write ``key``'s part; whether its object had changed meanwhile, and the version it is
-        at now (a StoreError when it cannot be written)."""
-        store = self._store(key)
+    async def _write_all(self, jobs: list[Job], versions: dict[str, str]) -> bool:
+        """Write each job's object, ``versions`` (by key or repository) updated to the version
+        each is at now; whether any had changed meanwhile. A :class:`StoreError` when any
+        cannot be written."""
+        results = await bounded(functools.partial(self._write, job) for job in jobs)
+        failed = [result for result in results if isinstance(result, StoreError)]
+        if failed:
+            self._merged = None
+            more = f" (and {len(failed) - 1} more objects)" if len(failed) > 1 else ""
+            raise StoreError(f"{failed[0]}{more}")
+        conflicts = False
+        for job, result in zip(jobs, results, strict=True):
+            assert not isinstance(result, StoreError)
+            conflict, versions[job.name] = result
+            conflicts |= conflict
+        return conflicts
+
+    async def _write(self, job: Job) -> tuple[bool, str] | StoreError:
+        """Write the job's part; whether its object had changed meanwhile, and the version it
+        is at now (a StoreError when it cannot be written)."""
+        store, stored, take = job.store, job.stored, job.take
         conflict = False
         try:
             for _ in range(MAX_SAVE_ATTEMPTS):
-                target = placement.target(key, stored, operations, merged, take_apps=take_apps)
+                target = job.target(stored, take)
                 if same_contents(target, stored):
                     return conflict, stored.token
                 if await store.write(target):
                     return conflict, target.token
                 log.debug("%s changed since it was read; applying its changes again", store.where)
-                conflict, take_apps = True, False
+                conflict, take = True, False
                 stored = await store.read()
+                self._held.add(store.name)
         except StoreError as err:
             return err
         return StoreError(f"cannot write {store.where}: it kept changing while it was written")
 
 
-# --- the commands that read or edit the record (``release``, ``status``) -----------------------
+@dataclass(frozen=True, slots=True)
+class Job:
+    """An object to write: ``name`` (its key or repository), its store, its part as stored,
+    what that becomes, and whether it takes in what the cycle's record has of it."""
+
+    name: str
+    store: ConfigMapStateStore
+    stored: ControllerState
+    target: Target
+    take: bool
 
 
-async def is_sharded(kube: KubeClient, namespace: str) -> bool:
-    """Whether ``namespace`` holds a key's state ConfigMap (the record of a sharded fleet)."""
-    try:
-        found = await kube.request(
-            "GET",
-            resource_path(CONFIGMAPS, namespace),
-            params={"labelSelector": f"{STATE_KIND_LABEL}={PER_KEY}", "limit": "1"},
-        )
-    except KubeError as err:
-        raise StoreError(f"cannot list the ConfigMaps of {namespace}: {err}") from err
-    return bool(found.get("items"))
-
-
-async def keys_of_application(kube: KubeClient, namespace: str, app: str) -> list[str]:
-    """The shard keys an Application of ``namespace`` can belong to: itself (v0.x annotations)
-    and every ImageUpdater of its namespace (an ImageUpdater selects the Applications of its own
-    namespace)."""
-    keys = [f"{namespace}/{app}"]
-    try:
-        updaters, _ = await kube.list_objects(IMAGE_UPDATERS, namespace)
-    except KubeError as err:
-        if err.is_not_found:  # no ImageUpdater resource installed
-            return keys
-        raise StoreError(f"cannot list the ImageUpdaters of {namespace}: {err}") from err
-    names = sorted(str((u.get("metadata") or {}).get("name") or "") for u in updaters)
-    return keys + [f"{namespace}/{name}" for name in names if name]
-
-
-def key_stores(kube: KubeClient, namespace: str, keys: Iterable[str]) -> list[ConfigMapStateStore]:
-    """The stores of ``keys``' state ConfigMaps in ``namespace`` (a store whose ConfigMap does
-    not exist loads an empty record and creates nothing until something changes)."""
-    return [key_store(kube, namespace, key) for key in keys]
-
-
-async def load_keys(kube: KubeClient, namespace: str, keys: Iterable[str]) -> ControllerState:
-    """The record of ``keys`` merged (``status``): their ConfigMaps', then the single
-    ConfigMap's for what they lack."""
-    stores = key_stores(kube, namespace, keys)
-    parts = await bounded(store.read for store in stores)
-    single = await ConfigMapStateStore(kube, namespace).read()
-    have = set().union(*(apps_in(part) for part in parts))
-    rest = [app for app in apps_in(single) if app not in have]
-    return merge([*parts, part_of(single, rest, repos_in(single))])
+def _current(store: ConfigMapStateStore, version: str, stored: ControllerState) -> ControllerState:
+    """The part of ``store``'s object at ``version``: as last read or written, else ``stored``."""
+    last = store.last
+    return last if last is not None and last.token == version else stored

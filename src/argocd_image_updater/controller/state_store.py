@@ -76,6 +76,13 @@ class ConfigMapStateStore:
             if err.is_not_found:
                 return ControllerState()
             raise StoreError(f"cannot read {self.where}: {err}") from err
+        return self.parse(cm)
+
+    def parse(self, cm: Mapping[str, Any] | None) -> ControllerState:
+        """The record of ``cm`` (this store's ConfigMap as read or watched; None: there is
+        none) as :meth:`read` gives it."""
+        if cm is None:
+            return ControllerState()
         version = str((cm.get("metadata") or {}).get("resourceVersion") or "")
         if self._last is not None and version and self._last.token == version:
             return self._last

@@ -358,9 +358,11 @@ class KubeClient:
         resource_version: str = "",
         timeout_seconds: int = 300,
         field_selector: str = "",
+        label_selector: str = "",
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Yield (event type, object) from ``resource_version`` on, until the server ends the
-        watch (after ``timeout_seconds``); ``field_selector`` narrows it (``metadata.name=x``). Bookmarks are asked for and yielded as ``BOOKMARK``
+        watch (after ``timeout_seconds``); ``field_selector`` (``metadata.name=x``) and
+        ``label_selector`` narrow it. Bookmarks are asked for and yielded as ``BOOKMARK``
         (an object with only ``metadata.resourceVersion``: resume from it). An ``ERROR`` event
         is raised as a :class:`KubeError` with its code: 410 when ``resource_version`` is too
         old, so list (or watch from "") again; so is an event longer than
@@ -375,6 +377,8 @@ class KubeClient:
             params["resourceVersion"] = resource_version
         if field_selector:
             params["fieldSelector"] = field_selector
+        if label_selector:
+            params["labelSelector"] = label_selector
         path = resource_path(kind, namespace)
         # The server ends the watch; a read that waits much longer than that is a dead connection.
         timeout = httpx.Timeout(REQUEST_TIMEOUT, read=timeout_seconds + 60.0)

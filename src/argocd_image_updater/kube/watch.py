@@ -24,9 +24,10 @@ async def follow(
     namespace: str | None,
     timeout_seconds: int = 300,
     field_selector: str = "",
+    label_selector: str = "",
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """Every change of ``kind`` in ``namespace`` (None: all; ``field_selector`` narrows it, e.g.
-    to one object: ``metadata.name=x``), for ever: a list first (its
+    to one object: ``metadata.name=x``, and so does ``label_selector``), for ever: a list first (its
     objects as ``ADDED``), then watches, each resumed from the version of the last event or
     bookmark the one before delivered; a version too old (410 Gone) is listed again. After
     each list a ``BOOKMARK`` (an object with only ``metadata.resourceVersion``) is yielded too,
@@ -36,7 +37,7 @@ async def follow(
     while True:
         if not version:
             items, version = await client.list_objects(
-                kind, namespace, field_selector=field_selector
+                kind, namespace, label_selector=label_selector, field_selector=field_selector
             )
             for item in items:
                 yield "ADDED", item
@@ -44,7 +45,7 @@ async def follow(
             yield "BOOKMARK", {"metadata": {"resourceVersion": version}}
         try:
             async for event, obj in client.watch_objects(
-                kind, namespace, version, timeout_seconds, field_selector
+                kind, namespace, version, timeout_seconds, field_selector, label_selector
             ):
                 version = _version(obj, version)
                 yield event, obj

@@ -19,36 +19,33 @@ and apply the same operations to it (:meth:`ControllerState.replay_onto`).
 
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
+from argocd_image_updater.model.stored_record import COMPRESSED_SUFFIX as COMPRESSED_SUFFIX
+from argocd_image_updater.model.stored_record import DATA_KEYS as DATA_KEYS
+from argocd_image_updater.model.stored_record import DIGESTS_KEY as DIGESTS_KEY
+from argocd_image_updater.model.stored_record import FIRST_SEEN_KEY as FIRST_SEEN_KEY
+from argocd_image_updater.model.stored_record import MAX_BYTES as MAX_BYTES
+from argocd_image_updater.model.stored_record import MAX_INFLATED_BYTES as MAX_INFLATED_BYTES
+from argocd_image_updater.model.stored_record import SHIPMENTS_KEY as SHIPMENTS_KEY
+from argocd_image_updater.model.stored_record import STATE_VERSION as STATE_VERSION
+from argocd_image_updater.model.stored_record import TABLE_KEYS as TABLE_KEYS
+from argocd_image_updater.model.stored_record import VERSION_KEY as VERSION_KEY
+from argocd_image_updater.model.stored_record import WRITES_KEY as WRITES_KEY
+from argocd_image_updater.model.stored_record import Stored as Stored
+from argocd_image_updater.model.stored_record import compressed as _compressed
+from argocd_image_updater.model.stored_record import dump as _dump
+from argocd_image_updater.model.stored_record import fit as _fit
+from argocd_image_updater.model.stored_record import plain as _plain
 from argocd_image_updater.model.write_record import StateError as StateError
 from argocd_image_updater.model.write_record import WriteRecord as WriteRecord
 from argocd_image_updater.model.write_record import format_time as format_time
 from argocd_image_updater.model.write_record import parse_time as parse_time
-
-STATE_VERSION: Final = 1
-"""The layout of the stored record; a newer layout is refused, never overwritten."""
-
-VERSION_KEY: Final = "version"
-WRITES_KEY: Final = "writes.json"
-FIRST_SEEN_KEY: Final = "first-seen.json"
-DIGESTS_KEY: Final = "digests.json"
-SHIPMENTS_KEY: Final = "shipments.json"
-DATA_KEYS: Final = (VERSION_KEY, WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY, SHIPMENTS_KEY)
-TABLE_KEYS: Final = (WRITES_KEY, FIRST_SEEN_KEY, DIGESTS_KEY, SHIPMENTS_KEY)
-COMPRESSED_SUFFIX: Final = ".gz"
-"""A table stored gzip-compressed (``binaryData``) has this suffix after its key."""
-MAX_INFLATED_BYTES: Final = 64 * 1024 * 1024
-
-MAX_BYTES: Final = 900_000
-"""Upper bound of the serialized record (a ConfigMap holds at most 1 MiB)."""
-
 
 _V = TypeVar("_V")
 
@@ -332,8 +329,8 @@ class ControllerState:
     def to_data(self, limit: int = MAX_BYTES) -> dict[str, str]:
         """The record as string data (a file's JSON, the data of a ConfigMap that fits in
         ``limit`` bytes). Above ``limit`` bytes the digests, then the first-seen times, of the
-        largest repositories are left out (they are only hints), then the write records of the
-        Applications written longest ago."""
+        largest repositories are left out (they are only hints; of a record of one repository,
+        its oldest tags), then the write records of the Applications written longest ago."""
         return _fit(self._tables(), limit, _plain).data
 
     def to_stored(self, limit: int = MAX_BYTES) -> Stored:
@@ -407,70 +404,6 @@ class ControllerState:
                 raise StateError(f"{DIGESTS_KEY}: {repo}: expected an object of tags")
             digests[repo] = {tag: str(d) for tag, d in tags.items()}
         return cls(writes, first_seen, digests, token, _json(data, SHIPMENTS_KEY))
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """A serialized record: ConfigMap ``data`` and ``binaryData``, their size in bytes, and
-    what was left out to fit (``{key: entries}``: repositories or Applications)."""
-
-    data: dict[str, str]
-    binary: dict[str, bytes]
-    size: int
-    dropped: dict[str, int]
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
-
-
-def _plain(tables: Mapping[str, Any]) -> Stored:
-    data = {VERSION_KEY: str(STATE_VERSION), **{key: _dump(tables[key]) for key in TABLE_KEYS}}
-    return Stored(data, {}, sum(len(k) + len(v.encode()) for k, v in data.items()), {})
-
-
-def _compressed(tables: Mapping[str, Any]) -> Stored:
-    binary = {
-        key + COMPRESSED_SUFFIX: gzip.compress(_dump(tables[key]).encode(), 6, mtime=0)
-        for key in TABLE_KEYS
-    }
-    data = {VERSION_KEY: str(STATE_VERSION)}
-    size = (
-        len(VERSION_KEY) + len(data[VERSION_KEY]) + sum(len(k) + len(v) for k, v in binary.items())
-    )
-    return Stored(data, binary, size, {})
-
-
-def _fit(
-    tables: dict[str, dict[str, Any]], limit: int, encode: Callable[[Mapping[str, Any]], Stored]
-) -> Stored:
-    """``encode(tables)`` at most ``limit`` bytes long: the entries of the digests, then of the
-    first-seen times, then of the writes are dropped, the largest repositories (the Applications
-    written longest ago) first, a batch at a time sized by the bytes still to shed."""
-    stored = encode(tables)
-    dropped: dict[str, int] = {}
-    for key in (DIGESTS_KEY, FIRST_SEEN_KEY, WRITES_KEY):
-        table = tables[key]
-        if stored.size <= limit or not table:
-            continue
-        sizes = {name: len(_dump(entry)) + len(name) + 4 for name, entry in table.items()}
-        if key == WRITES_KEY:
-            order = sorted(table, key=lambda app: max(r["at"] for r in table[app].values()))
-        else:
-            order = sorted(table, key=sizes.__getitem__, reverse=True)
-        position = 0
-        while stored.size > limit and position < len(order):
-            plain = sum(len(_dump(t)) for t in tables.values()) or 1
-            excess = (stored.size - limit) * plain / stored.size  # in plain bytes
-            shed = 0
-            while position < len(order) and (shed == 0 or shed < excess):
-                name = order[position]
-                shed += sizes[name]
-                del table[name]
-                position += 1
-            dropped[key] = position
-            stored = encode(tables)
-    return replace(stored, dropped=dropped) if dropped else stored
 
 
 def _json(data: Mapping[str, str], key: str) -> dict[str, Any]:

@@ -1,33 +1,33 @@
-"""The remembered record split by shard key, and put together again (pure).
+"""The remembered record split by shard key and by repository, and put together again (pure).
 
 With ``run --sharding`` the record (:class:`~argocd_image_updater.model.controller_state.
-ControllerState`) is stored as one part per shard key (an ImageUpdater ``namespace/name``, or
-an Application of the v0.x annotations): the write records and the changes followed of that
-key's Applications, and the first-seen times and digests of the repositories they use. No part
-grows with the fleet, only with its key. A repository used by several keys is in the part of
-each (its tags are bounded by the repository, not by the fleet).
+ControllerState`) is stored in parts: one per shard key (an ImageUpdater ``namespace/name``, or
+an Application of the v0.x annotations) holding the write records and the changes followed of
+that key's Applications, and one per repository holding its first-seen times and digests. No
+part grows with the fleet: a key's with its key, a repository's with its tags. A repository
+used by several keys (a shared base image) is stored once, whoever uses it.
 
 * :class:`Layout` says where things go: each Application's key, each key's repositories (as the
   cycle's selection gives them).
-* :class:`Placement` adds what the stored parts already hold: an Application or a repository
-  found in a key's part stays there (an Application that moved to another ImageUpdater, a
-  repository no longer used: as the single record keeps them, until forgotten).
+* :class:`Placement` adds what the stored key parts already hold: an Application found in a
+  key's part stays there (an Application that moved to another ImageUpdater: as the single
+  record keeps it, until forgotten).
 * :func:`merge` puts the parts a replica holds together into the one record a cycle uses: an
   Application's write record per image alias from the part that wrote it last, each tag's
-  earliest first-seen time, any part's digest (the parts are given in key order; the first
-  wins), an Application's changes followed from the first part that has them.
-* :meth:`Placement.route` splits the unsaved changes (the operations) by key, so that a key
-  whose stored part changed meanwhile (another writer: the ``release`` command, the replica
-  that owned the key before) is read again and only that key's changes are applied to it.
-* :meth:`Placement.target` is what a key's part becomes: the stored part with the key's
-  changes, and what the merged record has for the key that the part lacks (an Application's
-  records found in another part — moved in, or taken over from the single record of an
-  unsharded fleet — and the first-seen times and digests of its repositories).
+  earliest first-seen time, any part's digest (the parts are given in order; the first wins),
+  an Application's changes followed from the first part that has them.
+* :meth:`Placement.route` splits the unsaved changes of Applications (the operations) by key,
+  :func:`by_repository` those of repositories by repository, so that an object that changed
+  meanwhile (another writer: a replica whose keys use the same repository, the ``release``
+  command, the replica that owned the key before) is read again and only its own changes are
+  applied to it.
+* :meth:`Placement.target` is what a key's part becomes (writes and changes followed only),
+  :func:`repository_target` what a repository's part becomes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -116,49 +116,37 @@ def merge(parts: Sequence[ControllerState], token: str = "") -> ControllerState:
 
 
 class Placement:
-    """Which keys hold each Application and repository: the :class:`Layout`, and whatever the
-    keys' stored parts (``stored``, by key) already hold."""
+    """Which keys hold each Application: the :class:`Layout`, and whatever the keys' stored
+    parts (``stored``, by key) already hold."""
 
     def __init__(self, layout: Layout, stored: Mapping[str, ControllerState]) -> None:
         self.layout = layout
         self._stored = stored
         self.apps: dict[str, set[str]] = {}
         """By key: the Applications of its part."""
-        self.repos: dict[str, set[str]] = {}
-        """By key: the repositories of its part."""
         self._app_keys: dict[str, set[str]] = {}
-        self._repo_keys: dict[str, set[str]] = {}
         for app, key in layout.apps.items():
-            self._place(app, key, self.apps, self._app_keys)
-        for key, repos in layout.repos.items():
-            for repo in repos:
-                self._place(repo, key, self.repos, self._repo_keys)
+            self._place(app, key)
         for key, part in stored.items():
             for app in apps_in(part):
-                self._place(app, key, self.apps, self._app_keys)
-            for repo in repos_in(part):
-                self._place(repo, key, self.repos, self._repo_keys)
+                self._place(app, key)
 
-    @staticmethod
-    def _place(name: str, key: str, of_key: dict[str, set[str]], keys: dict[str, set[str]]) -> None:
-        of_key.setdefault(key, set()).add(name)
-        keys.setdefault(name, set()).add(key)
+    def _place(self, app: str, key: str) -> None:
+        self.apps.setdefault(key, set()).add(app)
+        self._app_keys.setdefault(app, set()).add(key)
 
     @property
     def keys(self) -> frozenset[str]:
-        return frozenset(self.apps) | frozenset(self.repos) | self.layout.keys
+        return frozenset(self.apps) | self.layout.keys
 
     def keys_of_app(self, app: str) -> frozenset[str]:
         return frozenset(self._app_keys.get(app, ()))
 
-    def keys_of_repo(self, repo: str) -> frozenset[str]:
-        return frozenset(self._repo_keys.get(repo, ()))
-
     def route(self, operations: Iterable[Operation]) -> tuple[dict[str, list[Operation]], int]:
-        """``operations`` by the keys they change, and how many changed no key here (an
-        Application or repository none of the keys holds or uses). The changes followed are
-        replaced as a whole: only the last such change counts, and only for the keys whose
-        part it changes."""
+        """The operations on Applications by the keys they change, and how many changed no key
+        here (an Application none of the keys holds); the operations on repositories are left
+        to :func:`by_repository`. The changes followed are replaced as a whole: only the last
+        such change counts, and only for the keys whose part it changes."""
         routed: dict[str, list[Operation]] = {}
         homeless = 0
         ships: Mapping[str, Any] | None = None
@@ -166,12 +154,11 @@ class Placement:
             if name == SHIPMENTS_OPERATION:
                 ships = args[0]
                 continue
-            if name in APP_OPERATIONS:
-                keys = self._app_keys.get(args[0], set())
-            elif name in REPO_OPERATIONS:
-                keys = self._repo_keys.get(args[0], set())
-            else:  # pragma: no cover - every operation is classified (a unit test checks)
+            if name in REPO_OPERATIONS:
+                continue
+            if name not in APP_OPERATIONS:  # pragma: no cover - a unit test checks
                 raise ValueError(f"unknown operation {name}")
+            keys = self._app_keys.get(args[0], set())
             homeless += not keys
             for key in keys:
                 routed.setdefault(key, []).append((name, args))
@@ -185,18 +172,16 @@ class Placement:
         return routed, homeless
 
     def lacks(self, key: str, stored: ControllerState, merged: ControllerState) -> bool:
-        """Whether ``stored`` (``key``'s part) lacks an Application of the key or one of its
-        repositories that ``merged`` holds (the part is then written even without a change)."""
-        writes, first_seen, digests, shipments = merged.contents()
-        have_apps, have_repos = apps_in(stored), repos_in(stored)
-        if any(
+        """Whether ``stored`` (``key``'s part) lacks an Application of the key that ``merged``
+        holds, or still holds tables of repositories (as stored before they had objects of
+        their own): the part is then written even without a change."""
+        writes, _, _, shipments = merged.contents()
+        if repos_in(stored):
+            return True
+        have_apps = apps_in(stored)
+        return any(
             (app in writes or app in shipments) and app not in have_apps
             for app in self.apps.get(key, ())
-        ):
-            return True
-        return any(
-            (repo in first_seen or repo in digests) and repo not in have_repos
-            for repo in self.repos.get(key, ())
         )
 
     def target(
@@ -209,12 +194,12 @@ class Placement:
         take_apps: bool = True,
     ) -> ControllerState:
         """What ``key``'s part becomes: ``stored`` (as read, with its version) with the key's
-        ``operations`` applied, then what ``merged`` (the cycle's record) has for the key that
-        it lacks: the first-seen times (the earliest wins) and digests of its repositories and,
-        with ``take_apps``, the records of its Applications that ``stored`` has nothing of."""
+        ``operations`` applied and, with ``take_apps``, the records that ``merged`` (the
+        cycle's record) has of the key's Applications that ``stored`` has nothing of; without
+        any repository's tables (those have objects of their own)."""
         part = stored.copy().apply(operations)
-        writes, first_seen, digests, shipments = part.contents()
-        m_writes, m_first_seen, m_digests, m_shipments = merged.contents()
+        writes, _, _, shipments = part.contents()
+        m_writes, _, _, m_shipments = merged.contents()
         new_writes = dict(writes)
         new_shipments = dict(shipments)
         if take_apps:
@@ -226,14 +211,66 @@ class Placement:
                     new_writes[app] = m_writes[app]
                 if app in m_shipments and app not in new_shipments:
                     new_shipments[app] = m_shipments[app]
-        new_first_seen = dict(first_seen)
-        new_digests = dict(digests)
-        for repo in self.repos.get(key, ()):
-            if repo in m_first_seen:
-                new_first_seen[repo] = _earliest(first_seen.get(repo, {}), m_first_seen[repo])
-            if repo in m_digests and digests.get(repo) != m_digests[repo]:
-                new_digests[repo] = {**m_digests[repo], **digests.get(repo, {})}
-        return ControllerState(new_writes, new_first_seen, new_digests, stored.token, new_shipments)
+        return ControllerState(new_writes, {}, {}, stored.token, new_shipments)
+
+
+def by_repository(
+    operations: Iterable[Operation], repos: Collection[str]
+) -> tuple[dict[str, list[Operation]], int]:
+    """The operations on repositories by repository, for ``repos`` (those held), and how many
+    concern a repository not held."""
+    routed: dict[str, list[Operation]] = {}
+    homeless = 0
+    for name, args in operations:
+        if name not in REPO_OPERATIONS:
+            continue
+        if args[0] in repos:
+            routed.setdefault(args[0], []).append((name, args))
+        else:
+            homeless += 1
+    return routed, homeless
+
+
+def repository_part(state: ControllerState, repo: str, token: str = "") -> ControllerState:
+    """What ``state`` holds of ``repo``: its first-seen times and digests."""
+    return part_of(state, (), (repo,), token)
+
+
+def key_part(state: ControllerState) -> ControllerState:
+    """What ``state`` (a key's stored part) holds of Applications, at its version: the tables
+    of repositories a key's part held before they had objects of their own left out."""
+    return part_of(state, apps_in(state), (), state.token)
+
+
+def holds_repository(merged: ControllerState, repo: str) -> bool:
+    _, first_seen, digests, _ = merged.contents()
+    return repo in first_seen or repo in digests
+
+
+def repository_target(
+    repo: str,
+    stored: ControllerState,
+    operations: Iterable[Operation],
+    merged: ControllerState,
+    *,
+    take: bool = False,
+) -> ControllerState:
+    """What ``repo``'s part becomes: ``stored`` (as read, with its version) with the
+    repository's ``operations`` applied and, with ``take`` (its object did not exist: the
+    tables come from the parts stored before), what ``merged`` has of it: the earliest
+    first-seen times, the digests ``stored`` lacks."""
+    part = stored.copy().apply(operations)
+    if not take:
+        return repository_part(part, repo, stored.token)
+    _, first_seen, digests, _ = part.contents()
+    _, m_first_seen, m_digests, _ = merged.contents()
+    new_first_seen = dict(first_seen)
+    new_digests = dict(digests)
+    if repo in m_first_seen:
+        new_first_seen[repo] = _earliest(first_seen.get(repo, {}), m_first_seen[repo])
+    if repo in m_digests:
+        new_digests[repo] = {**m_digests[repo], **digests.get(repo, {})}
+    return ControllerState({}, new_first_seen, new_digests, stored.token)
 
 
 def _earliest(

@@ -1,0 +1,149 @@
+"""The watched copy of a sharded fleet's state ConfigMaps (``run --sharding``), so that a load
+of the remembered record makes no request in a steady cycle.
+
+One list and watch (:func:`~argocd_image_updater.kube.watch.follow`) of the ConfigMaps of the
+controller's namespace labelled ``argocd-image-updater.argoproj.io/state`` (a key's or a
+repository's), supervised like every watch of the controller (restarted after a backoff, reported
+by ``/healthz`` after repeated failures: :func:`~argocd_image_updater.controller.spec_watch.
+supervised`). Only the objects the replica holds are kept (:meth:`StateCache.keep`: those of its
+keys and their repositories, as it read them), each at the newest version seen.
+
+The store (:class:`~argocd_image_updater.controller.shard_state.ShardedStateStore`) asks
+:meth:`StateCache.newer` whether the object changed since the version it read or wrote: no
+(nothing newer watched), yes (the newer copy), or "cannot tell" — the watch is not running or
+not listed yet, or the versions cannot be ordered — when it reads the object with a request.
+ResourceVersions are ordered as integers (etcd's are); any other form is never ordered, so a
+server whose versions are not integers costs a read per object, never a stale copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Collection, Mapping
+from typing import Any, Final
+
+from argocd_image_updater.controller.spec_watch import Restarts, supervised
+from argocd_image_updater.controller.state_objects import STATE_KIND_LABEL
+from argocd_image_updater.kube.client import CONFIGMAPS, KubeClient
+from argocd_image_updater.kube.watch import follow
+from argocd_image_updater.observe.health import Health
+
+UNKNOWN: Final = object()
+"""What :meth:`StateCache.newer` answers when it cannot tell."""
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
+
+
+def _order(one: str, other: str) -> int | None:
+    """-1, 0 or 1 as version ``one`` is older than, the same as or newer than ``other`` ("":
+    none); None when they cannot be ordered."""
+    if one == other:
+        return 0
+    if not other:
+        return 1
+    if not one:
+        return -1
+    if one.isdigit() and other.isdigit():
+        return 1 if int(one) > int(other) else -1
+    return None
+
+
+class StateCache:
+    """The state ConfigMaps this replica holds, as last watched; see the module."""
+
+    def __init__(self, kube: KubeClient, namespace: str) -> None:
+        self.kube, self.namespace = kube, namespace
+        self.synced = False
+        """Whether the watch runs and has listed: what it holds is current."""
+        self._wanted: set[str] = set()
+        self._objects: dict[str, dict[str, Any] | None] = {}
+        """By name: the newest copy watched (None: seen deleted)."""
+        self._listing: dict[str, dict[str, Any]] | None = None
+        self.restarts = Restarts()
+
+    @property
+    def where(self) -> str:
+        return f"the state ConfigMaps of {self.namespace}"
+
+    def want(self, name: str) -> None:
+        """Keep ConfigMap ``name`` from now on (before it is read: no change is missed)."""
+        self._wanted.add(name)
+
+    def keep(self, names: Collection[str]) -> None:
+        """Keep only the ConfigMaps ``names`` (those held)."""
+        self._wanted &= set(names)
+        self._objects = {n: obj for n, obj in self._objects.items() if n in self._wanted}
+
+    def newer(self, name: str, version: str) -> object:
+        """The copy of ConfigMap ``name`` watched if it is newer than ``version`` (the one the
+        store read or wrote; "": there was none); None when nothing newer was watched;
+        :data:`UNKNOWN` when that cannot be told (read it)."""
+        if not self.synced or name not in self._wanted:
+            return UNKNOWN
+        if name not in self._objects:
+            return None  # watched since before it was read, and unchanged since
+        found = self._objects[name]
+        if found is None:
+            return UNKNOWN  # deleted: read it
+        order = _order(_version(found), version)
+        if order is None:
+            return UNKNOWN
+        return found if order > 0 else None
+
+    # --- the watch -----------------------------------------------------------------------------
+    def _source(self) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        async def events() -> AsyncIterator[tuple[str, dict[str, Any]]]:
+            self.synced = False
+            self._listing = {}
+            try:
+                async for event in follow(
+                    self.kube, CONFIGMAPS, self.namespace, label_selector=STATE_KIND_LABEL
+                ):
+                    yield event
+            finally:
+                self.synced = False
+
+        return events()
+
+    def _observe(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "BOOKMARK":
+            if self._listing is not None:  # listed: the copy is current from now on
+                self._objects = {n: o for n, o in self._listing.items() if n in self._wanted}
+                self._listing = None
+                self.synced = True
+            return
+        name = _name(obj)
+        if not name or name not in self._wanted:
+            return
+        if self._listing is not None:
+            self._listing[name] = obj
+            return
+        known = self._objects.get(name)
+        if kind == "DELETED":
+            self._objects[name] = None
+        elif known is None or (_order(_version(obj), _version(known)) or 0) >= 0:
+            self._objects[name] = obj
+
+    async def run(self, stop: asyncio.Event, health: Health | None = None) -> None:
+        """Follow the state ConfigMaps until ``stop`` is set."""
+        task = asyncio.create_task(
+            supervised(
+                f"watch of {self.where}", self._source, self._observe, stop, health, self.restarts
+            )
+        )
+        try:
+            await stop.wait()
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            self.synced = False

@@ -218,3 +218,26 @@ def test_compressed_tables_that_cannot_be_read_name_their_key() -> None:
 
 def _plain_size(data: dict[str, str]) -> int:
     return sum(len(k) + len(v.encode()) for k, v in data.items())
+
+
+def test_shipments_set_for_some_applications_keep_the_others() -> None:
+    """Static shards share one record: each replaces the changes it follows, not the others'."""
+    state = ControllerState(
+        shipments={"argocd/a": {"web": {"n": 1}}, "argocd/b": {"web": {"n": 2}}}
+    )
+    state.set_shipments({"argocd/c": {"web": {"n": 3}}}, apps={"argocd/a", "argocd/c"})
+    assert state.shipments() == {"argocd/b": {"web": {"n": 2}}, "argocd/c": {"web": {"n": 3}}}
+    other = ControllerState(shipments={"argocd/b": {"web": {"n": 9}}, "argocd/d": {}})
+    assert state.replay_onto(other).shipments() == {
+        "argocd/b": {"web": {"n": 9}},
+        "argocd/c": {"web": {"n": 3}},
+        "argocd/d": {},
+    }
+    state.set_shipments({})
+    assert state.shipments() == {}
+
+
+def test_an_application_gone_forgets_its_changes_followed() -> None:
+    state = ControllerState(shipments={"argocd/a": {"web": {}}, "argocd/b": {"web": {}}})
+    state.prune_apps({"argocd/b"}, None)
+    assert state.shipments() == {"argocd/b": {"web": {}}}

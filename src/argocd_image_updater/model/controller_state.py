@@ -181,7 +181,7 @@ class ControllerState:
         ``existing`` (``namespace/name`` keys): they no longer exist."""
         gone = [
             key
-            for key in self._writes
+            for key in {**self._writes, **self._shipments}
             if key not in existing and (namespaces is None or key.partition("/")[0] in namespaces)
         ]
         for key in gone:
@@ -228,7 +228,8 @@ class ControllerState:
         return bool(names)
 
     def _op_forget_app(self, app: str) -> bool:
-        return self._writes.pop(app, None) is not None
+        wrote = self._writes.pop(app, None) is not None
+        return self._shipments.pop(app, None) is not None or wrote
 
     # --- per repository and tag: first seen ----------------------------------------------------
     def first_seen(self, repo: str, tag: str) -> datetime | None:
@@ -299,11 +300,15 @@ class ControllerState:
         """The changes followed until live, by Application (as the ship tracker wrote them)."""
         return dict(self._shipments)
 
-    def set_shipments(self, table: Mapping[str, Any]) -> None:
-        """The changes followed now (replacing those remembered)."""
-        self._do("ships", json.loads(_dump(table)))
+    def set_shipments(self, table: Mapping[str, Any], apps: Collection[str] | None = None) -> None:
+        """The changes followed now: replacing those remembered of ``apps`` (None: all), the
+        others' kept (another static shard follows those)."""
+        self._do("ships", json.loads(_dump(table)), None if apps is None else sorted(apps))
 
-    def _op_ships(self, table: dict[str, Any]) -> bool:
+    def _op_ships(self, table: dict[str, Any], apps: list[str] | None = None) -> bool:
+        if apps is not None:
+            scope = set(apps) | set(table)
+            table = {k: v for k, v in self._shipments.items() if k not in scope} | table
         if table == self._shipments:
             return False
         self._shipments = dict(table)

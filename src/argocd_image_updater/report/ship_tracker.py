@@ -146,8 +146,8 @@ class ShipTracker:
         now = self._clock()
         self._index = None
         if not self._restored:
-            await self._restore()
             self._mine = _apps(collected)
+            await self._restore(self._mine)
         elif not partial:
             await self._take_over(collected)
         listed = (
@@ -223,9 +223,9 @@ class ShipTracker:
         if taken and self._state is not None:
             await self._restore(taken)
 
-    async def _restore(self, apps: set[str] | None = None) -> None:
-        """Follow the changes a run before this one followed (read at the first look; then for
-        ``apps``, those a sharded replica took over)."""
+    async def _restore(self, apps: set[str]) -> None:
+        """Follow the changes of ``apps`` a run before this one followed (read at the first
+        look, then for the Applications of keys taken over)."""
         self._restored = True
         assert self._state is not None
         try:
@@ -234,7 +234,7 @@ class ShipTracker:
             log.warning("cannot read the changes followed before: %s", str(err))
             return
         for app, aliases in remembered.items():
-            if apps is not None and app not in apps:
+            if app not in apps:
                 continue
             for alias, raw in aliases.items() if isinstance(aliases, Mapping) else ():
                 shipment = Shipment.from_json(str(app), str(alias), raw)
@@ -254,7 +254,7 @@ class ShipTracker:
             return
         try:
             state = await self._state.load()
-            state.set_shipments(table)
+            state.set_shipments(table, self._mine | set(table))
             await self._state.save(state)
         except Exception as err:  # the next look tries again
             log.warning("cannot store the changes followed: %s", str(err))

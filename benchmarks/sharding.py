@@ -60,7 +60,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from common import INODES_PER_NAMED_TAG, machine, scratch_dir, write_tag_name_storage
+from common import (
+    INODES_PER_NAMED_TAG,
+    CpuSampler,
+    machine,
+    scratch_dir,
+    write_tag_name_storage,
+)
 
 NS = "argocd"
 HOST = "registry.bench.example"
@@ -162,6 +168,10 @@ def seed(store: Any, fleet: Fleet, registry: Registry) -> None:
 # --- a replica (its own process) ----------------------------------------------------------------
 
 
+def write_text(path: str, text: str) -> None:
+    Path(path).write_text(text)
+
+
 def replica_main(events_path: str, argv: list[str]) -> None:
     """``argocd-image-updater <argv>``, recording each cycle (wall and CPU time, shard keys held)
     as JSON lines in ``events_path``; line-buffered, so a ``kill -9`` loses no finished line."""
@@ -176,6 +186,10 @@ def replica_main(events_path: str, argv: list[str]) -> None:
         out.write(json.dumps(event) + "\n")
 
     current: dict[str, Any] = {}
+    stages: dict[str, float] = {}
+    cycles = [0]
+    profile = os.environ.get("SHARDING_BENCH_SAMPLE", "")
+    sampler = CpuSampler() if profile else None
     holding = membership.Membership.holding
     cycle = runner.Controller.cycle
 
@@ -196,12 +210,21 @@ def replica_main(events_path: str, argv: list[str]) -> None:
 
     async def timed(self: Any) -> Any:
         current.clear()
+        stages.clear()
+        cycles[0] += 1
+        sampled = sampler is not None and cycles[0] > 2  # not the cold and the first warm one
+        if sampled:
+            sampler.start()
         began, cpu, ok = time.time(), time.process_time(), False
         try:
             result = await cycle(self)
             ok = True
             return result
         finally:
+            if sampled:
+                sampler.stop()
+                top, _, path = profile.partition(":")
+                write_text(path, sampler.text(int(top)))
             record(
                 e="cycle",
                 start=began,
@@ -210,8 +233,27 @@ def replica_main(events_path: str, argv: list[str]) -> None:
                 ok=ok,
                 keys=current.get("keys"),
                 hold=current.get("hold"),
+                stages=stages,
             )
 
+    def staged(module: Any, name: str) -> None:
+        """Add the CPU time of ``module.name`` (a coroutine function) to its stage."""
+        function = getattr(module, name)
+
+        async def timed_stage(*args: Any, **kwargs: Any) -> Any:
+            began = time.process_time()
+            try:
+                return await function(*args, **kwargs)
+            finally:
+                stages[name] = stages.get(name, 0.0) + time.process_time() - began
+
+        setattr(module, name, timed_stage)
+
+    from argocd_image_updater.controller import cycle as pipeline
+
+    staged(runner, "collect")
+    staged(runner, "run_cycle")
+    staged(pipeline, "scan_repositories")
     membership.Membership.holding = recorded  # type: ignore[method-assign, assignment]
     runner.Controller.cycle = timed  # type: ignore[method-assign]
     sys.argv = ["argocd-image-updater", *argv]
@@ -277,6 +319,19 @@ class Cycle:
     ok: bool
     keys: frozenset[str] | None
     hold: float | None
+    stages: dict[str, float]
+
+    def parts(self) -> dict[str, float]:
+        """The cycle's CPU time by part: listing and selecting, registry scans, the rest of
+        the pipeline (plan, write), the rest of the cycle (statuses, state, collection)."""
+        collect, pipeline = self.stages.get("collect", 0.0), self.stages.get("run_cycle", 0.0)
+        scan = self.stages.get("scan_repositories", 0.0)
+        return {
+            "collect": collect,
+            "scan": scan,
+            "plan+write": pipeline - scan,
+            "report+state": self.cpu - collect - pipeline,
+        }
 
 
 def free_port() -> int:
@@ -330,6 +385,7 @@ class Replica:
                         event["ok"],
                         frozenset(keys) if keys is not None else None,
                         event["hold"],
+                        event["stages"],
                     )
                 )
 
@@ -362,6 +418,7 @@ class Bench:
 
         self.fleet, self.registry, self.registry_url = fleet, registry, registry_url
         self.root, self.interval = root, interval
+        self.sample = 0
         self.store = KubeStore(namespaces=(NS,))
         seed(self.store, fleet, registry)
         self.replicas: dict[str, Replica] = {}
@@ -388,6 +445,8 @@ class Bench:
             args.append("--sharding")
         env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGE_UPDATER_")}
         env["POD_NAME"] = name
+        if self.sample:
+            env["SHARDING_BENCH_SAMPLE"] = f"{self.sample}:{directory / 'profile.txt'}"
         events = directory / "events.jsonl"
         events.touch()
         proc = spawn(
@@ -398,6 +457,10 @@ class Bench:
         replica = Replica(name, sharded, proc, events, front, proxy, port)
         self.replicas[name] = replica
         return replica
+
+    def profile(self, name: str) -> str:
+        path = self.root / name / "profile.txt"
+        return path.read_text() if path.exists() else ""
 
     def poll(self) -> None:
         for replica in self.replicas.values():
@@ -532,6 +595,15 @@ class Share:
     tag_lists_max: int
     repeated: int
     """Repositories it listed more than once within one cycle."""
+    cpus: list[float] = field(default_factory=list)
+    """Each measured cycle's CPU time."""
+    parts: dict[str, float] = field(default_factory=dict)
+    """The mean CPU time of each part of a cycle (:meth:`Cycle.parts`)."""
+
+    def __str__(self) -> str:
+        each = ", ".join(f"{c:.2f}" for c in self.cpus)
+        parts = ", ".join(f"{name} {t:.2f}" for name, t in self.parts.items())
+        return f"{self.keys} keys: {self.cpu:.2f} s CPU a cycle ({each}; {parts})"
 
 
 async def measure(bench: Bench, names: Sequence[str], new_repos: int, cycles: int) -> list[Share]:
@@ -563,6 +635,8 @@ async def measure(bench: Bench, names: Sequence[str], new_repos: int, cycles: in
                 statistics.mean(lists),
                 max(lists),
                 repeated,
+                [c.cpu for c in done],
+                {p: statistics.mean(c.parts()[p] for c in done) for p in done[0].parts()},
             )
         )
     return shares
@@ -731,6 +805,7 @@ class Round:
     doubly_written: int
     behind: int
     duration: float
+    profiles: dict[str, str] = field(default_factory=dict)
 
 
 async def one_round(
@@ -738,6 +813,8 @@ async def one_round(
 ) -> Round:
     began = time.time()
     bench = Bench(fleet, registry, registry_url, root, args.interval)
+    bench.sample = args.sample
+    profiles: dict[str, str] = {}
     print(
         f"  seeded {fleet.updaters} ImageUpdaters in {time.time() - began:.1f} s", file=sys.stderr
     )
@@ -746,7 +823,8 @@ async def one_round(
         await bench.until(lambda: len(solo.done_after(0)) >= 2, "one replica warmed up", 600)
         (single,) = await measure(bench, ["solo"], args.new_repos, args.cycles)
         await bench.stop("solo")
-        print(f"  one replica: {single.cpu:.2f} s CPU a cycle", file=sys.stderr)
+        profiles["one replica"] = bench.profile("solo")
+        print(f"  one replica, {single}", file=sys.stderr)
 
         three = ["r1", "r2", "r3"]
         started = time.time()
@@ -759,10 +837,8 @@ async def one_round(
             lambda: all(bench.replicas[n].done_after(split) for n in three), "a warm cycle", 300
         )
         sharded = await measure(bench, three, args.new_repos, args.cycles)
-        print(
-            "  three replicas: " + ", ".join(f"{s.cpu:.2f}" for s in sharded) + " s CPU a cycle",
-            file=sys.stderr,
-        )
+        profiles["r1, one of 3 replicas"] = bench.profile("r1")
+        print("  three replicas: " + "; ".join(map(str, sharded)), file=sys.stderr)
 
         kill = await kill_one(bench, "r3", ["r1", "r2"], args.kill_repos)
         print(f"  kill -9: keys processed {kill.processed:.1f} s after", file=sys.stderr)
@@ -781,6 +857,7 @@ async def one_round(
             bench.double_writes(),
             bench.behind(),
             time.time() - began,
+            profiles,
         )
     finally:
         await bench.close()
@@ -993,6 +1070,10 @@ def parent_main(args: argparse.Namespace) -> int:
         shutil.rmtree(root, ignore_errors=True)
     print(f"Machine: {machine()}\n")
     print(render(rounds, fleet, args))
+    for name, text in rounds[0].profiles.items():
+        if text:
+            print(f"\nCPU sampling profile of {name}, its cycles after the first two:\n```")
+            print(text.strip() + "\n```")
     return 0
 
 
@@ -1020,6 +1101,14 @@ def main() -> None:
         help="repositories of the killed replica's keys with a new tag",
     )
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="a statistical CPU profile of the cycles of one replica and of one of three "
+        "(their CPU per component and N most sampled functions); it slows the cycles",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",

@@ -69,6 +69,9 @@ from common import (
 )
 
 NS = "argocd"
+SOLO_NS = "solo"
+"""The namespace of the one-replica fleet: a copy of the fleet, processed by one replica at the
+same time as three replicas process the fleet in ``NS`` (so that both see the same machine)."""
 HOST = "registry.bench.example"
 LEASE, RENEW, RETRY = 4.0, 3.0, 0.5
 MEMBER_PREFIX = "argocd-image-updater-member-"
@@ -87,6 +90,8 @@ class Fleet:
     apps_per: int
     repos: int
     tags: int
+    repos_per: int
+    """Repositories an ImageUpdater's Applications use (``apps_per``: one each)."""
 
     def updater(self, i: int) -> str:
         return f"t{i:04d}"
@@ -98,7 +103,7 @@ class Fleet:
         return f"{self.updater(i)}-e{j}"
 
     def repo_of(self, i: int, j: int) -> int:
-        return (i * self.apps_per + j) % self.repos
+        return (i * self.repos_per + j % self.repos_per) % self.repos
 
     def repo(self, r: int) -> str:
         return f"bench/svc{r:03d}"
@@ -117,6 +122,15 @@ class Fleet:
 
     def used_repos(self) -> int:
         return len({r for _, r, _ in self.apps()})
+
+    def sharing(self) -> tuple[float, float]:
+        """How many Applications, and of how many ImageUpdaters, use a repository (mean)."""
+        apps: Counter[int] = Counter()
+        updaters: dict[int, set[int]] = defaultdict(set)
+        for i, r, _ in self.apps():
+            apps[r] += 1
+            updaters[r].add(i)
+        return statistics.mean(apps.values()), statistics.mean(map(len, updaters.values()))
 
 
 def tag(index: int) -> str:
@@ -148,7 +162,7 @@ class Registry:
         return f"{self.fleet.image(r)}:{tag(self.newest[r])}"
 
 
-def seed(store: Any, fleet: Fleet, registry: Registry) -> None:
+def seed(store: Any, fleet: Fleet, registry: Registry, namespace: str) -> None:
     from argocd_image_updater_testing import objects
 
     for i in range(fleet.updaters):
@@ -159,10 +173,11 @@ def seed(store: Any, fleet: Fleet, registry: Registry) -> None:
             }
             for j in range(fleet.apps_per)
         ]
-        store.put(objects.image_updater(fleet.updater(i), NS, {"applicationRefs": refs}))
+        store.put(objects.image_updater(fleet.updater(i), namespace, {"applicationRefs": refs}))
     for _, r, name in fleet.apps():
         running = registry.running(r)
-        store.put(objects.application(name, NS, images=[running], kustomize_images=[running]))
+        app = objects.application(name, namespace, images=[running], kustomize_images=[running])
+        store.put(app)
 
 
 # --- a replica (its own process) ----------------------------------------------------------------
@@ -272,7 +287,7 @@ def _front_class() -> Any:
         """One replica's API front: records the writes it served, ``(time, verb, path)``."""
 
         def __init__(self, store: Any) -> None:
-            super().__init__(store, namespaces=(NS,))
+            super().__init__(store, namespaces=())
             self.writes: list[tuple[float, str, str]] = []
 
         async def _serve(self, request: Any) -> Any:
@@ -419,10 +434,10 @@ class Bench:
         self.fleet, self.registry, self.registry_url = fleet, registry, registry_url
         self.root, self.interval = root, interval
         self.sample = 0
-        self.store = KubeStore(namespaces=(NS,))
-        seed(self.store, fleet, registry)
+        self.store = KubeStore(namespaces=(NS, SOLO_NS))
+        seed(self.store, fleet, registry, NS)
+        seed(self.store, fleet, registry, SOLO_NS)
         self.replicas: dict[str, Replica] = {}
-        self.gone: list[Replica] = []
 
     async def start(self, name: str, *, sharded: bool = True) -> Replica:
         front = _front_class()(self.store).start_in_thread()
@@ -430,7 +445,8 @@ class Bench:
         await proxy.start()
         directory = self.root / name
         directory.mkdir()
-        kubeconfig = front.write_kubeconfig(directory / "kubeconfig", namespace=NS)
+        namespace = NS if sharded else SOLO_NS
+        kubeconfig = front.write_kubeconfig(directory / "kubeconfig", namespace=namespace)
         conf = directory / "registries.conf"
         conf.write_text(f"registries:\n- name: bench\n  prefix: {HOST}\n  api_url: {proxy.url}\n")
         port = free_port()
@@ -551,13 +567,14 @@ class Bench:
         return found
 
     def app_writes(self) -> dict[str, list[tuple[float, str]]]:
-        """The patches of each Application: ``(time, replica)``."""
+        """The patches of each Application (``namespace/name``): ``(time, replica)``."""
         writes: dict[str, list[tuple[float, str]]] = defaultdict(list)
-        marker = f"/namespaces/{NS}/applications/"
         for replica in self.replicas.values():
             for t, method, path in replica.front.writes:
-                if method == "PATCH" and marker in path:
-                    writes[path.rsplit("/", 1)[1]].append((t, replica.name))
+                _, _, rest = path.partition("/namespaces/")
+                namespace, _, rest = rest.partition("/applications/")
+                if method == "PATCH" and rest and "/" not in rest:
+                    writes[f"{namespace}/{rest}"].append((t, replica.name))
         return writes
 
     def double_writes(self) -> int:
@@ -571,11 +588,11 @@ class Bench:
                 count += 1
         return count
 
-    def behind(self) -> int:
+    def behind(self, namespace: str = NS) -> int:
         """Applications not running their repository's newest tag."""
         wrong = 0
         for _, r, name in self.fleet.apps():
-            obj = self.store.get("applications", NS, name)
+            obj = self.store.get("applications", namespace, name)
             if obj["spec"]["source"]["kustomize"]["images"] != [self.registry.running(r)]:
                 wrong += 1
         return wrong
@@ -671,7 +688,7 @@ async def kill_one(bench: Bench, victim: str, survivors: Sequence[str], repos: i
     used = sorted({fleet.repo_of(own[k], j) for k in keys for j in range(fleet.apps_per)})
     chosen = used[:: max(1, len(used) // repos)][:repos]
     victim_apps = {
-        fleet.app(own[k], j)
+        f"{NS}/{fleet.app(own[k], j)}"
         for k in keys
         for j in range(fleet.apps_per)
         if fleet.repo_of(own[k], j) in chosen
@@ -819,25 +836,29 @@ async def one_round(
         f"  seeded {fleet.updaters} ImageUpdaters in {time.time() - began:.1f} s", file=sys.stderr
     )
     try:
-        solo = await bench.start("solo", sharded=False)
-        await bench.until(lambda: len(solo.done_after(0)) >= 2, "one replica warmed up", 600)
-        (single,) = await measure(bench, ["solo"], args.new_repos, args.cycles)
-        await bench.stop("solo")
-        profiles["one replica"] = bench.profile("solo")
-        print(f"  one replica, {single}", file=sys.stderr)
-
-        three = ["r1", "r2", "r3"]
+        # One replica on its copy of the fleet and three on theirs, at the same time.
         started = time.time()
+        solo = await bench.start("solo", sharded=False)
+        three = ["r1", "r2", "r3"]
         for name in three:
             await bench.start(name)
         split = await bench.until(
             lambda: bench.partitioned(three, started), "the keys split three ways", 600
         )
         await bench.until(
-            lambda: all(bench.replicas[n].done_after(split) for n in three), "a warm cycle", 300
+            lambda: (
+                len(solo.done_after(0)) >= 2
+                and all(bench.replicas[n].done_after(split) for n in three)
+            ),
+            "every replica warmed up",
+            600,
         )
-        sharded = await measure(bench, three, args.new_repos, args.cycles)
+        single, *sharded = await measure(bench, ["solo", *three], args.new_repos, args.cycles)
+        behind = bench.behind(SOLO_NS)
+        await bench.stop("solo")
+        profiles["one replica"] = bench.profile("solo")
         profiles["r1, one of 3 replicas"] = bench.profile("r1")
+        print(f"  one replica, {single}", file=sys.stderr)
         print("  three replicas: " + "; ".join(map(str, sharded)), file=sys.stderr)
 
         kill = await kill_one(bench, "r3", ["r1", "r2"], args.kill_repos)
@@ -855,7 +876,7 @@ async def one_round(
             moved,
             len(bench.double_holds()),
             bench.double_writes(),
-            bench.behind(),
+            behind + bench.behind(),
             time.time() - began,
             profiles,
         )
@@ -870,6 +891,31 @@ def spread(values: Sequence[float], digits: int = 2) -> str:
     if len(values) == 1:
         return f"{values[0]:.{digits}f}"
     return f"{min(values):.{digits}f} / {statistics.median(values):.{digits}f}"
+
+
+def parts_table(rounds: list[Round]) -> list[str]:
+    """Where a cycle's CPU time goes, one replica against each of three (medians of the
+    rounds; each replica's part is the mean of its measured cycles)."""
+    lines = [
+        "| part of a cycle (CPU s, median) | one replica | each of 3 replicas (mean) | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    names = {
+        "collect": "list and select the whole fleet",
+        "scan": "registry scans",
+        "plan+write": "plan and write",
+        "report+state": "statuses, remembered state, the rest",
+    }
+    for part, label in [*names.items(), ("cycle", "whole cycle")]:
+
+        def of(share: Share, part: str = part) -> float:
+            return share.cpu if part == "cycle" else share.parts[part]
+
+        one = statistics.median(of(r.single) for r in rounds)
+        each = statistics.median(statistics.mean(of(s) for s in r.sharded) for r in rounds)
+        ratio = f"{each / one:.2f}" if one else "-"
+        lines.append(f"| {label} | {one:.3f} | {each:.3f} | {ratio} |")
+    return lines
 
 
 def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
@@ -1009,13 +1055,15 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
         ),
     ]
     how = "" if len(rounds) == 1 else f"; figures min / median of {len(rounds)} rounds"
+    apps, updaters = fleet.sharing()
     lines = [
         f"{fleet.updaters:,} ImageUpdaters × {fleet.apps_per} = "
         f"{fleet.updaters * fleet.apps_per:,} Applications, {fleet.repos} repositories × "
-        f"{fleet.tags} tags (each used by {fleet.updaters * fleet.apps_per // fleet.repos} "
-        f"Applications); interval {args.interval:g} s, lease {LEASE:g} s / renew {RENEW:g} s / "
-        f"retry {RETRY:g} s; {args.cycles} measured cycles a configuration after new tags in "
-        f"{args.new_repos} repositories{how}.",
+        f"{fleet.tags} tags (each used by {apps:g} Applications of {updaters:g} ImageUpdaters); "
+        f"interval {args.interval:g} s, lease {LEASE:g} s / renew {RENEW:g} s / retry "
+        f"{RETRY:g} s; one replica on a copy of the fleet at the same time as three on theirs, "
+        f"{args.cycles} measured cycles each after new tags in {args.new_repos} "
+        f"repositories{how}.",
         "",
         "| measure | target | figure | met |",
         "|---|---|---:|---|",
@@ -1023,6 +1071,7 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
     for measure, target, values, check, digits in rows:
         met = "" if check is None else "yes" if all(map(check, values)) else "**no**"
         lines.append(f"| {measure} | {target} | {spread(values, digits)} | {met} |")
+    lines += ["", *parts_table(rounds)]
     lines += [
         "",
         "| round | one replica: CPU s / wall s / tag lists | 3 replicas, each: keys, CPU s, "
@@ -1048,7 +1097,8 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
 def parent_main(args: argparse.Namespace) -> int:
     from argocd_image_updater_testing.registry import RegistryServer
 
-    fleet = Fleet(args.updaters, args.apps_per, args.repos, args.tags)
+    per = args.repos_per_updater or args.apps_per
+    fleet = Fleet(args.updaters, args.apps_per, args.repos, args.tags, per)
     if min(fleet.updaters, fleet.apps_per, fleet.repos, args.rounds, args.cycles) < 1:
         raise SystemExit("--updaters, --apps-per, --repos, --rounds and --cycles must be ≥ 1")
     if fleet.tags < 1:
@@ -1085,6 +1135,14 @@ def main() -> None:
     parser.add_argument("--updaters", type=int, default=1000)
     parser.add_argument("--apps-per", type=int, default=5, help="Applications per ImageUpdater")
     parser.add_argument("--repos", type=int, default=500)
+    parser.add_argument(
+        "--repos-per-updater",
+        type=int,
+        default=0,
+        metavar="N",
+        help="repositories the Applications of one ImageUpdater use (default: one each, "
+        "--apps-per; 1: all of them the same)",
+    )
     parser.add_argument("--tags", type=int, default=20)
     parser.add_argument("--interval", type=float, default=5.0, help="--interval of run, seconds")
     parser.add_argument("--cycles", type=int, default=3, help="measured cycles a configuration")

@@ -374,6 +374,8 @@ class Replica:
     cycles: list[Cycle] = field(default_factory=list)
     holds: list[Hold] = field(default_factory=list)
     ended: float | None = None
+    paused: list[list[float]] = field(default_factory=list)
+    """When it was stopped (``SIGSTOP``) and resumed."""
 
     def poll(self) -> None:
         with self.events.open("rb") as stream:
@@ -521,6 +523,18 @@ class Bench:
         await asyncio.to_thread(replica.proc.wait, STOP_GRACE)
         replica.poll()
 
+    def pause(self, name: str) -> float:
+        replica = self.replicas[name]
+        replica.proc.send_signal(signal.SIGSTOP)
+        replica.paused.append([time.time(), float("inf")])
+        return replica.paused[-1][0]
+
+    def resume(self, name: str) -> float:
+        replica = self.replicas[name]
+        replica.proc.send_signal(signal.SIGCONT)
+        replica.paused[-1][1] = time.time()
+        return replica.paused[-1][1]
+
     def kill(self, name: str) -> float:
         replica = self.replicas[name]
         replica.proc.send_signal(signal.SIGKILL)
@@ -550,6 +564,9 @@ class Bench:
         for replica in self.replicas.values():
             for hold in replica.holds:
                 end = hold.end if hold.end is not None else (replica.ended or time.time())
+                # A stopped process does nothing: its cycle ends there (what it did once
+                # resumed is checked by its writes, which its fence must refuse).
+                end = min([end, *(p for p, _ in replica.paused if hold.start < p < end)])
                 holds.append(Hold(hold.member, hold.start, hold.keys, end))
         return holds
 
@@ -660,17 +677,25 @@ async def measure(bench: Bench, names: Sequence[str], new_repos: int, cycles: in
 
 
 @dataclass
-class Kill:
+class Takeover:
+    """A replica killed (``kill -9``) or paused (``SIGSTOP`` until the others took its keys,
+    then ``SIGCONT``), right after new tags in repositories its keys use."""
+
     taken: float
-    """Seconds from the kill until survivors' cycles had begun on every key of the killed one."""
+    """Seconds from the kill until the others' cycles had begun on every key it held."""
     processed: float
     """… and had finished."""
     written: float
-    """… until the last of its Applications with a new tag was written by a survivor."""
+    """… until the last of its Applications with a new tag was written by another replica."""
     lease_left: float
     """Seconds from the kill until its Lease expired."""
     writes_after_expiry: int
-    writes_after_kill: int
+    """Writes (other than of its Lease) its API front served after its Lease expired (a paused
+    replica: and before it held keys again, one lease duration after it renewed it)."""
+    rejoined: float = 0.0
+    """A paused replica: seconds from its resumption until it held keys again."""
+    cancelled: bool = False
+    """A paused replica: whether the cycle it was stopped in ended unfinished once resumed."""
 
 
 def lease_expiry(bench: Bench, name: str) -> float:
@@ -679,7 +704,9 @@ def lease_expiry(bench: Bench, name: str) -> float:
     return renewed.timestamp() + float(lease["spec"]["leaseDurationSeconds"])
 
 
-async def kill_one(bench: Bench, victim: str, survivors: Sequence[str], repos: int) -> Kill:
+async def take_over(
+    bench: Bench, victim: str, others: Sequence[str], repos: int, *, pause: bool = False
+) -> Takeover:
     fleet = bench.fleet
     replica = bench.replicas[victim]
     replica.poll()
@@ -694,14 +721,21 @@ async def kill_one(bench: Bench, victim: str, survivors: Sequence[str], repos: i
         if fleet.repo_of(own[k], j) in chosen
     }
     bench.registry.push(chosen)
-    killed = bench.kill(victim)
+    if pause:
+        # Stopped in the cycle that sees the new tags: its writes are due when it resumes.
+        pushed = time.time()
+        await bench.until(lambda: replica.holds[-1].start > pushed, f"a cycle of {victim}", 120)
+        keys = replica.holds[-1].keys
+        stopped = bench.pause(victim)
+    else:
+        stopped = bench.kill(victim)
 
-    def survivor_holds() -> list[Hold]:
-        return [h for n in survivors for h in bench.replicas[n].holds if h.start > killed]
+    def others_holds() -> list[Hold]:
+        return [h for n in others for h in bench.replicas[n].holds if h.start > stopped]
 
     def covered(finished: bool) -> float | None:
         held: set[str] = set()
-        for hold in sorted(survivor_holds(), key=lambda h: h.end or h.start):
+        for hold in sorted(others_holds(), key=lambda h: h.end or h.start):
             if finished and hold.end is None:
                 continue
             held |= hold.keys & keys
@@ -709,33 +743,47 @@ async def kill_one(bench: Bench, victim: str, survivors: Sequence[str], repos: i
                 return (hold.end if finished else hold.start) or 0.0
         return None
 
-    await bench.until(
-        lambda: covered(True) is not None, "the survivors took over", within=LEASE + 300
-    )
-    taken_times = [min(h.start for h in survivor_holds() if key in h.keys) for key in keys]
+    await bench.until(lambda: covered(True) is not None, "the others took over", LEASE + 300)
+    taken_times = [min(h.start for h in others_holds() if key in h.keys) for key in keys]
     writes = bench.app_writes()
 
-    def written_by_survivor() -> bool:
+    def written_by_others() -> bool:
         nonlocal writes
         writes = bench.app_writes()
         return all(
-            any(t > killed and who in survivors for t, who in writes.get(app, ()))
+            any(t > stopped and who in others for t, who in writes.get(app, ()))
             for app in victim_apps
         )
 
-    await bench.until(written_by_survivor, "its Applications were written", within=120)
+    await bench.until(written_by_others, "its Applications were written", within=120)
     last_write = max(
-        min(t for t, who in writes[app] if t > killed and who in survivors) for app in victim_apps
+        min(t for t, who in writes[app] if t > stopped and who in others) for app in victim_apps
     )
     expiry = lease_expiry(bench, victim)
-    front_writes = [t for t, _, _ in replica.front.writes]
-    return Kill(
-        max(taken_times) - killed,
-        (covered(True) or 0.0) - killed,
-        last_write - killed,
-        expiry - killed,
-        sum(1 for t in front_writes if t > expiry),
-        sum(1 for t in front_writes if t > killed),
+    until, rejoined, cancelled = float("inf"), 0.0, False
+    if pause:
+        resumed = bench.resume(victim)
+        back = await bench.until(
+            lambda: replica.holds[-1].start > resumed, f"{victim} held keys again", 120
+        )
+        until, rejoined = replica.holds[-1].start, back - resumed
+        cut = [c for c in replica.cycles if c.start < stopped < c.end]
+        cancelled = bool(cut) and not cut[0].ok
+        await bench.until(
+            lambda: bench.partitioned([*others, victim], until), "the keys split again", 300
+        )
+    return Takeover(
+        max(taken_times) - stopped,
+        (covered(True) or 0.0) - stopped,
+        last_write - stopped,
+        expiry - stopped,
+        sum(
+            1
+            for t, _, path in replica.front.writes
+            if expiry < t < until and "/leases/" not in path
+        ),
+        rejoined,
+        cancelled,
     )
 
 
@@ -816,7 +864,8 @@ CHANGES = "argocd_image_updater_shard_ownership_changes_total"
 class Round:
     single: Share
     sharded: list[Share]
-    kill: Kill
+    kill: Takeover
+    paused: Takeover
     scale: Scale
     doubly_held: int
     doubly_written: int
@@ -861,18 +910,25 @@ async def one_round(
         print(f"  one replica, {single}", file=sys.stderr)
         print("  three replicas: " + "; ".join(map(str, sharded)), file=sys.stderr)
 
-        kill = await kill_one(bench, "r3", ["r1", "r2"], args.kill_repos)
+        kill = await take_over(bench, "r3", ["r1", "r2"], args.kill_repos)
         print(f"  kill -9: keys processed {kill.processed:.1f} s after", file=sys.stderr)
         replaced = time.time()
         await bench.start("r4")
         three = ["r1", "r2", "r4"]
         await bench.until(lambda: bench.partitioned(three, replaced), "r4 took its share", 600)
+        paused = await take_over(bench, "r1", ["r2", "r4"], args.kill_repos, pause=True)
+        print(
+            f"  SIGSTOP: keys processed {paused.processed:.1f} s after; the cycle it was "
+            f"stopped in {'was cancelled' if paused.cancelled else 'finished'} when resumed",
+            file=sys.stderr,
+        )
         moved = await scale(bench, three, ["r5", "r6"])
         print(f"  scale 3 → 5: {moved.moved} keys moved", file=sys.stderr)
         return Round(
             single,
             sharded,
             kill,
+            paused,
             moved,
             len(bench.double_holds()),
             bench.double_writes(),
@@ -1005,6 +1061,28 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
             0,
         ),
         (
+            "SIGSTOP in a cycle with new tags, SIGCONT after the takeover: its keys "
+            "processed by the others, s after",
+            f"≤ {bound:g}",
+            [r.paused.processed for r in rounds],
+            lambda x: x <= bound,
+            1,
+        ),
+        (
+            "… writes by the paused replica after its Lease expired, until it held keys again",
+            "0",
+            [r.paused.writes_after_expiry for r in rounds],
+            zero,
+            0,
+        ),
+        (
+            "… s from SIGCONT until it held keys again",
+            f"≥ lease = {LEASE:g}",
+            [r.paused.rejoined for r in rounds],
+            lambda x: x >= LEASE,
+            1,
+        ),
+        (
             "keys held by two replicas at once (whole round)",
             "0",
             [r.doubly_held for r in rounds],
@@ -1075,10 +1153,11 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
     lines += [
         "",
         "| round | one replica: CPU s / wall s / tag lists | 3 replicas, each: keys, CPU s, "
-        "wall s, tag lists | kill -9: Lease left / keys held / processed, s | 3 → 5: keys "
-        "moved (rendezvous predicts), to the new replicas, status writes of moved keys, "
-        "ownership changes counted | round s |",
-        "|---|---|---|---|---|---:|",
+        "wall s, tag lists | kill -9: Lease left / keys held / processed, s | SIGSTOP: Lease "
+        "left / keys held / processed, s; its cycle | 3 → 5: keys moved (rendezvous predicts), "
+        "to the new replicas, status writes of moved keys, ownership changes counted | "
+        "round s |",
+        "|---|---|---|---|---|---|---:|",
     ]
     for n, r in enumerate(rounds, 1):
         shares = "; ".join(
@@ -1087,7 +1166,9 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
         lines.append(
             f"| {n} | {r.single.cpu:.2f} / {r.single.wall:.2f} / {r.single.tag_lists:.0f} "
             f"| {shares} | {r.kill.lease_left:.1f} / {r.kill.taken:.1f} / "
-            f"{r.kill.processed:.1f} | {r.scale.moved} ({r.scale.predicted}), "
+            f"{r.kill.processed:.1f} | {r.paused.lease_left:.1f} / {r.paused.taken:.1f} / "
+            f"{r.paused.processed:.1f}; {'cancelled' if r.paused.cancelled else 'finished'} "
+            f"| {r.scale.moved} ({r.scale.predicted}), "
             f"{r.scale.to_new}, {r.scale.status_moved}, {r.scale.ownership_changes:.0f} "
             f"| {r.duration:.0f} |"
         )
@@ -1115,7 +1196,13 @@ def parent_main(args: argparse.Namespace) -> int:
                 print(f"round {n + 1}/{args.rounds}", file=sys.stderr)
                 directory = root / f"round-{n}"
                 directory.mkdir()
+                cpu = time.process_time()
                 rounds.append(asyncio.run(one_round(fleet, registry, server.url, directory, args)))
+                print(
+                    f"  round {rounds[-1].duration:.0f} s; the fakes and proxies (this process) "
+                    f"{time.process_time() - cpu:.0f} s CPU",
+                    file=sys.stderr,
+                )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"Machine: {machine()}\n")

@@ -4,8 +4,9 @@ Scenario (defaults): 1,000 ImageUpdaters, each managing 5 Applications (5,000 Ap
 500 repositories × 20 tags. Application ``t0042-e3`` is the Application ``e3`` of ImageUpdater
 ``t0042`` and runs one image of repository ``(5 × 42 + 3) mod 500``: each repository is used by
 10 Applications of 10 ImageUpdaters, so every replica of a sharded fleet lists nearly every
-repository. Every Application starts at its repository's newest tag; the benchmark adds new tags
-to a few repositories at set points, so that Applications are written.
+repository (``--repos-per-updater 1``: all Applications of an ImageUpdater use one repository,
+each used by 2 ImageUpdaters). Every Application starts at its repository's newest tag; the
+benchmark adds new tags to a few repositories at set points, so that Applications are written.
 
 Parts: the real registry (``docker-registry``, storage written directly as in ``cycle.py``) behind
 one counting proxy per replica, the Kubernetes API fake (one ``KubeApiServer`` front per replica
@@ -14,27 +15,36 @@ and each replica a process of its own: ``argocd-image-updater run`` with its own
 registries.conf and ``POD_NAME``, ``--interval`` 5 s and leader election timings of 4 s / 3 s /
 0.5 s (lease / renew deadline / retry period). A replica is started through this script
 (``--replica``), which records each cycle's CPU time (``time.process_time`` around
-``Controller.cycle``) and the shard keys each cycle holds (``Membership.holding``) into a file,
-then runs the command line as the console script does.
+``Controller.cycle``, and around its listing, its registry scans and its pipeline), and the shard
+keys each cycle holds (``Membership.holding``) into a file, then runs the command line as the
+console script does.
 
 Each round (a new Kubernetes fake, new processes):
 
-1. **one replica** (``run`` without ``--sharding``, leader election as by default): two cycles
-   to warm up, then new tags in ``--new-repos`` repositories and ``--cycles`` measured cycles;
-2. **three replicas** (``--sharding``): once the keys are split, the same;
-3. **kill -9** of one of them (with new tags in ``--kill-repos`` repositories its keys use, at
-   the same moment): how long until the survivors' cycles held (and finished) all of its keys,
-   against the lease duration plus one interval; the writes its front served after its Lease
-   expired. A new replica (a new pod) takes its place;
+1. **one replica against three**: one replica (``run`` without ``--sharding``, leader election
+   as by default) on a copy of the fleet in a namespace of its own, and three replicas
+   (``--sharding``) on the fleet, at the same time, so that the machine's load is the same for
+   both. Once the keys are split and every replica warmed up: new tags in ``--new-repos``
+   repositories, then ``--cycles`` measured cycles of each replica: CPU time, tag lists;
+2. **kill -9** of one of the three (with new tags in ``--kill-repos`` repositories its keys use,
+   at the same moment): how long until the survivors' cycles held (and finished) all of its
+   keys, against the lease duration plus one interval; the writes its front served after its
+   Lease expired. A new replica (a new pod) takes its place;
+3. **SIGSTOP** of one of the three in the cycle that sees new tags in repositories its keys use,
+   until the others have processed its keys; then ``SIGCONT``: its cycle must be cancelled and
+   nothing written (its fence) from its Lease's expiry until it holds keys again, one lease
+   duration after it renewed its Lease;
 4. **scale 3 → 5**: two replicas join; which keys moved, and to whom (rendezvous hashing: about
    2/5 of them, all to the new replicas), what was written meanwhile.
 
-Throughout: keys held by two replicas at once (their cycles' holds overlapping in time) and
-Applications written by two replicas within one interval (both must be none); at the end every
-Application must run its repository's newest tag.
+Throughout: keys held by two replicas at once (their cycles' holds overlapping in time; a
+stopped process's hold ends when it was stopped) and Applications written by two replicas
+within one interval (both must be none); at the end every Application must run its
+repository's newest tag.
 
 Run: ``.venv/bin/python benchmarks/sharding.py [--rounds N] [--quick] [--updaters N]
-[--apps-per N] [--repos N] [--tags N] [--interval S] [--cycles N]``
+[--apps-per N] [--repos N] [--repos-per-updater N] [--tags N] [--interval S] [--cycles N]
+[--sample N]``
 """
 
 from __future__ import annotations

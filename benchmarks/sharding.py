@@ -237,19 +237,20 @@ def replica_main(events_path: str, argv: list[str]) -> None:
         current.clear()
         stages.clear()
         cycles[0] += 1
-        sampled = sampler is not None and cycles[0] > 2  # not the cold and the first warm one
-        if sampled:
-            sampler.start()
+        # Not the cold cycle nor the first warm one.
+        sampled = sampler if sampler is not None and cycles[0] > 2 else None
+        if sampled is not None:
+            sampled.start()
         began, cpu, ok = time.time(), time.process_time(), False
         try:
             result = await cycle(self)
             ok = True
             return result
         finally:
-            if sampled:
-                sampler.stop()
+            if sampled is not None:
+                sampled.stop()
                 top, _, path = profile.partition(":")
-                write_text(path, sampler.text(int(top)))
+                write_text(path, sampled.text(int(top)))
             record(
                 e="cycle",
                 start=began,
@@ -279,7 +280,7 @@ def replica_main(events_path: str, argv: list[str]) -> None:
     staged(runner, "collect")
     staged(runner, "run_cycle")
     staged(pipeline, "scan_repositories")
-    membership.Membership.holding = recorded  # type: ignore[method-assign, assignment]
+    membership.Membership.holding = recorded  # type: ignore[method-assign]
     runner.Controller.cycle = timed  # type: ignore[method-assign]
     sys.argv = ["argocd-image-updater", *argv]
     from argocd_image_updater.cli.main import main
@@ -513,10 +514,10 @@ class Bench:
     def partitioned(self, names: Sequence[str], after: float) -> bool:
         """Whether the last cycles of ``names`` (started after ``after``) each held keys, and
         together every key exactly once."""
-        shares = [self.replicas[n].latest(after) for n in names]
+        shares = [self.replicas[n].latest(after) or frozenset() for n in names]
         if any(not share for share in shares):
             return False
-        total = sum(len(s or ()) for s in shares)
+        total = sum(len(s) for s in shares)
         return total == len(self.fleet.keys) and frozenset().union(*shares) == self.fleet.keys
 
     def owners(self, names: Sequence[str], after: float) -> dict[str, str]:
@@ -626,14 +627,18 @@ class Bench:
                 count += 1
         return count
 
+    def running(self, namespace: str, app: str) -> str:
+        obj = self.store.get("applications", namespace, app)
+        images: list[str] = obj["spec"]["source"]["kustomize"]["images"]
+        return images[0] if len(images) == 1 else repr(images)
+
     def behind(self, namespace: str = NS) -> int:
         """Applications not running their repository's newest tag."""
-        wrong = 0
-        for _, r, name in self.fleet.apps():
-            obj = self.store.get("applications", namespace, name)
-            if obj["spec"]["source"]["kustomize"]["images"] != [self.registry.running(r)]:
-                wrong += 1
-        return wrong
+        return sum(
+            1
+            for _, r, name in self.fleet.apps()
+            if self.running(namespace, name) != self.registry.running(r)
+        )
 
 
 # --- the phases ---------------------------------------------------------------------------------
@@ -707,7 +712,8 @@ class Takeover:
     processed: float
     """… and had finished."""
     written: float
-    """… until the last of its Applications with a new tag was written by another replica."""
+    """… until the last of its Applications with a new tag was written by another replica (all
+    of them ran the new tags by then)."""
     lease_left: float
     """Seconds from the kill until its Lease expired."""
     writes_after_expiry: int
@@ -736,14 +742,17 @@ async def take_over(
     used = sorted({fleet.repo_of(own[k], j) for k in keys for j in range(fleet.apps_per)})
     chosen = used[:: max(1, len(used) // repos)][:repos]
     victim_apps = {
-        f"{NS}/{fleet.app(own[k], j)}"
+        fleet.app(own[k], j): fleet.repo_of(own[k], j)
         for k in keys
         for j in range(fleet.apps_per)
         if fleet.repo_of(own[k], j) in chosen
     }
+    if pause:
+        # Its tag lists answered late, so that it is stopped in the cycle that sees the new
+        # tags before that cycle writes: its writes are due when it resumes.
+        replica.proxy.latency = 0.5
     bench.registry.push(chosen)
     if pause:
-        # Stopped in the cycle that sees the new tags: its writes are due when it resumes.
         pushed = time.time()
         await bench.until(lambda: replica.holds[-1].start > pushed, f"a cycle of {victim}", 120)
         keys = replica.holds[-1].keys
@@ -766,23 +775,25 @@ async def take_over(
 
     await bench.until(lambda: covered(True) is not None, "the others took over", LEASE + 300)
     taken_times = [min(h.start for h in others_holds() if key in h.keys) for key in keys]
-    writes = bench.app_writes()
 
-    def written_by_others() -> bool:
-        nonlocal writes
-        writes = bench.app_writes()
+    def current() -> bool:
         return all(
-            any(t > stopped and who in others for t, who in writes.get(app, ()))
-            for app in victim_apps
+            bench.running(NS, app) == bench.registry.running(r) for app, r in victim_apps.items()
         )
 
-    await bench.until(written_by_others, "its Applications were written", within=120)
-    last_write = max(
-        min(t for t, who in writes[app] if t > stopped and who in others) for app in victim_apps
-    )
+    await bench.until(current, "its Applications ran the new tags", within=120)
+    writes = bench.app_writes()
+    by_others = [
+        t
+        for app in victim_apps
+        for t, who in writes.get(f"{NS}/{app}", ())
+        if t > stopped and who in others
+    ]
+    last_write = max(by_others, default=stopped)
     expiry = lease_expiry(bench, victim)
     until, rejoined, cancelled = float("inf"), 0.0, False
     if pause:
+        replica.proxy.latency = 0.0
         resumed = bench.resume(victim)
         back = await bench.until(
             lambda: replica.holds[-1].start > resumed, f"{victim} held keys again", 120
@@ -1269,7 +1280,28 @@ def parent_main(args: argparse.Namespace) -> int:
         if text:
             print(f"\nCPU sampling profile of {name}, its cycles after the first two:\n```")
             print(text.strip() + "\n```")
-    return 0
+    failed = problems(rounds)
+    for problem in failed:
+        print(f"FAILED: {problem}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def problems(rounds: list[Round]) -> list[str]:
+    """What went wrong (not what was slow): double work, writes past a Lease, lost updates."""
+    found = []
+    for n, r in enumerate(rounds, 1):
+        counts = {
+            "keys held by two replicas at once": r.doubly_held,
+            "Applications written by two replicas within one interval": r.doubly_written,
+            "writes by the killed replica after its Lease expired": r.kill.writes_after_expiry,
+            "writes by the paused replica after its Lease expired": r.paused.writes_after_expiry,
+            "keys moved between the old replicas": r.scale.among_old,
+            "repositories listed twice in one cycle": r.single.repeated
+            + sum(s.repeated for s in r.sharded),
+            "Applications not at their newest tag": r.behind,
+        }
+        found += [f"round {n}: {count} {what}" for what, count in counts.items() if count]
+    return found
 
 
 def main() -> None:

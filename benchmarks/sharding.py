@@ -594,15 +594,21 @@ class Bench:
                     found |= one.keys & other.keys
         return found
 
-    def confirmed(self, key: str) -> set[tuple[str, str, str]]:
-        """The confirmed updates in the status of ImageUpdater ``key``: ``shipments`` in state
-        ``Synced``."""
+    def confirmed(self, key: str, *, known: bool = False) -> set[tuple[str, str]]:
+        """The images (Application, alias) of ImageUpdater ``key`` whose change its status shows
+        confirmed (``shipments`` in state ``Synced``); ``known``: whose change it still follows
+        or confirmed (any state but ``Unknown`` and ``NotShipped``: a newer write of the image
+        replaces its entry)."""
         obj = self.store.get("imageupdaters", NS, key.split("/", 1)[1])
         entries = (obj.get("status") or {}).get("shipments") or []
         return {
-            (e.get("application", ""), e.get("alias", ""), e.get("newVersion", ""))
+            (e.get("application", ""), e.get("alias", ""))
             for e in entries
-            if e.get("state") == "Synced"
+            if (
+                e.get("state") not in ("Unknown", "NotShipped")
+                if known
+                else e.get("state") == "Synced"
+            )
         }
 
     def app_writes(self) -> dict[str, list[tuple[float, str]]]:
@@ -835,8 +841,9 @@ class Scale:
     moved_updated: int = 0
     """Moved keys that had an Application written earlier in the round."""
     confirmations_lost: int = 0
-    """Moved keys whose status lost a confirmation (a ``shipments`` entry ``Synced`` before,
-    in another state after)."""
+    """Moved keys whose status lost a confirmation (a ``shipments`` entry ``Synced`` before;
+    after, none for that image, or ``Unknown``/``NotShipped``: a newer write replacing it is no
+    loss)."""
 
 
 async def scale(bench: Bench, old: Sequence[str], new: Sequence[str]) -> Scale:
@@ -885,7 +892,7 @@ async def scale(bench: Bench, old: Sequence[str], new: Sequence[str]) -> Scale:
                     rewritten[key] += 1
                 else:
                     status_unmoved += 1
-    lost = sum(1 for k in moved if confirmed[k] - bench.confirmed(k))
+    lost = sum(1 for k in moved if confirmed[k] - bench.confirmed(k, known=True))
     # Which of the rewritten ones had an Application written earlier in the round.
     updated = {
         f"{NS}/{app.split('/', 1)[1].rsplit('-e', 1)[0]}"
@@ -1176,7 +1183,7 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
             0,
         ),
         (
-            "scale 3 → 5: moved keys whose status lost a confirmed shipment (`Synced` → other)",
+            "scale 3 → 5: moved keys whose status lost a confirmed shipment (`Synced` → `Unknown`, gone)",
             "0",
             [r.scale.confirmations_lost for r in rounds],
             zero,

@@ -146,8 +146,9 @@ class ShipTracker:
         now = self._clock()
         self._index = None
         if not self._restored:
-            self._mine = _apps(collected)
-            await self._restore(self._mine)
+            mine = _apps(collected)
+            await self._restore(mine)
+            self._restored, self._mine = True, mine
         elif not partial:
             await self._take_over(collected)
         listed = (
@@ -219,14 +220,14 @@ class ShipTracker:
             self._plans.pop(key, None)
         for key in [k for k, s in self._done.items() if s.app in collected.elsewhere]:
             del self._done[key]
-        taken, self._mine = mine - self._mine, mine
+        taken = mine - self._mine
         if taken and self._state is not None:
             await self._restore(taken)
+        self._mine = mine  # once read: a cycle cancelled while reading reads them again
 
     async def _restore(self, apps: set[str]) -> None:
         """Follow the changes of ``apps`` a run before this one followed (read at the first
         look, then for the Applications of keys taken over)."""
-        self._restored = True
         assert self._state is not None
         try:
             remembered = (await self._state.load()).shipments()

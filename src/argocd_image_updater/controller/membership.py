@@ -123,7 +123,7 @@ class Membership:
         self._view_at = -float("inf")
         self._since: float | None = None
         self._sightings = Sightings()
-        self.leader_lease = leader_lease_name(shard_selector, DEFAULT_LEASE_NAME)
+        self.leader_lease = leader_lease_name(shard_selector or None, DEFAULT_LEASE_NAME)
         self.single_leader = ""
         """The holder of the leader Lease while a replica without ``--sharding`` leads."""
         self._holds: list[frozenset[str]] = []

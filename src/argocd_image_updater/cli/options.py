@@ -93,3 +93,13 @@ def load_settings(command: str, params: dict[str, Any]) -> Settings:
         return resolve(command, flags, configmap=configmap)
     except (SettingsError, OSError) as err:
         raise click.UsageError(str(err)) from None
+
+
+def setup_logging(settings: Settings) -> None:
+    """Configure logging from ``--loglevel``/``--logformat``; a bad value is a usage error."""
+    from argocd_image_updater.observe import log as logging_setup
+
+    try:
+        logging_setup.setup(str(settings.loglevel), str(settings.logformat))
+    except logging_setup.LogConfigError as err:
+        raise click.UsageError(str(err)) from None

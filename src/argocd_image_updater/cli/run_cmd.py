@@ -15,10 +15,9 @@ import click
 
 from argocd_image_updater import __version__
 from argocd_image_updater.cli import collector
-from argocd_image_updater.cli.options import load_settings, settings_options
+from argocd_image_updater.cli.options import load_settings, settings_options, setup_logging
 from argocd_image_updater.config.durations import format_go_duration
 from argocd_image_updater.config.settings import Settings
-from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.log import get_logger, register_secret
 
 if TYPE_CHECKING:
@@ -318,10 +317,7 @@ def run_command(**params: Any) -> None:
 
     collector.resume()
     settings = load_settings("run", params)
-    try:
-        logging_setup.setup(str(settings.loglevel), str(settings.logformat))
-    except logging_setup.LogConfigError as err:
-        raise click.UsageError(str(err)) from None
+    setup_logging(settings)
     log.info("starting", **start_fields(settings))
     interval = settings.interval
     if timedelta(0) < interval < timedelta(minutes=1) and not settings.once:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from argocd_image_updater.cli import collector
-from argocd_image_updater.cli.options import load_settings, settings_options
+from argocd_image_updater.cli.options import load_settings, settings_options, setup_logging
 
 HELP = (
     "Set an image of an Application to a chosen tag now (through its write-back method) and "
@@ -56,14 +56,10 @@ def set_command(
     app: str, image: str, namespace: str, until: str, reason: str, **params: Any
 ) -> None:
     from argocd_image_updater.cli import set_run
-    from argocd_image_updater.observe import log as logging_setup
 
     collector.resume()
     settings = load_settings("run", params)
-    try:
-        logging_setup.setup(str(settings.loglevel), str(settings.logformat))
-    except logging_setup.LogConfigError as err:
-        raise click.UsageError(str(err)) from None
+    setup_logging(settings)
     try:
         message = asyncio.run(set_run.set_version(settings, app, namespace, image, until, reason))
     except set_run.SET_ERRORS as err:

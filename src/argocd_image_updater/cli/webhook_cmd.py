@@ -8,12 +8,11 @@ from typing import Any
 
 import click
 
-from argocd_image_updater.cli.options import load_settings, settings_options
+from argocd_image_updater.cli.options import load_settings, settings_options, setup_logging
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource, start_webhook
 from argocd_image_updater.cli.run_setup import StartupError
 from argocd_image_updater.config.settings import Settings, resolve
 from argocd_image_updater.controller.runner import install_signal_handlers
-from argocd_image_updater.observe import log as logging_setup
 from argocd_image_updater.observe.log import get_logger
 
 log = get_logger("webhook")
@@ -40,10 +39,7 @@ def webhook_command(**params: Any) -> None:
     # Everything `webhook` has no flag for takes the `run` defaults (and environment).
     base = resolve("run", {})
     settings = Settings({**base.values, **own.values}, {**base.sources, **own.sources})
-    try:
-        logging_setup.setup(str(settings.loglevel), str(settings.logformat))
-    except logging_setup.LogConfigError as err:
-        raise click.UsageError(str(err)) from None
+    setup_logging(settings)
     log.info("starting webhook server", loglevel=str(settings.loglevel))
     try:
         asyncio.run(serve(settings))

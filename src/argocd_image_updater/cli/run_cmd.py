@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     # Loaded when the command runs, so that `run --help` stays instant: the controller, the
     # Kubernetes client only for a cluster, the HTTP server only when something is served
     # (local mode with --once loads neither).
+    from argocd_image_updater.controller.fleet_events import FleetEvents
+    from argocd_image_updater.controller.membership import Membership
     from argocd_image_updater.controller.runner import Controller
     from argocd_image_updater.kube.client import KubeClient
     from argocd_image_updater.observe.health import Health
@@ -220,6 +222,7 @@ def start_election(
             membership, controller.kube, controller.scanner.budget, controller.health
         )
         work = [membership.run(stop), fleet.run(stop)]
+        share_tag_lists(controller, membership, fleet)
         state = controller.state_store
         if isinstance(state, ShardedStateStore) and state.cache is None:
             from argocd_image_updater.controller.state_cache import StateCache
@@ -234,6 +237,23 @@ def start_election(
         controller.elector = elector
         return asyncio.create_task(elector.run(stop))
     return None
+
+
+def share_tag_lists(controller: Controller, membership: Membership, fleet: FleetEvents) -> None:
+    """Each repository listed by one member a cycle, the others reusing their copies while it
+    vouches for them (:mod:`argocd_image_updater.controller.fleet_tag_lists`)."""
+    from argocd_image_updater.controller.fleet_scans import FleetScans
+    from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
+    from argocd_image_updater.registry.vouched_lists import VouchedLists
+
+    def max_age() -> float:  # the interval as it is now (tests change it)
+        interval = controller.interval
+        seconds = interval.total_seconds() if isinstance(interval, timedelta) else 120.0
+        return 2 * seconds + membership.lease_duration
+
+    lists = FleetTagLists(membership, max_age, announce=fleet.publish)
+    controller.fleet_scans = FleetScans(lists)
+    controller.scanner.vouched = VouchedLists(lists)
 
 
 async def _together(*work: Coroutine[Any, Any, None]) -> None:

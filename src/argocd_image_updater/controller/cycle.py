@@ -33,8 +33,8 @@ async def run_cycle(collected: Collected, context: CycleContext) -> CycleResult:
     cycle = Cycle.begin(context)
     # collect: each application's scan jobs (last cycle's when its configuration held)
     apps, unplanned = collect_jobs(collected, cycle)
-    # scan: each distinct repository once
-    scans = await scan_repositories(apps, cycle)
+    # scan: each distinct repository once (sharded: and those this member lists for the fleet)
+    scans = await scan_repositories(apps, cycle, collected.others)
     # choose: what the tag choices need (first-seen ages), the digests of pinned choices
     moves = await choose_tags(apps, scans, cycle)
     # plan → verify → write: each application; those with a writer of their own are written

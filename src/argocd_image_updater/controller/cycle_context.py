@@ -4,9 +4,10 @@ each cycle) and what holds for the whole cycle once it began (:class:`Cycle`).""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.reloading import ReloadingRegistryConfig
@@ -15,11 +16,27 @@ from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.pipeline.ports import AppWriter, BatchWriter
-from argocd_image_updater.plan.choices import ChoiceMemory
+from argocd_image_updater.pipeline.records import CycleApp
+from argocd_image_updater.plan.choices import ChoiceMemory, ScanResults
 from argocd_image_updater.registry.scanner import Scanner
 from argocd_image_updater.verify.gate import Gate
 from argocd_image_updater.verify.policy import ConfigMapReader
 from argocd_image_updater.verify.verifier import Verifier
+
+
+class FleetScanning(Protocol):
+    """A sharded fleet member's part in the scan stage (``controller.fleet_scans.FleetScans``)."""
+
+    async def around(
+        self,
+        own: Awaitable[ScanResults],
+        apps: Sequence[CycleApp],
+        others: Sequence[AppUpdateConfig],
+        cycle: Cycle,
+    ) -> ScanResults:
+        """The results of ``own`` (this member's scans), with the fleet's listings around them:
+        those of the repositories this member owns that only ``others`` use."""
+        ...
 
 
 @dataclass(slots=True)
@@ -49,6 +66,9 @@ class CycleContext:
     plans: PlanReuse | None = None
     state: ControllerState | None = None
     now: datetime | None = None
+    fleet: FleetScanning | None = None
+    """A full cycle of a sharded fleet's member: the repositories it lists for the others, the
+    copies it reuses (:mod:`~argocd_image_updater.controller.fleet_tag_lists`)."""
 
 
 @dataclass(slots=True)
@@ -74,7 +94,7 @@ class Cycle:
         cycle = cls(
             context=context,
             now=context.now or datetime.now(UTC),
-            scan_round=context.scanner.new_round(),
+            scan_round=context.scanner.new_round(full=context.fleet is not None),
             registries=registries if snapshot is None else snapshot,
             gate=Gate(
                 context.verifier,

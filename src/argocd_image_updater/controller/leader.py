@@ -148,6 +148,10 @@ class LeaderElector:
         self._lock = asyncio.Lock()
         self._released = False
 
+    def annotate(self, key: str, value: str) -> None:
+        """Write ``key: value`` among the Lease's annotations from its next renewal on."""
+        self._annotations[key] = value
+
     # --- state -------------------------------------------------------------------------------
 
     def is_leader(self) -> bool:

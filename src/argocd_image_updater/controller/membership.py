@@ -42,7 +42,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Final
 
 from argocd_image_updater.controller.leader import (
@@ -77,6 +77,24 @@ def member_name(pod: str | None = None) -> str:
         pod = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
     name = "".join(c if c.isalnum() or c in "-." else "-" for c in pod.lower()).strip("-.")
     return name[: MAX_NAME - len(MEMBER_PREFIX)] or uuid.uuid4().hex[:8]
+
+
+def _annotations(
+    leases: Iterable[Mapping[str, object]], names: Collection[str]
+) -> dict[str, Mapping[str, str]]:
+    """The annotations of the Leases ``names``, by member."""
+    found: dict[str, Mapping[str, str]] = {}
+    for lease in leases:
+        meta = lease.get("metadata")
+        if not isinstance(meta, Mapping) or meta.get("name") not in names:
+            continue
+        annotations = meta.get("annotations")
+        found[str(meta["name"]).removeprefix(MEMBER_PREFIX)] = (
+            {str(k): str(v) for k, v in annotations.items()}
+            if isinstance(annotations, Mapping)
+            else {}
+        )
+    return found
 
 
 class Membership:
@@ -130,6 +148,8 @@ class Membership:
         self._intact = True
         """Whether every held key is still this member's."""
         self._owned: frozenset[str] = frozenset()
+        self.on_leases: Callable[[Mapping[str, Mapping[str, str]]], None] | None = None
+        """Given the annotations of the member Leases (by member) each time they are read."""
 
     # --- the rule ------------------------------------------------------------------------------
 
@@ -212,6 +232,10 @@ class Membership:
         self._since = self._clock() if valid else None
         self._update()
 
+    def annotate(self, key: str, value: str) -> None:
+        """Put ``key: value`` on this member's Lease with its next renewal."""
+        self.elector.annotate(key, value)
+
     # --- the member list -----------------------------------------------------------------------
 
     async def refresh(self) -> None:
@@ -226,6 +250,8 @@ class Membership:
             if (lease.get("metadata") or {}).get("name") == self.leader_lease
         ]
         self._sightings.look(members + leader, now)
+        if self.on_leases is not None:
+            self.on_leases(_annotations(items, {name for name, _ in members}))
         live = set()
         for name, record in members:
             observed = self._sightings.seen[name][1]

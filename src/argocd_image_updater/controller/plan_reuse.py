@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.model.controller_state import WriteRecord
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.model.update_config import AppUpdateConfig
@@ -36,6 +37,19 @@ from argocd_image_updater.plan.jobs import AppJobs, ImageJob, plan_scans
 from argocd_image_updater.plan.model import AppPlan
 
 _Key = tuple[str, str]
+
+
+def scan_jobs(
+    config: AppUpdateConfig, registries: RegistryConfig, reuse: PlanReuse | None
+) -> AppJobs | Exception:
+    """The scan jobs of one application (last cycle's from ``reuse`` when its configuration
+    held); an unexpected failure is returned, not raised."""
+    try:
+        if reuse is not None:
+            return reuse.jobs(config, registries, registries.endpoint_for)
+        return plan_scans(config, registries.endpoint_for)
+    except Exception as err:  # one application never stops the cycle
+        return err
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.cycle import CycleContext, run_cycle
+from argocd_image_updater.controller.cycle_context import FleetScanning
 from argocd_image_updater.controller.leading import Leadership, LeadershipLost, run_as_leader
 from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.controller.shards import keep_shard
@@ -150,6 +151,8 @@ class Controller:
     shard_selector: str | None = None
     """``--shard-selector``: only the objects of this static shard (None: every object)."""
     fleet: FleetEvents | None = None
+    fleet_scans: FleetScanning | None = None
+    """Sharded: the tag lists each member lists for the fleet, and the others' it reuses."""
     """``run --sharding``: the registry events and back-offs passed between the replicas."""
     batch_writer: BatchWriter | None = None
     reporter: Reporter | None = None
@@ -260,6 +263,7 @@ class Controller:
             config_maps=self.config_maps or self.kube,
             choices=self.choices,
             plans=self.plans if full else None,
+            fleet=self.fleet_scans if full else None,
             state=state,
             now=self.clock(),
         )

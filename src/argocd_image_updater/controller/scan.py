@@ -9,13 +9,13 @@ concurrency: 1,000 Applications sharing 20 images cost 20 tag-list requests.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
-from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.cycle_context import Cycle
 from argocd_image_updater.controller.cycle_log import failed
-from argocd_image_updater.controller.plan_reuse import PlanReuse
+from argocd_image_updater.controller.plan_reuse import scan_jobs
 from argocd_image_updater.controller.remembered import forget_untagged
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
@@ -24,7 +24,7 @@ from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import AppOutcome, Collected, CycleApp
 from argocd_image_updater.plan.charts import ChartJob
 from argocd_image_updater.plan.choices import ChoiceMemory, ScanResults
-from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey, plan_scans
+from argocd_image_updater.plan.jobs import AppJobs, ImageJob, ScanKey
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 
 log = get_logger("cycle")
@@ -36,7 +36,7 @@ def collect_jobs(collected: Collected, cycle: Cycle) -> tuple[list[CycleApp], li
     apps: list[CycleApp] = []
     unplanned: list[AppOutcome] = []
     for config, cr in collected.configs:
-        jobs = _scan_jobs(config, cycle.registries, cycle.context.plans)
+        jobs = scan_jobs(config, cycle.registries, cycle.context.plans)
         if isinstance(jobs, Exception):
             outcome = failed(config, "plan", jobs)
             outcome.cr = cr
@@ -46,30 +46,23 @@ def collect_jobs(collected: Collected, cycle: Cycle) -> tuple[list[CycleApp], li
     return apps, unplanned
 
 
-def _scan_jobs(
-    config: AppUpdateConfig, registries: RegistryConfig, reuse: PlanReuse | None
-) -> AppJobs | Exception:
-    """The scan jobs of one application (last cycle's from ``reuse`` when its configuration
-    held); an unexpected failure is returned, not raised."""
-    try:
-        if reuse is not None:
-            return reuse.jobs(config, registries, registries.endpoint_for)
-        return plan_scans(config, registries.endpoint_for)
-    except Exception as err:  # one application never stops the cycle
-        return err
-
-
-async def scan_repositories(apps: list[CycleApp], cycle: Cycle) -> ScanResults:
+async def scan_repositories(
+    apps: list[CycleApp], cycle: Cycle, others: Sequence[AppUpdateConfig] = ()
+) -> ScanResults:
     """Every distinct scan of the cycle's applications, run once; the remembered tags that the
-    full tag listings no longer hold are forgotten."""
+    full tag listings no longer hold are forgotten. A member of a sharded fleet also lists the
+    repositories it owns that only ``others`` (the Applications of the other members) use, then
+    tells the fleet (:mod:`~argocd_image_updater.controller.fleet_tag_lists`)."""
     context = cycle.context
-    scans = await run_scans(
+    own = run_scans(
         [(app.jobs, app.config.app.namespace) for app in apps],
         context.scanner,
         context.credentials,
         scan_round=cycle.scan_round,
         memory=context.choices,
     )
+    fleet = context.fleet
+    scans = await own if fleet is None else await fleet.around(own, apps, others, cycle)
     if context.state is not None:
         forget_untagged(context.state, apps, scans)
     return scans

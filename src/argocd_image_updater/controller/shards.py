@@ -77,27 +77,33 @@ def keep_shard(
     Applications) and v0.x-annotated Applications in the static shard ``selector`` whose key
     ``owns`` accepts (None: every key). Returns the keys kept. What was listed stays as it was
     (it tells which Applications still exist, whoever processes them); the Applications left to
-    other replicas go to ``collected.elsewhere``."""
+    other replicas go to ``collected.elsewhere``, and those of the static shard among them also
+    to ``collected.others``."""
 
-    def kept(key: str, labels: Mapping[str, Any] | None) -> bool:
-        return shard_matches(selector, labels) and (owns is None or owns(key))
-
-    crs = [cr for cr in collected.crs if kept(f"{cr.namespace}/{cr.name}", _labels(cr.raw))]
-    keys = {f"{cr.namespace}/{cr.name}" for cr in crs}
+    in_shard = [cr for cr in collected.crs if shard_matches(selector, _labels(cr.raw))]
+    crs = [cr for cr in in_shard if owns is None or owns(f"{cr.namespace}/{cr.name}")]
+    cr_keys = {f"{cr.namespace}/{cr.name}" for cr in crs}
+    shard_keys = {f"{cr.namespace}/{cr.name}" for cr in in_shard}
+    keys = set(cr_keys)
     configs: list[tuple[AppUpdateConfig, CRState | None]] = []
+    others: list[AppUpdateConfig] = []
     elsewhere: set[str] = set()
     for config, state in collected.configs:
         app = f"{config.app.namespace}/{config.app.name}"
         if state is not None:
-            if f"{state.namespace}/{state.name}" in keys:
-                configs.append((config, state))
-            else:
-                elsewhere.add(app)
-        elif kept(app, config.app.labels):
-            keys.add(app)
-            configs.append((config, state))
+            key = f"{state.namespace}/{state.name}"
+            mine, ours = key in cr_keys, key in shard_keys
         else:
-            elsewhere.add(app)
-    collected.crs, collected.configs = crs, configs
+            ours = shard_matches(selector, config.app.labels)
+            mine = ours and (owns is None or owns(app))
+            if mine:
+                keys.add(app)
+        if mine:
+            configs.append((config, state))
+            continue
+        elsewhere.add(app)
+        if ours:
+            others.append(config)
+    collected.crs, collected.configs, collected.others = crs, configs, others
     collected.elsewhere = elsewhere - {f"{c.app.namespace}/{c.app.name}" for c, _ in configs}
     return keys

@@ -138,6 +138,14 @@ FLEET_BACKOFFS_SHARED: Final = Counter(
     ["direction"],
     registry=REGISTRY,
 )
+FLEET_TAG_LISTS: Final = Counter(
+    _P + "fleet_tag_lists",
+    "Tag lists of a sharded fleet's repositories: reused (this replica's copy used again "
+    "because the repository's owner vouched for it, no request), changed (a repository this "
+    "replica lists for the fleet changed or failed: the others list it again)",
+    ["outcome"],
+    registry=REGISTRY,
+)
 FLEET_EVENTS_ERRORS: Final = Counter(
     _P + "fleet_events_errors",
     "Events ConfigMap entries left out: malformed when read, or not written (what: read, write)",

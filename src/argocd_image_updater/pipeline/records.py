@@ -42,6 +42,9 @@ class Collected:
     elsewhere: set[str] = field(default_factory=set)
     """Applications selected for the keys of another replica or static shard (``--sharding``,
     ``--shard-selector``): that one processes them and follows their changes."""
+    others: list[AppUpdateConfig] = field(default_factory=list)
+    """The configurations of the Applications of this static shard that other members of the
+    fleet process (``--sharding``): the repositories they use are listed by their owners."""
 
     @property
     def errors(self) -> int:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
@@ -61,6 +61,7 @@ from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, End
 from argocd_image_updater.registry.revalidate import RepositoryTags, Revalidation
 from argocd_image_updater.registry.stats import RequestStats
 from argocd_image_updater.registry.transport import TlsKey, http_client
+from argocd_image_updater.registry.vouched_lists import VouchedLists
 
 if TYPE_CHECKING:
     from argocd_image_updater.registry.helmindex import HelmIndex
@@ -167,6 +168,9 @@ class Scanner:
         self._clients: dict[RegistryEndpoint, RegistryClient] = {}
         self._log = get_logger("registry.scanner")
         self._helm_index: HelmIndex | None = None
+        self.vouched: VouchedLists | None = None
+        """In a sharded fleet: the tag lists reused while their owner vouches for them."""
+        self._full_round: int | None = None
 
     @property
     def helm_index(self) -> HelmIndex:
@@ -227,25 +231,44 @@ class Scanner:
             self._clients[endpoint] = client
         return client
 
-    def new_round(self) -> int:
+    def new_round(self, *, full: bool = False) -> int:
         """Start a round (an update cycle): scans passing its number share one tag listing per
-        repository, started after this call; no later round sees it."""
+        repository, started after this call; no later round sees it. A ``full`` round (a
+        cycle, not a webhook event's update) may reuse the tag lists :attr:`vouched` for."""
         self._listed.new_round()
-        return self._tag_lists.new_round()
+        number = self._tag_lists.new_round()
+        if full and self.vouched is not None:
+            self.vouched.new_round()
+            self._full_round = number
+        return number
+
+    @staticmethod
+    def tag_list_key(req: ScanRequest) -> TagListKey:
+        """What the tag list of ``req`` is shared by: API, repository path and credentials."""
+        return TagListKey(
+            req.endpoint.api_url.rstrip("/"),
+            req.endpoint.repository_path(req.repository),
+            req.credentials.key if req.credentials is not None else "",
+        )
 
     async def scan(self, req: ScanRequest, scan_round: int | None = None) -> ScanResult:
         """Scan one repository. With ``scan_round`` (from :meth:`new_round`) the tag list is the
         round's; without, a listing still in flight is joined, else the tags are listed."""
         client = self.client(req.endpoint)
-        repository = req.endpoint.repository_path(req.repository)
-        key = TagListKey(
-            req.endpoint.api_url.rstrip("/"),
-            repository,
-            req.credentials.key if req.credentials is not None else "",
-        )
-        names = await self._tag_lists.get(
-            key, lambda: client.list_tags(repository, req.credentials), scan_round
-        )
+        key = self.tag_list_key(req)
+        repository = key.repository
+
+        def fetch() -> Awaitable[list[str]]:
+            return client.list_tags(repository, req.credentials)
+
+        vouched = self.vouched
+        if vouched is not None:
+            full = scan_round is not None and scan_round == self._full_round
+            names = await self._tag_lists.get(
+                key, lambda: vouched.names(key, fetch, full=full), scan_round
+            )
+        else:
+            names = await self._tag_lists.get(key, fetch, scan_round)
         listed = len(names)
         if req.only_tags is not None:
             names = tuple(n for n in names if n in req.only_tags)

@@ -1,0 +1,108 @@
+"""The scan stage's part in a sharded fleet's tag lists
+(:mod:`~argocd_image_updater.controller.fleet_tag_lists`): which repository listings the whole
+static shard needs this cycle (the owners' heartbeats are checked against them), and listing
+those this member owns that only the other members' Applications use.
+
+What a listing is shared by (registry API, repository path, credentials) is worked out per
+Application from its scan jobs, once for each jobs object: the plan reuse
+(:class:`~argocd_image_updater.controller.plan_reuse.PlanReuse`) hands out last cycle's jobs of
+an Application whose configuration held, so a steady cycle works out nothing again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Sequence
+from typing import Final
+
+from argocd_image_updater.controller.cycle_context import Cycle
+from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
+from argocd_image_updater.controller.plan_reuse import scan_jobs
+from argocd_image_updater.model.update_config import AppUpdateConfig
+from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.pipeline.records import CycleApp
+from argocd_image_updater.plan.charts import ChartJob
+from argocd_image_updater.plan.choices import ScanResults
+from argocd_image_updater.plan.jobs import AppJobs, ImageJob
+from argocd_image_updater.registry.cache import TagListKey
+from argocd_image_updater.registry.scanner import Scanner, ScanRequest
+
+log = get_logger("cycle")
+
+CONCURRENCY: Final = 16
+"""Listings made for the other members at once."""
+
+Listings = dict[TagListKey, ScanRequest]
+
+
+def _listings(jobs: AppJobs, namespace: str, cycle: Cycle) -> Listings:
+    found: Listings = {}
+    every: list[ImageJob | ChartJob] = [*jobs.jobs, *jobs.chart_jobs]
+    for job in every:
+        if job.endpoint is None:
+            continue  # a Helm repository's index: no registry tag list
+        try:
+            provider = cycle.context.credentials.for_job(job.endpoint, job.pull_secret, namespace)
+        except Exception as err:  # reported with the Applications of the job
+            log.debug("no tag list for %s: %s", job.repository, str(err))
+            continue
+        request = ScanRequest(job.endpoint, job.repository, credentials=provider)
+        found[Scanner.tag_list_key(request)] = request
+    return found
+
+
+class FleetScans:
+    """A member's listings for the fleet (see the module); the listings of each jobs object
+    are kept for the jobs objects the last cycle met."""
+
+    def __init__(self, lists: FleetTagLists) -> None:
+        self.lists = lists
+        self._kept: dict[int, tuple[AppJobs, Listings]] = {}
+        self._seen: dict[int, tuple[AppJobs, Listings]] = {}
+
+    def _of(self, jobs: AppJobs, namespace: str, cycle: Cycle) -> Listings:
+        kept = self._kept.get(id(jobs))
+        if kept is None or kept[0] is not jobs:
+            kept = (jobs, _listings(jobs, namespace, cycle))
+        self._seen[id(jobs)] = kept
+        return kept[1]
+
+    def _needed(
+        self, apps: Sequence[CycleApp], others: Sequence[AppUpdateConfig], cycle: Cycle
+    ) -> tuple[set[TagListKey], Listings]:
+        """Every listing the static shard needs, and those the ``others`` need."""
+        everything: set[TagListKey] = set()
+        for app in apps:
+            everything.update(self._of(app.jobs, app.config.app.namespace, cycle))
+        theirs: Listings = {}
+        for config in others:
+            jobs = scan_jobs(config, cycle.registries, cycle.context.plans)
+            if not isinstance(jobs, Exception):  # its owner reports it
+                theirs.update(self._of(jobs, config.app.namespace, cycle))
+        everything.update(theirs)
+        self._kept, self._seen = self._seen, {}
+        return everything, theirs
+
+    async def around(
+        self,
+        own: Awaitable[ScanResults],
+        apps: Sequence[CycleApp],
+        others: Sequence[AppUpdateConfig],
+        cycle: Cycle,
+    ) -> ScanResults:
+        everything, theirs = self._needed(apps, others, cycle)
+        self.lists.round_begun(everything)
+        limit = asyncio.Semaphore(CONCURRENCY)
+
+        async def list_one(request: ScanRequest) -> None:
+            # A failure is the fleet's news (the others list it themselves), not this cycle's.
+            async with limit:
+                with contextlib.suppress(Exception):
+                    await cycle.context.scanner.scan(request, cycle.scan_round)
+
+        mine = [request for key, request in theirs.items() if self.lists.owns(key)]
+        listing = asyncio.gather(*(list_one(request) for request in mine))
+        scans, _ = await asyncio.gather(own, listing)
+        self.lists.round_done()
+        return scans

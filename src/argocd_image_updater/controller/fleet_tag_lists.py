@@ -1,0 +1,222 @@
+"""Each repository of a sharded fleet (``run --sharding``) listed by one replica a cycle, not by
+every replica whose keys use it: this replica's side of
+:mod:`argocd_image_updater.registry.vouched_lists`.
+
+Ownership: a repository listing (registry API, path, credentials) belongs to the live member
+that rendezvous hashing gives it (:func:`~argocd_image_updater.controller.shards.owner`, as for
+shard keys, over the same member list). In each full cycle the owner lists every repository it
+owns that any Application of its static shard uses — its own keys' and, through
+:func:`~argocd_image_updater.controller.scan.scan_repositories`, the other replicas' — and
+afterwards puts a heartbeat on its member Lease (:mod:`argocd_image_updater.model.list_heartbeat`:
+when that cycle began, since when it has owned them, under which member list, which of them
+changed or failed). A repository whose tags changed is also announced at once through the
+events ConfigMap (:mod:`~argocd_image_updater.controller.fleet_events`), as a webhook call
+would be: the replicas whose keys use it update them without waiting for their next cycle.
+
+Vouching: another replica reuses its own last listing of a repository in a full cycle only
+when the owner's last heartbeat is fresh (at most two intervals plus a lease duration old),
+given under the same member list as its own, its copy is not older than the owner's ownership,
+and no change or failure of the repository (nor a missed heartbeat) was heard since its copy
+was listed. Anything else — no heartbeat yet, a silent or new owner, a member list that differs
+for a moment, a malformed annotation — and it lists the repository itself, as without sharing.
+What this costs: a change seen by a replica that does not own the repository comes with the
+owner's listing (plus the time its heartbeat and the event take to arrive, the Lease retry
+period at most twice) instead of this replica's own listing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Mapping
+from urllib.parse import urlsplit
+
+from argocd_image_updater.controller.membership import Membership
+from argocd_image_updater.controller.shards import owner
+from argocd_image_updater.model.list_heartbeat import (
+    HEARTBEAT_ANNOTATION,
+    MAX_CHANGED,
+    Heartbeat,
+    list_id,
+    parse_heartbeat,
+    set_hash,
+)
+from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.observe import metrics
+from argocd_image_updater.observe.log import get_logger
+from argocd_image_updater.registry.cache import TagListKey
+from argocd_image_updater.registry.vouched_lists import COPY_MAX_AGE
+
+log = get_logger("fleet")
+
+
+def _id(key: TagListKey) -> str:
+    return list_id(key.api_url, key.repository, key.credentials_key)
+
+
+class FleetTagLists:
+    """This member's part in sharing tag lists (see the module); ``max_age()``: how old the
+    owner's last heartbeat may be (seconds)."""
+
+    def __init__(
+        self,
+        membership: Membership,
+        max_age: Callable[[], float],
+        *,
+        announce: Callable[[RegistryEvent], None] | None = None,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.membership, self.max_age = membership, max_age
+        self._announce, self._wall = announce, wall
+        self._ids: dict[TagListKey, str] = {}
+        self._view: tuple[frozenset[str], str] = (frozenset(), set_hash(()))
+        self._owners: dict[str, str | None] = {}
+        """By repository id, under the member list of ``_view``."""
+        # the owner's side
+        self._seq = 0
+        self._epoch = ""
+        self._since = 0.0
+        self._round: tuple[float, str, str] | None = None
+        self._expected: dict[str, str] = {}
+        """By member: the hash of the listings it should have made (see :meth:`round_begun`)."""
+        self._changed: set[str] = set()
+        self._overflow = False
+        # what the others said
+        self._texts: dict[str, str] = {}
+        self._beats: dict[str, Heartbeat] = {}
+        self._heard: dict[str, float] = {}
+        """By repository id: when this replica last heard it changed."""
+        self._heard_all: dict[str, float] = {}
+        """By member: when this replica last heard that every repository it owns may have."""
+        membership.on_leases = self.observe
+
+    def _key_id(self, key: TagListKey) -> str:
+        found = self._ids.get(key)
+        if found is None:
+            if len(self._ids) > 100_000:
+                self._ids.clear()
+            found = self._ids[key] = _id(key)
+        return found
+
+    def _members(self) -> tuple[frozenset[str], str]:
+        """The member list with its hash; the owners worked out are kept while it holds."""
+        members = self.membership.view | {self.membership.member}
+        if members != self._view[0]:
+            self._view, self._owners = (members, set_hash(members)), {}
+        return self._view
+
+    def _owner(self, key_id: str) -> str | None:
+        if key_id not in self._owners:
+            self._owners[key_id] = owner(key_id, self._members()[0])
+        return self._owners[key_id]
+
+    def owner_of(self, key: TagListKey) -> str | None:
+        self._members()
+        return self._owner(self._key_id(key))
+
+    def owns(self, key: TagListKey) -> bool:
+        return self.owner_of(key) == self.membership.member
+
+    # --- the owner's side ----------------------------------------------------------------------
+
+    def round_begun(self, needed: Collection[TagListKey]) -> None:
+        """A full cycle's scans begin; ``needed``: every listing the static shard needs (this
+        member lists those it owns; another member's heartbeat counts only when it listed
+        exactly those this member expects of it)."""
+        now, view = self._wall(), self._members()[1]
+        if view != self._epoch:
+            self._epoch, self._since = view, now
+        by_owner: dict[str | None, list[str]] = {}
+        for key in needed:
+            key_id = self._key_id(key)
+            by_owner.setdefault(self._owner(key_id), []).append(key_id)
+        self._expected = {member: set_hash(ids) for member, ids in by_owner.items() if member}
+        self._round = (now, view, self._expected.get(self.membership.member, set_hash(())))
+
+    def listed(
+        self,
+        key: TagListKey,
+        names: tuple[str, ...] | None,
+        before: tuple[str, ...] | None,
+        *,
+        full: bool,
+    ) -> None:
+        """Note a change (or failure) of a repository this member owns for the next heartbeat;
+        announce a change found by a full cycle (a webhook event's was announced already)."""
+        if not self.owns(key) or (names is not None and (before is None or names == before)):
+            return
+        metrics.FLEET_TAG_LISTS.labels("changed").inc()
+        if len(self._changed) >= MAX_CHANGED:
+            self._overflow = True
+        else:
+            self._changed.add(self._key_id(key))
+        if full and names is not None and self._announce is not None:
+            self._announce(RegistryEvent(urlsplit(key.api_url).netloc, key.repository, ""))
+
+    def round_done(self) -> None:
+        """The full cycle's scans are done: every repository owned was listed. The heartbeat
+        goes out with the next renewal of the member Lease (none when the member list changed
+        meanwhile: the next cycle's)."""
+        if self._round is None:
+            return
+        at, view, listed = self._round
+        self._round = None
+        if view != self._members()[1]:
+            return
+        self._seq += 1
+        changed = None if self._overflow else frozenset(self._changed)
+        beat = Heartbeat(self._seq, at, self._since, view, listed, changed)
+        self._changed, self._overflow = set(), False
+        self.membership.annotate(HEARTBEAT_ANNOTATION, beat.render())
+
+    # --- what the others say -------------------------------------------------------------------
+
+    def observe(self, annotations: Mapping[str, Mapping[str, str]]) -> None:
+        """The member Leases' annotations, by member, as just read."""
+        now = self._wall()
+        if len(self._heard) > 100_000:  # older than any copy reused
+            self._heard = {k: t for k, t in self._heard.items() if now - t < COPY_MAX_AGE}
+        for member, found in annotations.items():
+            if member == self.membership.member:
+                continue
+            text = found.get(HEARTBEAT_ANNOTATION, "")
+            if text == self._texts.get(member):
+                continue
+            self._texts[member] = text
+            try:
+                beat = parse_heartbeat(text) if text else None
+            except ValueError as err:
+                log.warning(
+                    "member %s: ignoring its %s annotation: %s",
+                    member,
+                    HEARTBEAT_ANNOTATION,
+                    str(err),
+                )
+                beat = None
+            last = self._beats.pop(member, None)
+            if beat is None:
+                continue
+            if last is None or beat.seq != last.seq + 1 or beat.changed is None:
+                self._heard_all[member] = now  # what it said before is unknown
+            else:
+                for found_id in beat.changed:
+                    self._heard[found_id] = now
+            self._beats[member] = beat
+
+    def vouches(self, key: TagListKey, listed_at: float) -> bool:
+        if not self.membership.settled():
+            return False
+        view = self._members()[1]
+        key_id = self._key_id(key)
+        by = self._owner(key_id)
+        if by is None or by == self.membership.member:
+            return False
+        beat = self._beats.get(by)
+        return (
+            beat is not None
+            and beat.view == view
+            and beat.listed == self._expected.get(by)
+            and self._wall() - beat.at <= self.max_age()
+            and listed_at >= beat.since
+            and listed_at >= self._heard_all.get(by, 0.0)
+            and listed_at >= self._heard.get(key_id, 0.0)
+        )

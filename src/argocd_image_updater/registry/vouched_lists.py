@@ -1,0 +1,118 @@
+"""Tag lists a replica of a sharded fleet does not ask the registry for again, because the
+replica that owns the repository vouches that they did not change.
+
+Every replica of a sharded fleet (``run --sharding``) needs the tags of nearly every repository
+when each repository is used by ImageUpdaters of several replicas, so without sharing each
+replica lists every repository every cycle: the fleet lists each one N times and each replica
+spends as much CPU on it as a single replica. Instead each repository (a :class:`TagListKey`)
+has one owner among the live members, which lists it every full cycle and tells the others,
+through its member Lease, which of the repositories it owns changed
+(:mod:`argocd_image_updater.controller.fleet_tag_lists`, the :class:`TagListWitness`). A
+replica keeps its own last listing of each repository (:class:`VouchedLists`) and, in a full
+cycle, uses it again instead of a request while the owner vouches for it; it lists the
+repository itself when the owner does not (unknown, silent, in another view of the fleet, or
+the repository changed or failed since this copy was listed), when its copy was not used in
+its previous full cycle, and at least every :data:`COPY_MAX_AGE` seconds. Webhook-triggered
+rounds always list.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from argocd_image_updater.observe import metrics
+from argocd_image_updater.registry.cache import LruDict, TagListKey
+
+COPY_MAX_AGE: Final = 900.0
+"""Seconds after which a replica lists a repository itself although its owner vouches for its
+copy: bounds what no owner can see (a tag pushed and deleted again between two of the owner's
+listings, seen by this replica's listing in between)."""
+
+
+class TagListWitness(Protocol):
+    """Another replica's word on the tags of the repositories it owns, and this replica's word
+    on its own (the controller's side of a sharded fleet)."""
+
+    def vouches(self, key: TagListKey, listed_at: float) -> bool:
+        """Whether a listing of ``key`` made at ``listed_at`` (wall-clock seconds) still holds:
+        its owner, another replica, listed it since and saw no change."""
+        ...
+
+    def owns(self, key: TagListKey) -> bool:
+        """Whether this replica lists ``key`` for the fleet."""
+        ...
+
+    def listed(
+        self,
+        key: TagListKey,
+        names: tuple[str, ...] | None,
+        before: tuple[str, ...] | None,
+        *,
+        full: bool,
+    ) -> None:
+        """This replica listed ``key``: ``names`` (None: the listing failed), ``before`` its
+        previous listing (None: none), in a full round (else a webhook event's)."""
+        ...
+
+
+@dataclass(slots=True)
+class _Copy:
+    listed_at: float
+    """Wall-clock seconds when the listing that gave ``names`` was started."""
+    round: int
+    """The last full round that listed or used it."""
+    names: tuple[str, ...]
+
+
+class VouchedLists:
+    """This replica's last listing of each repository, reused in full rounds while the
+    ``witness`` vouches for it (see the module)."""
+
+    def __init__(
+        self,
+        witness: TagListWitness,
+        *,
+        wall: Callable[[], float] = time.time,
+        max_entries: int = 10_000,
+    ) -> None:
+        self.witness = witness
+        self._wall = wall
+        self._copies: LruDict[TagListKey, _Copy] = LruDict(max_entries)
+        self._round = 0
+
+    def new_round(self) -> None:
+        """A full round (a cycle, not a webhook event's update) begins."""
+        self._round += 1
+
+    async def names(
+        self, key: TagListKey, fetch: Callable[[], Awaitable[list[str]]], *, full: bool
+    ) -> list[str]:
+        """The tags of ``key``: this replica's copy when ``full`` (a full round) and the owner
+        vouches for it, else listed by ``fetch`` (and the owner side told)."""
+        copy = self._copies.get(key)
+        now = self._wall()
+        if (
+            full
+            and copy is not None
+            and copy.round >= self._round - 1
+            and now - copy.listed_at < COPY_MAX_AGE
+            and self.witness.vouches(key, copy.listed_at)
+        ):
+            copy.round = self._round
+            metrics.FLEET_TAG_LISTS.labels("reused").inc()
+            return list(copy.names)
+        before = copy.names if copy is not None else None
+        try:
+            names = await fetch()
+        except BaseException:
+            self.witness.listed(key, None, before, full=full)
+            raise
+        listed = tuple(names)
+        self.witness.listed(key, listed, before, full=full)
+        # A webhook round's listing is fresh, but says nothing of the full rounds' needs.
+        used = self._round if full else (copy.round if copy is not None else -1)
+        self._copies.put(key, _Copy(now, used, listed))
+        return names

@@ -306,7 +306,9 @@ async def test_each_replica_lists_a_repository_its_keys_share_once_per_cycle(
     for r in replicas:
         cycles = r.controller.cycles - before[r.name][0]
         listed = r.proxy.counts["tags"] - before[r.name][1]
-        assert listed == cycles, f"{r.name}: {listed} tag lists in {cycles} cycle(s)"
+        # At most once (a replica that does not own the repository may reuse its own last
+        # listing while the owner vouches for it: test_fleet_tag_lists.py).
+        assert 1 <= listed <= cycles, f"{r.name}: {listed} tag lists in {cycles} cycle(s)"
 
 
 async def test_members_share_a_registry_back_off_and_divide_its_rate(

@@ -9,8 +9,8 @@ owns that any Application of its static shard uses — its own keys' and, throug
 :func:`~argocd_image_updater.controller.scan.scan_repositories`, the other replicas' — and
 afterwards puts a heartbeat on its member Lease (:mod:`argocd_image_updater.model.list_heartbeat`:
 when that cycle began, since when it has owned them, under which member list, which of them
-changed or failed). A repository whose tags changed is also announced at once through the
-events ConfigMap (:mod:`~argocd_image_updater.controller.fleet_events`), as a webhook call
+changed or failed). A repository whose tags a full cycle found changed is also announced at once
+through the events ConfigMap (:mod:`~argocd_image_updater.controller.fleet_events`), as a webhook call
 would be: the replicas whose keys use it update them without waiting for their next cycle.
 
 Vouching: another replica reuses its own last listing of a repository in a full cycle only

@@ -1,0 +1,337 @@
+"""Tag lists shared by a sharded fleet, with plain values: the heartbeat's format
+(:mod:`argocd_image_updater.model.list_heartbeat`), when a replica reuses its own copy
+(:class:`~argocd_image_updater.registry.vouched_lists.VouchedLists`) and when the owner's word
+vouches for it (:class:`~argocd_image_updater.controller.fleet_tag_lists.FleetTagLists`, over a
+stand-in for the membership)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Collection, Mapping
+
+import pytest
+
+from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
+from argocd_image_updater.controller.shards import owner
+from argocd_image_updater.model.list_heartbeat import (
+    HEARTBEAT_ANNOTATION,
+    MAX_CHANGED,
+    Heartbeat,
+    list_id,
+    parse_heartbeat,
+)
+from argocd_image_updater.model.registry_event import RegistryEvent
+from argocd_image_updater.registry.cache import TagListKey
+from argocd_image_updater.registry.vouched_lists import COPY_MAX_AGE, VouchedLists
+
+KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(12)]
+
+
+# --- the heartbeat ------------------------------------------------------------------------------
+
+
+def test_a_heartbeat_reads_back_as_written() -> None:
+    beat = Heartbeat(3, 1764840000.25, 1764839000.0, "a" * 16, "b" * 16, frozenset({"c" * 12}))
+    assert parse_heartbeat(beat.render()) == beat
+    many = Heartbeat(4, 1.0, 0.0, "a" * 16, "b" * 16, None)
+    assert parse_heartbeat(many.render()).changed is None
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("[]", "not an object"),
+        ("{", "not JSON"),
+        ('{"seq": 0, "at": 1, "since": 1, "view": "v", "listed": "l", "changed": []}', "seq"),
+        ('{"seq": true, "at": 1, "since": 1, "view": "v", "listed": "l", "changed": []}', "seq"),
+        ('{"seq": 1, "at": "x", "since": 1, "view": "v", "listed": "l", "changed": []}', "at"),
+        ('{"seq": 1, "at": 1, "since": 1e999, "view": "v", "listed": "l", "changed": []}', "since"),
+        ('{"seq": 1, "at": 1, "since": 1, "view": "", "listed": "l", "changed": []}', "view"),
+        ('{"seq": 1, "at": 1, "since": 1, "view": "v", "changed": []}', "listed"),
+        ('{"seq": 1, "at": 1, "since": 1, "view": "v", "listed": "l", "changed": [1]}', "changed"),
+        ('{"seq": 1, "at": 1, "since": 1, "view": "v", "listed": "l", "changed": "x"}', "changed"),
+    ],
+)
+def test_a_malformed_heartbeat_is_refused_naming_the_field(text: str, field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        parse_heartbeat(text)
+
+
+def test_a_heartbeat_is_bounded() -> None:
+    too_many = json.dumps(
+        {"seq": 1, "at": 1, "since": 1, "view": "v", "listed": "l", "changed": ["a" * 12] * 201}
+    )
+    with pytest.raises(ValueError, match="changed"):
+        parse_heartbeat(too_many)
+    with pytest.raises(ValueError, match="longer than"):
+        parse_heartbeat(" " * 9000)
+
+
+# --- reusing a copy -----------------------------------------------------------------------------
+
+
+class Witness:
+    def __init__(self) -> None:
+        self.vouched: set[TagListKey] = set()
+        self.told: list[
+            tuple[TagListKey, tuple[str, ...] | None, tuple[str, ...] | None, bool]
+        ] = []
+
+    def vouches(self, key: TagListKey, listed_at: float) -> bool:
+        return key in self.vouched
+
+    def owns(self, key: TagListKey) -> bool:
+        return False
+
+    def listed(
+        self,
+        key: TagListKey,
+        names: tuple[str, ...] | None,
+        before: tuple[str, ...] | None,
+        *,
+        full: bool,
+    ) -> None:
+        self.told.append((key, names, before, full))
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.tags = ["1.0.0"]
+        self.lists = 0
+        self.fail = False
+
+    async def list_tags(self) -> list[str]:
+        self.lists += 1
+        if self.fail:
+            raise OSError("unreachable")
+        return list(self.tags)
+
+
+def run(coroutine: object) -> object:
+    return asyncio.run(coroutine)  # type: ignore[arg-type]
+
+
+def test_a_copy_is_reused_in_full_rounds_only_while_vouched_for_and_in_use() -> None:
+    witness, registry, clock = Witness(), Registry(), [1000.0]
+    lists = VouchedLists(witness, wall=lambda: clock[0])
+    key = KEYS[0]
+
+    async def names(full: bool = True) -> list[str]:
+        return await lists.names(key, registry.list_tags, full=full)
+
+    async def scenario() -> None:
+        lists.new_round()
+        assert await names() == ["1.0.0"] and registry.lists == 1
+        witness.vouched.add(key)
+        lists.new_round()
+        assert await names() == ["1.0.0"] and registry.lists == 1  # reused
+        registry.tags.append("1.1.0")
+        assert await names(full=False) == ["1.0.0", "1.1.0"] and registry.lists == 2  # a webhook's
+        lists.new_round()
+        assert await names() == ["1.0.0", "1.1.0"]  # the webhook's listing is the copy now
+        assert registry.lists == 2
+        # Not used for a round: listed again (its owner may have stopped listing it).
+        lists.new_round()
+        lists.new_round()
+        assert await names() == ["1.0.0", "1.1.0"] and registry.lists == 3
+        lists.new_round()
+        clock[0] += COPY_MAX_AGE
+        assert await names() == ["1.0.0", "1.1.0"] and registry.lists == 4  # too old
+        witness.vouched.clear()
+        lists.new_round()
+        assert await names() and registry.lists == 5
+
+    run(scenario())
+    assert witness.told[0] == (key, ("1.0.0",), None, True)
+    assert witness.told[1] == (key, ("1.0.0", "1.1.0"), ("1.0.0",), False)
+
+
+def test_a_failed_listing_is_told_and_raised() -> None:
+    witness, registry = Witness(), Registry()
+    lists = VouchedLists(witness)
+    registry.fail = True
+    lists.new_round()
+    with pytest.raises(OSError):
+        run(lists.names(KEYS[0], registry.list_tags, full=True))
+    assert witness.told == [(KEYS[0], None, None, True)]
+
+
+# --- vouching -----------------------------------------------------------------------------------
+
+
+class Members:
+    """What :class:`FleetTagLists` reads of the membership."""
+
+    def __init__(self, member: str, view: set[str]) -> None:
+        self.member, self.view = member, frozenset(view)
+        self.annotations: dict[str, str] = {}
+        self.on_leases: Callable[[Mapping[str, Mapping[str, str]]], None] | None = None
+        self.is_settled = True
+
+    def settled(self) -> bool:
+        return self.is_settled
+
+    def annotate(self, key: str, value: str) -> None:
+        self.annotations[key] = value
+
+
+class Fleet:
+    """Replicas ``a``, ``b``, ``c`` with a shared wall clock; :meth:`exchange` passes every
+    member's Lease annotations to the others, as a membership refresh does."""
+
+    def __init__(self) -> None:
+        self.clock = [1000.0]
+        names = {"a", "b", "c"}
+        self.members = {name: Members(name, names) for name in names}
+        self.announced: list[RegistryEvent] = []
+        self.lists = {
+            name: FleetTagLists(
+                m,  # type: ignore[arg-type]
+                lambda: 30.0,
+                announce=self.announced.append,
+                wall=lambda: self.clock[0],
+            )
+            for name, m in self.members.items()
+        }
+
+    def exchange(self) -> None:
+        seen = {name: dict(m.annotations) for name, m in self.members.items()}
+        for m in self.members.values():
+            assert m.on_leases is not None
+            m.on_leases(seen)
+
+    def cycle(
+        self,
+        listings: Mapping[TagListKey, tuple[str, ...]],
+        changed: Collection[TagListKey] = (),
+    ) -> None:
+        """A full cycle of every member: each lists what it owns of ``listings``."""
+        for lists in self.lists.values():
+            lists.round_begun(listings)
+            for key, names in listings.items():
+                if lists.owns(key):
+                    before = names if key not in changed else ("old",)
+                    lists.listed(key, names, before, full=True)
+            lists.round_done()
+        self.clock[0] += 1
+
+
+def owned_by(member: str, others: set[str] | None = None) -> TagListKey:
+    members = others or {"a", "b", "c"}
+    return next(
+        k
+        for k in KEYS
+        if owner(list_id(k.api_url, k.repository, k.credentials_key), members) == member
+    )
+
+
+def test_a_copy_is_vouched_for_once_its_owner_listed_it_after_it_was_first_heard() -> None:
+    fleet = Fleet()
+    key = owned_by("a")
+    listings = {k: ("1.0.0",) for k in KEYS}
+    b = fleet.lists["b"]
+    assert not b.vouches(key, 1000.0)  # nothing heard yet
+    fleet.cycle(listings)
+    fleet.exchange()
+    assert not b.vouches(key, 1000.0)  # listed before a's first heartbeat was heard
+    copy = fleet.clock[0]
+    fleet.cycle(listings)
+    fleet.exchange()
+    assert b.vouches(key, copy)
+    assert not fleet.lists["a"].vouches(key, copy)  # its owner lists it itself
+    assert HEARTBEAT_ANNOTATION in fleet.members["a"].annotations
+
+
+def test_a_change_a_failure_or_a_missed_heartbeat_ends_the_vouching() -> None:
+    fleet = Fleet()
+    key, other = owned_by("a"), next(k for k in KEYS if k != owned_by("a"))
+    listings = {k: ("1.0.0",) for k in KEYS}
+    fleet.cycle(listings)
+    fleet.exchange()
+    copy = fleet.clock[0]
+    fleet.cycle(listings)
+    fleet.exchange()
+    b = fleet.lists["b"]
+    assert b.vouches(key, copy)
+    fleet.cycle(listings, changed={key})
+    fleet.exchange()
+    assert not b.vouches(key, copy)  # changed since the copy
+    assert [e.repository for e in fleet.announced] == [key.repository]
+    assert b.vouches(key, fleet.clock[0])  # a copy listed after hearing of the change
+    a_owned = [k for k in KEYS if fleet.lists["a"].owns(k)]
+    # A failed listing: the others list it themselves.
+    fleet.lists["a"].round_begun(listings)
+    fleet.lists["a"].listed(key, None, ("1.0.0",), full=True)
+    fleet.lists["a"].round_done()
+    fleet.exchange()
+    later = fleet.clock[0]
+    assert not b.vouches(key, later - 1)
+    # A heartbeat missed: nothing of a's is vouched for until listed again.
+    fleet.lists["a"].round_begun(listings)
+    fleet.lists["a"].round_done()
+    fleet.lists["a"].round_begun(listings)
+    fleet.lists["a"].round_done()
+    fleet.clock[0] += 1
+    fleet.exchange()
+    assert not any(b.vouches(k, later) for k in a_owned)
+    assert other not in a_owned or not b.vouches(other, later)
+
+
+def test_no_vouching_when_the_owner_is_silent_sees_other_members_or_other_listings() -> None:
+    fleet = Fleet()
+    key = owned_by("a")
+    listings = {k: ("1.0.0",) for k in KEYS}
+    for _ in range(2):
+        fleet.cycle(listings)
+        fleet.exchange()
+    copy = fleet.clock[0] - 1
+    b = fleet.lists["b"]
+    assert b.vouches(key, copy)
+    fleet.clock[0] += 31  # older than max_age
+    assert not b.vouches(key, copy)
+    fleet.clock[0] -= 31
+    # b expects other listings of a (an ImageUpdater a has not seen yet)
+    b.round_begun({**listings, TagListKey("https://registry.example", "new/one", ""): ()})
+    assert not b.vouches(key, copy) or not fleet.lists["a"].owns(
+        TagListKey("https://registry.example", "new/one", "")
+    )
+    b.round_begun(listings)
+    assert b.vouches(key, copy)
+    fleet.members["b"].view = frozenset({"a", "b"})  # b's view differs from a's for a moment
+    assert not b.vouches(key, copy) or owned_by("a", {"a", "b"}) != key
+    fleet.members["b"].view = frozenset({"a", "b", "c"})
+    fleet.members["b"].is_settled = False
+    assert not b.vouches(key, copy)
+
+
+def test_a_malformed_heartbeat_is_no_heartbeat() -> None:
+    fleet = Fleet()
+    listings = {k: ("1.0.0",) for k in KEYS}
+    for _ in range(2):
+        fleet.cycle(listings)
+        fleet.exchange()
+    key, copy = owned_by("a"), fleet.clock[0] - 1
+    assert fleet.lists["b"].vouches(key, copy)
+    fleet.members["a"].annotations[HEARTBEAT_ANNOTATION] = '{"seq": "x"}'
+    fleet.exchange()
+    assert not fleet.lists["b"].vouches(key, copy)
+
+
+def test_changes_beyond_the_bound_end_every_vouching_of_the_owner() -> None:
+    fleet = Fleet()
+    listings = {k: ("1.0.0",) for k in KEYS}
+    for _ in range(2):
+        fleet.cycle(listings)
+        fleet.exchange()
+    a = fleet.lists["a"]
+    copy = fleet.clock[0] - 1
+    a.round_begun(listings)
+    key = owned_by("a")
+    many = (TagListKey("https://registry.example", f"many/{i}", "") for i in range(5000))
+    for changed in [k for k in many if a.owns(k)][: MAX_CHANGED + 1]:
+        a.listed(changed, ("1.1.0",), ("1.0.0",), full=False)
+    a.round_done()
+    fleet.exchange()
+    assert parse_heartbeat(fleet.members["a"].annotations[HEARTBEAT_ANNOTATION]).changed is None
+    assert not fleet.lists["b"].vouches(key, copy)

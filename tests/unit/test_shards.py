@@ -100,6 +100,9 @@ def test_keep_shard_keeps_an_imageupdater_with_its_applications_and_owned_annota
     assert [cr.name for cr in collected.crs] == ["two"]
     assert [config.app.name for config, _ in collected.configs] == ["b", "c"]
     assert len(collected.listed) == 4  # what exists is not narrowed
+    # The others' Applications: their repositories may be this member's to list.
+    assert [config.app.name for config in collected.others] == ["a", "d"]
+    assert collected.elsewhere == {"argocd/a", "argocd/d"}
 
 
 def test_keep_shard_with_a_selector_keeps_only_that_static_shard() -> None:
@@ -107,6 +110,10 @@ def test_keep_shard_with_a_selector_keeps_only_that_static_shard() -> None:
     assert keep_shard(collected, "blue", None) == {"argocd/two", "argocd/d"}
     unlabelled = _collected()
     assert keep_shard(unlabelled, "!", None) == {"argocd/one", "argocd/c"}
+    # Another static shard's Applications are not the others' of this one.
+    members = _collected()
+    assert keep_shard(members, "blue", lambda key: key == "argocd/two") == {"argocd/two"}
+    assert [config.app.name for config in members.others] == ["d"]
 
 
 def test_member_names_are_lease_names_and_distinct_per_process() -> None:

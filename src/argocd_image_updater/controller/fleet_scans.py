@@ -71,18 +71,18 @@ class FleetScans:
     def _needed(
         self, apps: Sequence[CycleApp], others: Sequence[AppUpdateConfig], cycle: Cycle
     ) -> tuple[set[TagListKey], Listings]:
-        """Every listing the static shard needs, and those the ``others`` need."""
-        everything: set[TagListKey] = set()
+        """Every listing the static shard needs, and those only the ``others`` need."""
+        mine: set[TagListKey] = set()
         for app in apps:
-            everything.update(self._of(app.jobs, app.config.app.namespace, cycle))
+            mine.update(self._of(app.jobs, app.config.app.namespace, cycle))
         theirs: Listings = {}
         for config in others:
             jobs = scan_jobs(config, cycle.registries, cycle.context.plans)
             if not isinstance(jobs, Exception):  # its owner reports it
                 theirs.update(self._of(jobs, config.app.namespace, cycle))
-        everything.update(theirs)
         self._kept, self._seen = self._seen, {}
-        return everything, theirs
+        only_theirs = {key: request for key, request in theirs.items() if key not in mine}
+        return mine | theirs.keys(), only_theirs
 
     async def around(
         self,

@@ -118,6 +118,22 @@ class _Scans:
         self.limit = asyncio.Semaphore(concurrency)
         self.results = results
 
+    def at_once(
+        self, key: ScanKey, job: ImageJob | ChartJob, namespace: str, scan_round: int | None
+    ) -> bool:
+        """Record the scan of ``key`` if it needs no request (``Scanner.scan_at_once``)."""
+        if job.endpoint is None or scan_round is None:
+            return False
+        try:
+            provider = self.credentials.for_job(job.endpoint, job.pull_secret, namespace)
+            request = scan_request(key, job.repository, job.endpoint, provider)
+            result = self.scanner.scan_at_once(request, scan_round)
+        except Exception:  # scanned as usual, which reports it
+            return False
+        if result is not None:
+            self.results[key] = result
+        return result is not None
+
     async def run(
         self, key: ScanKey, job: ImageJob | ChartJob, namespace: str, scan_round: int | None
     ) -> None:
@@ -160,5 +176,8 @@ async def run_scans(
             firsts.setdefault(job.scan_key, (job, namespace))
     results = ScanResults(memory=memory)
     scans = _Scans(scanner, credentials, concurrency, results)
-    await asyncio.gather(*(scans.run(k, job, ns, scan_round) for k, (job, ns) in firsts.items()))
+    waiting = [
+        (k, j, ns) for k, (j, ns) in firsts.items() if not scans.at_once(k, j, ns, scan_round)
+    ]
+    await asyncio.gather(*(scans.run(k, job, ns, scan_round) for k, job, ns in waiting))
     return results

@@ -19,7 +19,7 @@ import asyncio
 import itertools
 import sys
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -187,6 +187,28 @@ class TagListCache:
         task.add_done_callback(lambda t: self._forget_failure(key, t))
         self._lists.put(key, (started, task))
         return await asyncio.shield(task)
+
+    def finished(self, key: TagListKey, since: int) -> tuple[str, ...] | None:
+        """The tags of a listing of ``key`` of round ``since`` that has finished well (None:
+        none, or not yet)."""
+        entry = self._lists.get(key)
+        if entry is None or entry[0] <= since or not entry[1].done():
+            return None
+        task = entry[1]
+        if task.cancelled() or task.exception() is not None:
+            return None
+        _count(True, "tags")
+        return task.result()
+
+    def put(self, key: TagListKey, names: Iterable[str]) -> tuple[str, ...]:
+        """Hold ``names`` as a listing of ``key`` made now (it was not asked for: a copy known
+        to be current: no request, counted as a hit); returns them as every scan of the round
+        gets them."""
+        _count(True, "tags")
+        done: asyncio.Future[tuple[str, ...]] = asyncio.get_running_loop().create_future()
+        done.set_result(tuple(map(sys.intern, names)))
+        self._lists.put(key, (next(self._sequence), done))
+        return done.result()
 
     def _forget_failure(self, key: TagListKey, task: asyncio.Future[tuple[str, ...]]) -> None:
         entry = self._lists.get(key)

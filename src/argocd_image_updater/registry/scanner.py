@@ -261,22 +261,20 @@ class Scanner:
         def fetch() -> Awaitable[list[str]]:
             return client.list_tags(repository, req.credentials)
 
-        vouched = self.vouched
-        if vouched is not None:
+        if self.vouched is not None:
             full = scan_round is not None and scan_round == self._full_round
-            names = await self._tag_lists.get(
-                key, lambda: vouched.names(key, fetch, full=full), scan_round
-            )
-        else:
-            names = await self._tag_lists.get(key, fetch, scan_round)
+            fetch = self.vouched.fetcher(key, fetch, full=full)
+        names = await self._tag_lists.get(key, fetch, scan_round)
+        # Time-sorted registries need no metadata; the digest strategy (only_tags) still needs
+        # the digest of its tag.
+        if not req.metadata or (
+            req.only_tags is None and req.endpoint.tag_sort_mode.is_time_sorted
+        ):
+            return self._named(req, key, names)
         listed = len(names)
         if req.only_tags is not None:
             names = tuple(n for n in names if n in req.only_tags)
         hint = order_hint(names, req.endpoint)
-        # Time-sorted registries need no metadata; the digest strategy (only_tags) still needs
-        # the digest of its tag.
-        if not req.metadata or (hint is not None and req.only_tags is None):
-            return ScanResult(req, self._listed.tags((key, req.only_tags), names), hint, listed)
         state = self._repository(req.endpoint.api_url, repository)
         if req.only_tags is None:
             state.keep_only(names)
@@ -286,6 +284,28 @@ class Scanner:
         asked = (key, scan_round) if scan_round is not None else None
         infos = await self._fetch_all(client, repository, names, req, state, check, asked)
         return ScanResult(req, tuple(i for i in infos if i is not None), hint, listed)
+
+    def scan_at_once(self, req: ScanRequest, scan_round: int) -> ScanResult | None:
+        """The scan of ``req`` (tag names only) when it needs neither a request nor a wait: the
+        round holds its tag list already, or, in a full round of a sharded fleet, the
+        repository's owner vouches for this replica's copy (:attr:`vouched`); else None (scan
+        it). Spares a task per scan where most repositories are another replica's to list."""
+        if req.metadata:
+            return None
+        key = self.tag_list_key(req)
+        names = self._tag_lists.finished(key, scan_round)
+        if names is None and self.vouched is not None and scan_round == self._full_round:
+            copy = self.vouched.reuse(key)
+            names = self._tag_lists.put(key, copy) if copy is not None else None
+        return self._named(req, key, names) if names is not None else None
+
+    def _named(self, req: ScanRequest, key: TagListKey, names: tuple[str, ...]) -> ScanResult:
+        """The result of a scan of tag names only."""
+        listed = len(names)
+        if req.only_tags is not None:
+            names = tuple(n for n in names if n in req.only_tags)
+        hint = order_hint(names, req.endpoint)
+        return ScanResult(req, self._listed.tags((key, req.only_tags), names), hint, listed)
 
     async def tag_digest(
         self,

@@ -87,23 +87,36 @@ class VouchedLists:
         """A full round (a cycle, not a webhook event's update) begins."""
         self._round += 1
 
+    def reuse(self, key: TagListKey) -> tuple[str, ...] | None:
+        """This replica's copy of the tags of ``key`` if, in this full round, the owner vouches
+        for it (and it was used in the previous one and is not too old), else None."""
+        copy = self._copies.get(key)
+        if (
+            copy is None
+            or copy.round < self._round - 1
+            or self._wall() - copy.listed_at >= COPY_MAX_AGE
+            or not self.witness.vouches(key, copy.listed_at)
+        ):
+            return None
+        copy.round = self._round
+        metrics.FLEET_TAG_LISTS.labels("reused").inc()
+        return copy.names
+
+    def fetcher(
+        self, key: TagListKey, fetch: Callable[[], Awaitable[list[str]]], *, full: bool
+    ) -> Callable[[], Awaitable[list[str]]]:
+        """``fetch`` of the tags of ``key`` through :meth:`names`."""
+        return lambda: self.names(key, fetch, full=full)
+
     async def names(
         self, key: TagListKey, fetch: Callable[[], Awaitable[list[str]]], *, full: bool
     ) -> list[str]:
         """The tags of ``key``: this replica's copy when ``full`` (a full round) and the owner
         vouches for it, else listed by ``fetch`` (and the owner side told)."""
+        if full and (reused := self.reuse(key)) is not None:
+            return list(reused)
         copy = self._copies.get(key)
         now = self._wall()
-        if (
-            full
-            and copy is not None
-            and copy.round >= self._round - 1
-            and now - copy.listed_at < COPY_MAX_AGE
-            and self.witness.vouches(key, copy.listed_at)
-        ):
-            copy.round = self._round
-            metrics.FLEET_TAG_LISTS.labels("reused").inc()
-            return list(copy.names)
         before = copy.names if copy is not None else None
         try:
             names = await fetch()

@@ -335,3 +335,36 @@ def test_changes_beyond_the_bound_end_every_vouching_of_the_owner() -> None:
     fleet.exchange()
     assert parse_heartbeat(fleet.members["a"].annotations[HEARTBEAT_ANNOTATION]).changed is None
     assert not fleet.lists["b"].vouches(key, copy)
+
+
+def test_a_vouched_copy_is_scanned_at_once_and_shared_by_the_round() -> None:
+    """``Scanner.scan_at_once``: a name-only scan whose copy the owner vouches for needs no
+    request and no wait, and the round's other scans of the repository get the same list."""
+    from argocd_image_updater.model.registry import RegistryEndpoint
+    from argocd_image_updater.registry.scanner import Scanner, ScanRequest
+
+    endpoint = RegistryEndpoint("registry.example", "example", "https://registry.example")
+    request = ScanRequest(endpoint, "team/app-0")
+    key = Scanner.tag_list_key(request)
+    witness = Witness()
+
+    async def scenario() -> None:
+        scanner = Scanner()
+        lists = scanner.vouched = VouchedLists(witness)
+        first = scanner.new_round(full=True)
+        assert scanner.scan_at_once(request, first) is None  # no copy yet
+        await lists.names(key, Registry().list_tags, full=True)  # as a scan would
+        second = scanner.new_round(full=True)
+        assert scanner.scan_at_once(request, second) is None  # not vouched for
+        witness.vouched.add(key)
+        found = scanner.scan_at_once(request, second)
+        assert found is not None and [t.name for t in found.tags] == ["1.0.0"]
+        metadata = ScanRequest(endpoint, "team/app-0", metadata=True)
+        assert scanner.scan_at_once(metadata, second) is None  # metadata: asked for
+        shared = await scanner.scan(request, second)  # the round's listing, no request
+        assert shared.tags == found.tags
+        webhook = scanner.new_round()
+        assert scanner.scan_at_once(request, webhook) is None  # webhook rounds always list
+        await scanner.aclose()
+
+    run(scenario())

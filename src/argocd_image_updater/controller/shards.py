@@ -60,8 +60,10 @@ class Ownership:
 
     def owns(self, key: str, members: frozenset[str]) -> bool:
         """Whether :attr:`member` owns ``key`` among ``members`` (as :func:`owner` says)."""
-        if members is not self._members and members != self._members:
-            self._members, self._answers, self._before = members, {}, {}
+        if members is not self._members:
+            if members != self._members:
+                self._answers, self._before = {}, {}
+            self._members = members
         answer = self._answers.get(key)
         if answer is None:
             answer = self._before.pop(key, None)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 from argocd_image_updater.controller.membership import MEMBER_PREFIX, member_name
 from argocd_image_updater.controller.shards import (
     SHARD_LABEL,
+    Ownership,
     keep_shard,
     owner,
     shard_matches,
@@ -59,6 +61,35 @@ def test_two_views_with_both_members_never_give_a_key_to_both() -> None:
             assert with_c == without_c
 
 
+def test_ownership_answers_as_rendezvous_hashing_under_each_member_set() -> None:
+    ownership = Ownership("b")
+    for members in (["a", "b", "c"], ["a", "b"], ["b", "c", "d"], ["a", "b", "c"]):
+        member_set = frozenset(members)
+        for _ in range(2):  # the second time from what was kept
+            assert {k for k in KEYS if ownership.owns(k, member_set)} == {
+                k for k in KEYS if owner(k, members) == "b"
+            }
+
+
+def test_ownership_forgets_its_answers_when_the_member_set_changes() -> None:
+    ownership = Ownership("b")
+    moving = next(k for k in KEYS if owner(k, ["a", "b"]) == "b" and owner(k, ["b", "c"]) == "c")
+    assert ownership.owns(moving, frozenset({"a", "b"}))
+    assert not ownership.owns(moving, frozenset({"b", "c"}))  # c joined, a left
+    assert ownership.owns(moving, frozenset({"b", "a"}))  # an equal set, not the same object
+
+
+def test_ownership_lets_go_of_keys_not_asked_for_during_a_whole_cycle() -> None:
+    ownership, members = Ownership("a"), frozenset({"a", "b"})
+    ownership.owns("ns/kept", members)
+    ownership.owns("ns/deleted", members)
+    ownership.next_cycle()
+    ownership.owns("ns/kept", members)  # asked for again: kept
+    assert len(ownership) == 2
+    ownership.next_cycle()
+    assert len(ownership) == 1
+
+
 def test_the_shard_selector_follows_the_label() -> None:
     assert shard_matches(None, {SHARD_LABEL: "x"})
     assert shard_matches(None, None)
@@ -103,6 +134,17 @@ def test_keep_shard_keeps_an_imageupdater_with_its_applications_and_owned_annota
     # The others' Applications: their repositories may be this member's to list.
     assert [config.app.name for config in collected.others] == ["a", "d"]
     assert collected.elsewhere == {"argocd/a", "argocd/d"}
+
+
+def test_keep_shard_tells_apart_the_applications_of_imageupdaters_kept_and_left() -> None:
+    collected = _collected()
+    config, state = collected.configs[1]
+    assert state is not None
+    collected.configs[1] = (config, dataclasses.replace(state))  # an equal state, not the same
+    keys = keep_shard(collected, None, lambda key: key == "argocd/two")
+    assert keys == {"argocd/two"}
+    assert [config.app.name for config, _ in collected.configs] == ["b"]
+    assert collected.elsewhere == {"argocd/a", "argocd/c", "argocd/d"}
 
 
 def test_keep_shard_with_a_selector_keeps_only_that_static_shard() -> None:

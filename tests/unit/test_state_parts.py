@@ -217,6 +217,12 @@ def test_each_change_goes_to_the_keys_or_repository_it_concerns_only() -> None:
     state.set_shipments({"ns/a": {"web": {"stage": "Synced"}}, "ns/c": {"api": {"x": 1}}})
     routed, _ = placement.route(state.operations)
     assert routed == {"ns/one": [("ships", ({"ns/a": {"web": {"stage": "Synced"}}},))]}
+    # None followed any longer for ns/c, one for an Application no key holds.
+    state = merge([stored["ns/c"], stored["ns/one"]])
+    state.set_shipments({"ns/a": {"web": {"stage": "Written"}}, "ns/nowhere": {"web": {}}})
+    routed, homeless = placement.route(state.operations)
+    assert routed == {"ns/c": [("ships", ({},))]}
+    assert homeless == 1
 
 
 def test_a_key_changed_by_another_writer_gets_only_its_own_changes_again() -> None:

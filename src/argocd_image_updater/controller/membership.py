@@ -56,7 +56,11 @@ from argocd_image_updater.controller.lease_sightings import (
     Sightings,
     member_leases,
 )
-from argocd_image_updater.controller.shards import SHARD_ANNOTATION, leader_lease_name, owner
+from argocd_image_updater.controller.shards import (
+    SHARD_ANNOTATION,
+    Ownership,
+    leader_lease_name,
+)
 from argocd_image_updater.kube.client import LEASES, KubeClient, KubeError, resource_path
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
@@ -150,6 +154,9 @@ class Membership:
         self._owned: frozenset[str] = frozenset()
         self.on_leases: Callable[[Mapping[str, Mapping[str, str]]], None] | None = None
         """Given the annotations of the member Leases (by member) each time they are read."""
+        self._ownership = Ownership(member)
+        self._members = (self.view, self.view | {member})
+        """The member list and the member set it gives (with this member), made once per list."""
 
     # --- the rule ------------------------------------------------------------------------------
 
@@ -167,7 +174,11 @@ class Membership:
 
     def owns(self, key: str) -> bool:
         """Whether ``key`` is this member's under its member list."""
-        return owner(key, self.view | {self.member}) == self.member
+        view, members = self._members
+        if view is not self.view:
+            members = self.view | {self.member}
+            self._members = (self.view, members)
+        return self._ownership.owns(key, members)
 
     @property
     def claimed(self) -> frozenset[str]:
@@ -194,6 +205,7 @@ class Membership:
         held = frozenset(keys)
         if full:
             self._count(held)
+            self._ownership.next_cycle()
         self._holds.append(held)
         self._check_holds()
         self._update()

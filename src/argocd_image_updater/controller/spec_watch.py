@@ -111,17 +111,20 @@ async def supervised(
     stop: asyncio.Event,
     health: Health | None = None,
     restarts: Restarts | None = None,
+    works: Callable[[], bool] | None = None,
 ) -> None:
     """Hand every event of ``source()`` to ``handle`` until ``stop`` is set (or the task is
     cancelled); whatever ends the stream (an API error, a malformed event, an error of
     ``handle``) is logged naming the watch, ``name``, which starts again after a backoff and
-    is reported to ``health`` after :data:`FAILURES_UNHEALTHY` failures in a row."""
+    is reported to ``health`` after :data:`FAILURES_UNHEALTHY` failures in a row. An event
+    shows that the stream works again (the failures in a row start over) when ``works()``
+    says so before it is handled (default: any event)."""
     restarts = restarts or Restarts()
     failures = 0
     while not stop.is_set():
         try:
             async for kind, obj in source():
-                if failures:
+                if failures and (works is None or works()):
                     failures = 0
                     log.info("%s works again", name)
                     if health is not None:

@@ -161,6 +161,7 @@ class WatchedObjects:
             except KubeError as err:
                 if err.status != 403:
                     raise
+                self._end()
                 self._refused(err)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.forbidden_retry):
@@ -169,6 +170,11 @@ class WatchedObjects:
                 self._end()
 
         return events()
+
+    def _watching(self) -> bool:
+        """Whether the watch delivers events (not only its listing: a watch that fails right
+        after each listing keeps failing, and waits ever longer before it lists again)."""
+        return self._listing is None
 
     def _begin(self) -> None:
         self.synced = False
@@ -259,7 +265,13 @@ class WatchedObjects:
         self._stop = stop
         try:
             await supervised(
-                f"watch of {self.where}", self._source, self._observe, stop, health, restarts
+                f"watch of {self.where}",
+                self._source,
+                self._observe,
+                stop,
+                health,
+                restarts,
+                self._watching,
             )
         finally:
             self._end()

@@ -194,6 +194,9 @@ CRD_READER_RULE = {
 }
 
 
+WATCHED = ("get", "list", "watch")
+
+
 def rules_of(obj: dict[str, Any]) -> set[str]:
     return {r for rule in obj["rules"] for r in rule["resources"]}
 
@@ -207,6 +210,12 @@ def test_defaults_are_cluster_wide_like_the_original_and_namespaced_on_request()
         one(objs, "ClusterRole", "argocd-image-updater")
     )
     assert CRD_READER_RULE in one(objs, "ClusterRole", "argocd-image-updater")["rules"]
+    for role in (
+        one(objs, "ClusterRole", "argocd-image-updater"),
+        one(render({"rbac": {"clusterWide": False}}), "Role", "argocd-image-updater"),
+    ):  # what the controller's watched copy of both kinds needs
+        verbs = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
+        assert {(kind, v) for kind in ("applications", "imageupdaters") for v in WATCHED} <= verbs
     # Secrets stay readable in the release namespace only.
     assert rules_of(one(objs, "Role", "argocd-image-updater")) == {"secrets", "configmaps"}
     assert "--watch-namespaces=*" in container(objs)["args"]

@@ -153,7 +153,9 @@ def test_role_allows_what_the_controller_does() -> None:
     granted = {(r, v) for rule in rules for r in rule["resources"] for v in rule["verbs"]}
     for needed in [
         ("applications", "list"),
+        ("applications", "watch"),  # the watched copy the cycles read
         ("applications", "patch"),
+        ("imageupdaters", "list"),
         ("imageupdaters", "watch"),
         ("imageupdaters/status", "patch"),
         ("events", "create"),
@@ -268,6 +270,7 @@ def test_cluster_wide_overlay_watches_every_namespace_with_a_cluster_role() -> N
     granted = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
     assert {
         ("applications", "list"),
+        ("applications", "watch"),
         ("applications", "patch"),
         ("imageupdaters", "watch"),
     } <= granted

@@ -37,6 +37,7 @@ from argocd_image_updater.controller.shard_state import ShardedStateStore
 from argocd_image_updater.controller.shards import leader_lease_name
 from argocd_image_updater.controller.state_store import ConfigMapStateStore
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStatusStore, KubeStore
+from argocd_image_updater.controller.watched_objects import WatchedFleet
 from argocd_image_updater.kube.client import KubeClient, KubeError
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.notify.dispatcher import Notifier
@@ -143,7 +144,8 @@ async def build_cluster_controller(
         default=notifications.current,
     )
     closers.append(notifier)
-    status_writer = StatusWriter(KubeStatusStore(kube)) if kube is not None else None
+    status_store = KubeStatusStore(kube) if kube is not None else None
+    status_writer = StatusWriter(status_store) if status_store is not None else None
     if status_writer is not None:
         status_writer.crd = crd
     controller = Controller(
@@ -179,6 +181,15 @@ async def build_cluster_controller(
             crd=crd,
         ),
     )
+    if isinstance(store, KubeStore) and isinstance(writer, KubeAppWriter):
+        # Run by the controller's loop; the store serves from it, our writes are read back.
+        watched = WatchedFleet(
+            store.kube, controller.namespaces, crd, image_updaters=controller.read_crs
+        )
+        store.watched = controller.watched = watched
+        writer.written = watched.application_written
+        if status_store is not None:
+            status_store.written = watched.image_updater_written
     if sharded_state is not None:
         controller.state_scope = sharded_state.scoped
     tracker = controller.reporter.shipping if controller.reporter is not None else None

@@ -51,6 +51,7 @@ from argocd_image_updater.verify.verifier import Verifier
 if TYPE_CHECKING:  # the Kubernetes client is loaded only where a cluster is used
     from argocd_image_updater.controller.fleet_events import FleetEvents
     from argocd_image_updater.controller.membership import Membership
+    from argocd_image_updater.controller.watched_objects import WatchedFleet
     from argocd_image_updater.kube.client import KubeClient
 
 log = get_logger("controller")
@@ -185,7 +186,11 @@ class Controller:
     plans: PlanReuse = field(default_factory=PlanReuse)
     """The last full cycle's scan jobs and plans, reused for Applications whose inputs held."""
     watch_restarts: Restarts = field(default_factory=Restarts)
-    """The backoff before the watch of ImageUpdaters starts again after a failure."""
+    """The backoff before a watch (of ImageUpdaters, of Applications) starts again after a
+    failure."""
+    watched: WatchedFleet | None = None
+    """The watched copy of Applications and ImageUpdaters the store serves from (Applications
+    from the Kubernetes API), kept while the loop runs (not with ``--once``)."""
 
     def is_leader(self) -> bool:
         """Only the leader scans and writes (always true without leader election)."""
@@ -298,7 +303,11 @@ class Controller:
         if self.shards is not None:
             self.shards.on_view_change = wake.set  # keys move: the next cycle runs at once
         watcher = None
-        if not once and self.kube is not None and self.read_crs:
+        if not once and self.watched is not None:  # ImageUpdaters' spec changes wake it too
+            watcher = asyncio.create_task(
+                self.watched.run(stop, self.health, wake, self.watch_restarts)
+            )
+        elif not once and self.kube is not None and self.read_crs:
             watcher = asyncio.create_task(self._watch_specs(wake, stop))
         try:
             while not stop.is_set():

@@ -6,7 +6,9 @@ Two origins, merged per cycle:
 * (unless disabled) Applications carrying the v0.x ``image-list`` (or ``chart-list``)
   annotation that no CR selected.
 
-Applications are listed once per namespace per cycle, however many CRs live there.
+Applications are listed once per namespace per cycle, however many CRs live there; with the
+Kubernetes API they come from the watched copy instead while it is current
+(:mod:`~argocd_image_updater.controller.watched_objects`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,12 @@ from argocd_image_updater.controller.views import ApplicationViews, ImageUpdater
 from argocd_image_updater.model.app_object import compact_object
 from argocd_image_updater.model.application import Application, ApplicationError
 from argocd_image_updater.observe.log import get_logger
-from argocd_image_updater.pipeline.ports import ApplicationStore, ManifestFiles, PagedApplications
+from argocd_image_updater.pipeline.ports import (
+    ApplicationStore,
+    CompactPage,
+    ManifestFiles,
+    PagedApplications,
+)
 from argocd_image_updater.pipeline.records import Collected, CRState
 
 log = get_logger("sources")
@@ -135,10 +142,12 @@ async def collect(
     for scope in scopes:
         if isinstance(store, PagedApplications):
             # Page by page: only one page of listed objects is alive at a time, and an
-            # Application whose view is kept is never copied.
+            # Application whose view is kept is never copied (a watched copy's page is
+            # reduced already).
             async for page in store.application_pages(scope):
                 out.listed.update(_key(obj) for obj in page)
-                apps.extend(_parse_apps(page, out.problems, files, views, compact=True))
+                as_listed = not isinstance(page, CompactPage)
+                apps.extend(_parse_apps(page, out.problems, files, views, compact=as_listed))
                 del page
         else:
             listed = await store.list_applications(scope)

@@ -5,15 +5,18 @@ stored."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
 from argocd_image_updater.config.imageupdater import compact_image_updater
 from argocd_image_updater.kits.interning import intern_strings
 from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient, KubeError
 from argocd_image_updater.model.app_object import compact_object
-from argocd_image_updater.pipeline.ports import ConflictError, StoreError
+from argocd_image_updater.pipeline.ports import CompactPage, ConflictError, StoreError
 from argocd_image_updater.report.installed_crd import InstalledCrd
+
+if TYPE_CHECKING:
+    from argocd_image_updater.controller.watched_objects import WatchedFleet, WatchedObjects
 
 
 def _keep_applied(crd: InstalledCrd | None) -> Callable[[str], bool] | None:
@@ -22,10 +25,23 @@ def _keep_applied(crd: InstalledCrd | None) -> Callable[[str], bool] | None:
     return crd.keeps_applied if crd is not None else None
 
 
+async def _one_page(page: CompactPage) -> AsyncIterator[list[dict[str, Any]]]:
+    yield page
+
+
 class KubeStore:
+    """Applications and ImageUpdaters from the Kubernetes API: from the watched copy while it
+    is current (:attr:`watched`, :mod:`~argocd_image_updater.controller.watched_objects`),
+    else listed."""
+
     def __init__(self, kube: KubeClient, crd: InstalledCrd | None = None) -> None:
         self.kube = kube
         self.crd = crd
+        self.watched: WatchedFleet | None = None
+
+    def _kept(self, copies: Mapping[str | None, WatchedObjects], scope: str | None) -> Any:
+        copy = copies.get(scope)
+        return copy.objects() if copy is not None else None
 
     async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]:
         """The Applications, read a page at a time and each reduced to what the updater reads
@@ -37,8 +53,13 @@ class KubeStore:
         return items
 
     def application_pages(self, namespace: str | None) -> AsyncIterator[list[dict[str, Any]]]:
-        """The Applications as listed, a page at a time (the cycle reads each page into its
-        views before the next one is read)."""
+        """The Applications kept by the watched copy, as one :class:`CompactPage`, or, while
+        the copy is not current, as listed a page at a time (the cycle reads each page into
+        its views before the next one is read)."""
+        if self.watched is not None:
+            kept = self._kept(self.watched.applications, namespace)
+            if kept is not None:
+                return _one_page(CompactPage(kept))
         return self.kube.list_pages(APPLICATIONS, namespace)
 
     async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]:
@@ -47,7 +68,12 @@ class KubeStore:
         connection's read buffer would be that large together), each without what nothing
         reads (:func:`~argocd_image_updater.config.imageupdater.compact_image_updater`), their
         strings interned (they are kept until the next listing: see
-        :mod:`~argocd_image_updater.kits.interning`)."""
+        :mod:`~argocd_image_updater.kits.interning`); those the watched copy keeps while it
+        is current (shared: read them, never change them)."""
+        if self.watched is not None:
+            kept = self._kept(self.watched.image_updaters, namespace)
+            if kept is not None:
+                return list(kept)
         items: list[dict[str, Any]] = []
         async for page in self.kube.list_pages(IMAGE_UPDATERS, namespace):
             keep = _keep_applied(self.crd)
@@ -107,27 +133,36 @@ class ArgoCDStore:
 
 
 class KubeStatusStore:
-    """ImageUpdater statuses through the ``/status`` subresource (a merge patch)."""
+    """ImageUpdater statuses through the ``/status`` subresource (a merge patch). ``written``
+    is handed each ImageUpdater a write answers or a re-read returns (the watched copy folds
+    it in)."""
 
     def __init__(self, kube: KubeClient) -> None:
         self.kube = kube
+        self.written: Callable[[dict[str, Any]], None] | None = None
 
     async def patch_status(
         self, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> dict[str, Any] | None:
         try:
-            return await self.kube.merge_patch_status(IMAGE_UPDATERS, namespace, name, patch)
+            answer = await self.kube.merge_patch_status(IMAGE_UPDATERS, namespace, name, patch)
         except KubeError as err:
             if err.is_not_found:
                 return None
             if err.is_conflict:
                 raise ConflictError(str(err)) from err
             raise StoreError(str(err)) from err
+        if self.written is not None:
+            self.written(answer)
+        return answer
 
     async def get_image_updater(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            return await self.kube.get_object(IMAGE_UPDATERS, namespace, name)
+            found = await self.kube.get_object(IMAGE_UPDATERS, namespace, name)
         except KubeError as err:
             if err.is_not_found:
                 return None
             raise StoreError(str(err)) from err
+        if self.written is not None:
+            self.written(found)
+        return found

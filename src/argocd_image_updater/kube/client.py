@@ -363,7 +363,8 @@ class KubeClient:
         """Yield (event type, object) from ``resource_version`` on, until the server ends the
         watch (after ``timeout_seconds``); ``field_selector`` (``metadata.name=x``) and
         ``label_selector`` narrow it. Bookmarks are asked for and yielded as ``BOOKMARK``
-        (an object with only ``metadata.resourceVersion``: resume from it). An ``ERROR`` event
+        (an object with only ``metadata.resourceVersion``: resume from it); so is, with a
+        ``resource_version``, the moment the server accepted the watch (at that version). An ``ERROR`` event
         is raised as a :class:`KubeError` with its code: 410 when ``resource_version`` is too
         old, so list (or watch from "") again; so is an event longer than
         :attr:`watch_line_limit`. :func:`argocd_image_updater.kube.watch.follow` does all that.
@@ -418,6 +419,8 @@ class KubeClient:
                     raise KubeError(
                         0, "Kubernetes API: a compressed watch, which was not asked for"
                     )
+                if resource_version:  # accepted: the watch works (its supervisor is told)
+                    yield "BOOKMARK", {"metadata": {"resourceVersion": resource_version}}
                 async for line in event_lines(response.aiter_raw(), self.watch_line_limit):
                     if line.strip():
                         yield parse_event(line)

@@ -52,10 +52,20 @@ class ApplicationStore(Protocol):
 
 @runtime_checkable
 class PagedApplications(Protocol):
-    """A store that can hand out its Applications a page at a time, as listed (not reduced),
-    so that the reader keeps only what it reads of each page before the next one is read."""
+    """A store that can hand out its Applications a page at a time, as listed (not reduced,
+    unless the page is a :class:`CompactPage`), so that the reader keeps only what it reads of
+    each page before the next one is read."""
 
     def application_pages(self, namespace: str | None) -> AsyncIterator[list[dict[str, Any]]]: ...
+
+
+class CompactPage(list[dict[str, Any]]):
+    """A page of :meth:`PagedApplications.application_pages` whose Applications are already
+    reduced to what is read (:func:`~argocd_image_updater.model.app_object.compact_object`):
+    the kept objects of a watched copy. They are shared with the copy: read them, never change
+    them."""
+
+    __slots__ = ()
 
 
 @runtime_checkable

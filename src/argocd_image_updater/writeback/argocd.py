@@ -8,6 +8,9 @@ cycle re-reads, re-plans and retries (nothing of the other edit is lost).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
 from argocd_image_updater.kits.fence import check_fence
 from argocd_image_updater.kube.client import APPLICATIONS, KubeClient, KubeError
@@ -18,25 +21,31 @@ from argocd_image_updater.plan.patch import json_patch_ops
 
 
 class KubeAppWriter:
-    """Patches Applications through the Kubernetes API."""
+    """Patches Applications through the Kubernetes API. ``written`` is handed each Application
+    a patch answers or a re-read returns (the controller's watched copy folds it in, so that
+    the next cycle reads its own write)."""
 
     def __init__(self, kube: KubeClient) -> None:
         self._kube = kube
+        self.written: Callable[[dict[str, Any]], None] | None = None
 
     async def write(self, app: Application, plan: AppPlan) -> None:
         ops = json_patch_ops(app.raw, plan)
         check_fence(f"patching Application {app.namespace}/{app.name}")
         try:
-            await self._kube.json_patch(APPLICATIONS, app.namespace, app.name, ops)
+            answer = await self._kube.json_patch(APPLICATIONS, app.namespace, app.name, ops)
         except KubeError as err:
             if err.is_conflict:
                 raise ConflictError(str(err)) from None
             raise
+        if self.written is not None:
+            self.written(answer)
 
     async def reread(self, app: Application) -> Application:
-        return Application.from_object(
-            await self._kube.get_object(APPLICATIONS, app.namespace, app.name)
-        )
+        found = await self._kube.get_object(APPLICATIONS, app.namespace, app.name)
+        if self.written is not None:
+            self.written(found)
+        return Application.from_object(found)
 
 
 class ArgoCDAppWriter:

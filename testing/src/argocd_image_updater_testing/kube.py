@@ -974,6 +974,8 @@ class KubeApiServer(ServedApp):
             self.store.ensure_namespace(namespace)
         self.token, self.bookmark_interval, self.ca_pem = token, bookmark_interval, ca_pem
         self._streams: set[asyncio.Queue[WatchEvent | None]] = set()
+        self._watch_gate = asyncio.Event()
+        self._watch_gate.set()
         self.impersonations: list[Impersonation] = []
         """The ``Impersonate-*`` fields of each request that carried them, in order."""
         self.client_users: list[str] = []
@@ -1001,8 +1003,17 @@ class KubeApiServer(ServedApp):
         return app
 
     async def before_close(self) -> None:
+        self._watch_gate.set()
         for queue in list(self._streams):
             queue.put_nowait(None)
+
+    def hold_watch_events(self) -> None:
+        """Deliver no watch event from now on (they wait, in order), as a lagging watch cache
+        would, until :meth:`release_watch_events` (call both from the server's event loop)."""
+        self._watch_gate.clear()
+
+    def release_watch_events(self) -> None:
+        self._watch_gate.set()
 
     def end_watches(self) -> None:
         """End every open watch, as the API server does at a watch's timeout (call from the
@@ -1304,6 +1315,7 @@ class KubeApiServer(ServedApp):
                     continue
                 if event is None:
                     break
+                await self._watch_gate.wait()
                 watch.received += 1
                 seen = max(seen, event.rv)
                 await self._send(response, event, selector)

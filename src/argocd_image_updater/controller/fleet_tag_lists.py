@@ -106,6 +106,8 @@ class FleetTagLists:
 
     def _owner(self, key_id: str) -> str | None:
         if key_id not in self._owners:
+            if len(self._owners) > 100_000:  # repositories no longer used
+                self._owners.clear()
             self._owners[key_id] = owner(key_id, self._members()[0])
         return self._owners[key_id]
 

@@ -135,9 +135,10 @@ async def test_cr_updates_kustomize_and_helm_apps_touching_only_their_parameters
 async def test_tag_pushed_between_cycles_is_written_by_the_next_cycle(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, replicas: int
 ) -> None:
-    """Each cycle lists the tags once per replica (shared by every scan of the replica's cycle,
-    here a semver and a newest-build image of the same repository, whose ImageUpdaters two of
-    three replicas process) and never reuses an earlier cycle's list."""
+    """Each cycle lists the tags at most once per replica (shared by every scan of the
+    replica's cycle, here a semver and a newest-build image of the same repository, whose
+    ImageUpdaters two of three replicas process), and no earlier cycle's list is used before
+    the repository's owner vouched for it (test_fleet_tag_lists.py)."""
     await push_tags(registry, repo, ["1.0.0", "1.0.1"])
     proxy = await FaultyProxy(registry.url).start()
     try:
@@ -171,13 +172,16 @@ async def test_tag_pushed_between_cycles_is_written_by_the_next_cycle(
             )
         conf = tmp_path / "registries.conf"
         conf.write_text(f"registries:\n- name: t\n  prefix: {host}\n  api_url: {proxy.url}\n")
-        fleet = await make_replicas(replicas, kube, tmp_path, conf, interval="5s")
+        fleet = await make_replicas(replicas, kube, tmp_path, conf, interval=timedelta(seconds=5))
         try:
             listing = fleet.owners({f"{NS}/by-version", f"{NS}/by-build"})
             assert len(listing) == min(replicas, 2)  # the keys spread
             first = await fleet.cycle()
             assert first.images_updated == 2 and first.scans == 2
-            assert proxy.counts["tags"] == len(listing)
+            # Once by each replica that uses the repository, and by the member that lists it
+            # for the fleet when that is another one (sharded: the third, one time in three).
+            listed = proxy.counts["tags"]
+            assert len(listing) <= listed <= len(listing) + (replicas > 2)
             await push_tags(registry, repo, ["1.0.0", "1.0.1", "1.0.2"])
             second = await fleet.cycle()
         finally:
@@ -188,8 +192,8 @@ async def test_tag_pushed_between_cycles_is_written_by_the_next_cycle(
     for name in ("by-version", "by-build"):
         images = app_obj(kube, name)["spec"]["source"]["kustomize"]["images"]
         assert images == [f"{image}:1.0.2"], name
-    # one tag list per repository per cycle (of each replica that uses it)
-    assert proxy.counts["tags"] == 2 * len(listing)
+    # as many the second time: no copy is reused before the owner's first heartbeat was heard
+    assert proxy.counts["tags"] == 2 * listed
 
 
 async def test_malformed_cr_and_unreachable_registry_do_not_stop_the_others(

@@ -90,7 +90,9 @@ async def seeded(
         )
         ref = {"namePattern": name, "images": [{"alias": "a", "imageName": image}]}
         kube.store.put(objects.image_updater(name, NS, {"applicationRefs": [ref]}))
-    fleet = Replicas(tmp_path, kube.store, api=kube, values={"once": True, "interval": "1h"})
+    fleet = Replicas(
+        tmp_path, kube.store, api=kube, values={"once": True, "interval": timedelta(hours=1)}
+    )
     try:
         for name in ("r0", "r1", "r2"):
             api = odd if name == "r2" and odd is not None else proxy

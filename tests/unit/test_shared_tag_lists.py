@@ -81,9 +81,6 @@ class Witness:
     def vouches(self, key: TagListKey, listed_at: float) -> bool:
         return key in self.vouched
 
-    def owns(self, key: TagListKey) -> bool:
-        return False
-
     def listed(
         self,
         key: TagListKey,

@@ -246,10 +246,8 @@ def share_tag_lists(controller: Controller, membership: Membership, fleet: Fleet
     from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
     from argocd_image_updater.registry.vouched_lists import VouchedLists
 
-    def max_age() -> float:  # the interval as it is now (tests change it)
-        interval = controller.interval
-        seconds = interval.total_seconds() if isinstance(interval, timedelta) else 120.0
-        return 2 * seconds + membership.lease_duration
+    def max_age() -> float:  # the interval as it is now
+        return 2 * controller.interval.total_seconds() + membership.lease_duration
 
     lists = FleetTagLists(membership, max_age, announce=fleet.publish)
     controller.fleet_scans = FleetScans(lists)

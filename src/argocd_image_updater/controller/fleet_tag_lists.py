@@ -105,18 +105,17 @@ class FleetTagLists:
         return self._view
 
     def _owner(self, key_id: str) -> str | None:
+        """The owner of repository ``key_id`` under the member list as it is now."""
+        members = self._members()[0]  # first: a new member list drops the owners kept
         if key_id not in self._owners:
             if len(self._owners) > 100_000:  # repositories no longer used
                 self._owners.clear()
-            self._owners[key_id] = owner(key_id, self._members()[0])
+            self._owners[key_id] = owner(key_id, members)
         return self._owners[key_id]
 
-    def owner_of(self, key: TagListKey) -> str | None:
-        self._members()
-        return self._owner(self._key_id(key))
-
     def owns(self, key: TagListKey) -> bool:
-        return self.owner_of(key) == self.membership.member
+        """Whether this member lists ``key`` for the fleet."""
+        return self._owner(self._key_id(key)) == self.membership.member
 
     # --- the owner's side ----------------------------------------------------------------------
 

@@ -121,8 +121,9 @@ class _Scans:
     def at_once(
         self, key: ScanKey, job: ImageJob | ChartJob, namespace: str, scan_round: int | None
     ) -> bool:
-        """Record the scan of ``key`` if it needs no request (``Scanner.scan_at_once``)."""
-        if job.endpoint is None or scan_round is None:
+        """Record the scan of ``key`` if it needs no request (``Scanner.scan_at_once``: a
+        sharded replica's copy that the repository's owner vouches for)."""
+        if job.endpoint is None or scan_round is None or self.scanner.vouched is None:
             return False
         try:
             provider = self.credentials.for_job(job.endpoint, job.pull_secret, namespace)

@@ -41,10 +41,6 @@ class TagListWitness(Protocol):
         its owner, another replica, listed it since and saw no change."""
         ...
 
-    def owns(self, key: TagListKey) -> bool:
-        """Whether this replica lists ``key`` for the fleet."""
-        ...
-
     def listed(
         self,
         key: TagListKey,

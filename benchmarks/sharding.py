@@ -45,7 +45,7 @@ repository's newest tag.
 
 Run: ``.venv/bin/python benchmarks/sharding.py [--rounds N] [--quick] [--updaters N]
 [--apps-per N] [--repos N] [--repos-per-updater N] [--tags N] [--interval S] [--cycles N]
-[--sample N]``
+[--sample N] [--trace DIR]``
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import itertools
 import json
 import os
@@ -198,6 +199,10 @@ def write_text(path: str, text: str) -> None:
     Path(path).write_text(text)
 
 
+TRACED_CYCLES = range(3, 8)
+"""The cycles ``--trace`` profiles: after the cold cycle and the first warm one."""
+
+
 def replica_main(events_path: str, argv: list[str]) -> None:
     """``argocd-image-updater <argv>``, recording each cycle (wall and CPU time, shard keys held)
     as JSON lines in ``events_path``; line-buffered, so a ``kill -9`` loses no finished line."""
@@ -216,6 +221,8 @@ def replica_main(events_path: str, argv: list[str]) -> None:
     cycles = [0]
     profile = os.environ.get("SHARDING_BENCH_SAMPLE", "")
     sampler = CpuSampler() if profile else None
+    traced = os.environ.get("SHARDING_BENCH_TRACE", "")
+    tracer = cProfile.Profile(time.process_time) if traced else None
     holding = membership.Membership.holding
     cycle = runner.Controller.cycle
 
@@ -242,12 +249,17 @@ def replica_main(events_path: str, argv: list[str]) -> None:
         sampled = sampler if sampler is not None and cycles[0] > 2 else None
         if sampled is not None:
             sampled.start()
+        if tracer is not None and cycles[0] in TRACED_CYCLES:
+            tracer.enable()
         began, cpu, ok = time.time(), time.process_time(), False
         try:
             result = await cycle(self)
             ok = True
             return result
         finally:
+            if tracer is not None and cycles[0] in TRACED_CYCLES:
+                tracer.disable()
+                tracer.dump_stats(traced)
             if sampled is not None:
                 sampled.stop()
                 top, _, path = profile.partition(":")
@@ -451,6 +463,7 @@ class Bench:
         self.fleet, self.registry, self.registry_url = fleet, registry, registry_url
         self.root, self.interval = root, interval
         self.sample = 0
+        self.trace: Path | None = None
         self.store = KubeStore(namespaces=(NS, SOLO_NS))
         seed(self.store, fleet, registry, NS)
         seed(self.store, fleet, registry, SOLO_NS)
@@ -479,6 +492,8 @@ class Bench:
         env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGE_UPDATER_")}
         env["POD_NAME"] = name
         env["SHARDING_BENCH_SLOW"] = str(directory / "slow")
+        if self.trace is not None:
+            env["SHARDING_BENCH_TRACE"] = str(self.trace / f"{name}.prof")
         if self.sample:
             env["SHARDING_BENCH_SAMPLE"] = f"{self.sample}:{directory / 'profile.txt'}"
         events = directory / "events.jsonl"
@@ -942,6 +957,7 @@ async def one_round(
     began = time.time()
     bench = Bench(fleet, registry, registry_url, root, args.interval)
     bench.sample = args.sample
+    bench.trace = Path(args.trace) if args.trace else None
     profiles: dict[str, str] = {}
     print(
         f"  seeded {fleet.updaters} ImageUpdaters in {time.time() - began:.1f} s", file=sys.stderr
@@ -1354,6 +1370,12 @@ def main() -> None:
         metavar="N",
         help="a statistical CPU profile of the cycles of one replica and of one of three "
         "(their CPU per component and N most sampled functions); it slows the cycles",
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="DIR",
+        help="a deterministic profile (cProfile, CPU time) of each replica's cycles 3 to 7, "
+        "written to DIR/<replica>.prof (pstats); it slows the cycles several times",
     )
     parser.add_argument(
         "--quick",

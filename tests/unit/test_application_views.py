@@ -83,3 +83,54 @@ def test_listed_objects_are_reduced_only_when_read() -> None:
     again = views.view(app("a"), compact=True)
     views.end()
     assert again is first and views.reused == 1
+
+
+def shared_cycle(views: ApplicationViews, *objects: dict[str, Any]) -> list[Any]:
+    """A cycle over a watched copy's kept objects, as the cycle reads them."""
+    views.begin()
+    try:
+        found = []
+        for obj in objects:
+            known = views.same_object(obj)
+            if known is None:
+                key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+                known = (views.view(obj, shared_as=key), key)
+            found.append(known)
+        return found
+    finally:
+        views.end()
+
+
+def test_a_watched_copys_unchanged_object_is_found_by_identity_with_its_key() -> None:
+    views = ApplicationViews()
+    kept = app("a")
+    [(first, _)] = shared_cycle(views, kept)
+    assert views.same_object(kept) == (first, "argocd/a")
+    [(second, key)] = shared_cycle(views, kept)
+    assert second is first and key == "argocd/a" and views.reused == 1
+
+
+def test_an_equal_but_other_object_is_not_found_by_identity() -> None:
+    views = ApplicationViews()
+    [(first, _)] = shared_cycle(views, app("a"))
+    replaced = app("a", version="2", image="nginx:2")  # what a watch event brings
+    assert views.same_object(replaced) is None
+    [(second, _)] = shared_cycle(views, replaced)
+    assert second is not first and second.live_images == ("nginx:2",)
+    # An object not met in a cycle is forgotten, however it is met again.
+    gone = app("b")
+    shared_cycle(views, gone)
+    shared_cycle(views, replaced)
+    assert views.same_object(gone) is None
+
+
+def test_indexes_share_positions_while_a_namespace_keeps_its_names_in_order() -> None:
+    views = ApplicationViews()
+    a, b = cycle(views, app("a"), app("b"))
+    first = views.indexes({"argocd": [a, b]})["argocd"]
+    a2, b2 = cycle(views, app("a", version="2"), app("b"))
+    same = views.indexes({"argocd": [a2, b2]})["argocd"]
+    assert same.positions_token is first.positions_token and same.apps == [a2, b2]
+    other = views.indexes({"argocd": [b2, a2]})["argocd"]
+    assert other.positions_token is not first.positions_token
+    assert [x.name for x in other.candidates(["a"])] == ["a"]

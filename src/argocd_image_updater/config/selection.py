@@ -316,6 +316,19 @@ class AppIndex:
             self._by_name.setdefault(app.name, []).append(position)
         self._names = sorted(self._by_name)
 
+    def renewed(self, apps: Sequence[Application]) -> AppIndex:
+        """The index of ``apps``, which bear the names of this index's Applications in the
+        same order (newer views of them): the positions are shared, and so is
+        :attr:`positions_token`, under which a selection may keep the positions it found."""
+        index = AppIndex.__new__(AppIndex)
+        index.apps, index._by_name, index._names = apps, self._by_name, self._names
+        return index
+
+    @property
+    def positions_token(self) -> object:
+        """The same object for indexes of the same names in the same order."""
+        return self._by_name
+
     def _positions(self, pattern: str) -> Iterable[int] | None:
         """Positions of the apps ``pattern`` may match; ``None`` for every app."""
         if not any(c in _GLOB_CHARS for c in pattern):
@@ -331,15 +344,27 @@ class AppIndex:
             return found
         return None
 
-    def candidates(self, patterns: Iterable[str]) -> Sequence[Application]:
-        """The apps any of ``patterns`` may match, in their original order."""
+    def positions(self, patterns: Iterable[str]) -> list[int] | None:
+        """The positions of the apps any of ``patterns`` may match, in order; None: every
+        app."""
         positions: set[int] = set()
         for pattern in patterns:
             found = self._positions(pattern)
             if found is None:
-                return self.apps
+                return None
             positions.update(found)
-        return [self.apps[i] for i in sorted(positions)]
+        return sorted(positions)
+
+    def candidates(self, patterns: Iterable[str]) -> Sequence[Application]:
+        """The apps any of ``patterns`` may match, in their original order."""
+        return self.at(self.positions(patterns))
+
+    def at(self, positions: list[int] | None) -> Sequence[Application]:
+        """The apps at ``positions`` (:meth:`positions`; None: every app)."""
+        if positions is None:
+            return self.apps
+        apps = self.apps
+        return [apps[i] for i in positions]
 
 
 class SelectionMemory:
@@ -351,13 +376,33 @@ class SelectionMemory:
     planning can recognise it by identity. Only the Applications of the last selection are kept.
     """
 
-    __slots__ = ("_kept", "_seen")
+    __slots__ = ("_kept", "_positions", "_refs", "_seen")
 
     def __init__(self) -> None:
         # By name: an ImageUpdater selects the Applications of its own namespace (and a piece
         # is recalled only for the very view it was made of).
         self._kept: dict[str, _Piece] = {}
         self._seen: dict[str, _Piece] = {}
+        self._refs: tuple[str | None, list[ApplicationRef]] | None = None
+        """The ImageUpdater's pattern error, or its refs most specific first."""
+        self._positions: tuple[object, list[int] | None] | None = None
+        """The candidates' positions in an index (:attr:`AppIndex.positions_token`)."""
+
+    def _checked(self, cr: ImageUpdater) -> tuple[str | None, list[ApplicationRef]]:
+        """:func:`_check_patterns` and :func:`sort_refs` of ``cr`` (the same ImageUpdater
+        every time), worked out once."""
+        if self._refs is None:
+            error = _check_patterns(cr)
+            self._refs = (error, sort_refs(cr.spec.application_refs) if error is None else [])
+        return self._refs
+
+    def _candidates(self, index: AppIndex, refs: Sequence[ApplicationRef]) -> Sequence[Application]:
+        """The candidates of ``refs`` in ``index``, at the positions found last time while the
+        index holds the same names."""
+        token = index.positions_token
+        if self._positions is None or self._positions[0] is not token:
+            self._positions = (token, index.positions(ref.name_pattern for ref in refs))
+        return index.at(self._positions[1])
 
     def _begin(self) -> None:
         self._seen = {}
@@ -389,13 +434,19 @@ def select_applications(
     ``memory`` (kept by the caller for this very ``cr``) reuses what the last selection made of
     the Applications that did not change."""
     result = SelectionResult()
-    error = _check_patterns(cr)
+    if memory is not None:
+        error, refs = memory._checked(cr)
+    else:
+        error = _check_patterns(cr)
+        refs = sort_refs(cr.spec.application_refs) if error is None else []
     if error is not None:
         result.error = error
         return result
-    refs = sort_refs(cr.spec.application_refs)
     if isinstance(apps, AppIndex):
-        apps = apps.candidates(ref.name_pattern for ref in refs)
+        if memory is not None:
+            apps = memory._candidates(apps, refs)
+        else:
+            apps = apps.candidates(ref.name_pattern for ref in refs)
     shared = _RefConfigs()
     if memory is not None:
         memory._begin()

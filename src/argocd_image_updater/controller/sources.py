@@ -61,19 +61,30 @@ def _key(obj: Any) -> str:
 
 def _parse_apps(
     objects: Iterable[dict[str, Any]],
+    listed: set[str],
     problems: list[str],
     files: ManifestFiles | None,
     views: ApplicationViews | None = None,
     *,
     compact: bool = False,
+    shared: bool = False,
 ) -> list[Application]:
-    """The views of ``objects``; ``compact``: they are whole objects as listed, each reduced
-    to what is read when it has to be read."""
+    """The views of ``objects``, each listed in ``listed``; ``compact``: they are whole
+    objects as listed, each reduced to what is read when it has to be read; ``shared``: a
+    watched copy's kept objects (:meth:`ApplicationViews.same_object`)."""
     apps = []
     for obj in objects:
+        if shared and views is not None:
+            known = views.same_object(obj)
+            if known is not None:
+                apps.append(known[0])
+                listed.add(known[1])
+                continue
+        key = _key(obj)
+        listed.add(key)
         try:
             if views is not None:
-                apps.append(views.view(obj, compact=compact))
+                apps.append(views.view(obj, compact=compact, shared_as=key if shared else ""))
             else:
                 apps.append(Application.from_object(compact_object(obj) if compact else obj))
         except ApplicationError as err:
@@ -145,14 +156,22 @@ async def collect(
             # Application whose view is kept is never copied (a watched copy's page is
             # reduced already).
             async for page in store.application_pages(scope):
-                out.listed.update(_key(obj) for obj in page)
-                as_listed = not isinstance(page, CompactPage)
-                apps.extend(_parse_apps(page, out.problems, files, views, compact=as_listed))
+                kept = isinstance(page, CompactPage)
+                apps.extend(
+                    _parse_apps(
+                        page,
+                        out.listed,
+                        out.problems,
+                        files,
+                        views,
+                        compact=not kept,
+                        shared=kept,
+                    )
+                )
                 del page
         else:
             listed = await store.list_applications(scope)
-            out.listed.update(_key(obj) for obj in listed)
-            apps.extend(_parse_apps(listed, out.problems, files, views))
+            apps.extend(_parse_apps(listed, out.listed, out.problems, files, views))
             del listed
         if not read_crs:
             continue
@@ -191,7 +210,11 @@ async def collect(
     for app in apps:
         by_namespace.setdefault(app.namespace, []).append(app)
 
-    indexes = {namespace: AppIndex(found) for namespace, found in by_namespace.items()}
+    indexes = (
+        views.indexes(by_namespace)
+        if views is not None
+        else {namespace: AppIndex(found) for namespace, found in by_namespace.items()}
+    )
     selected: set[tuple[str, str]] = set()
     states = {(s.namespace, s.name): s for s in out.crs}
     for cr in crs:

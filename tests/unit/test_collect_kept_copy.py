@@ -55,7 +55,7 @@ class KeptCopy:
         return self._pages()
 
     async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]:
-        return list(self.updaters.values())
+        return CompactPage(self.updaters.values())
 
     async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
         return None

@@ -45,3 +45,25 @@ def test_a_spec_changed_in_place_is_read_again() -> None:
     assert second is not first and views.reused == 0
     assert second.spec.application_refs[0].name_pattern == "web-*"
     assert cycle(views, updater("web-*")) is second and views.reused == 1
+
+
+def shared_cycle(views: ImageUpdaterViews, obj: dict[str, Any]) -> ImageUpdater:
+    views.begin()
+    try:
+        return views.parse(obj, shared=True)[0]
+    finally:
+        views.end()
+
+
+def test_a_watched_copys_object_is_reused_and_an_equal_new_object_too() -> None:
+    views = ImageUpdaterViews()
+    kept = updater()
+    first = shared_cycle(views, kept)
+    assert shared_cycle(views, kept) is first
+    replaced = updater()  # a status write: a new object, the same spec
+    replaced["status"] = {"conditions": []}
+    assert shared_cycle(views, replaced) is first
+    assert shared_cycle(views, replaced) is first and views.reused == 1
+    changed = updater("web-*")
+    changed["metadata"]["generation"] = 4
+    assert shared_cycle(views, changed) is not first

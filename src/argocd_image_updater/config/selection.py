@@ -376,7 +376,7 @@ class SelectionMemory:
     planning can recognise it by identity. Only the Applications of the last selection are kept.
     """
 
-    __slots__ = ("_kept", "_positions", "_refs", "_seen")
+    __slots__ = ("_kept", "_last", "_positions", "_refs", "_seen")
 
     def __init__(self) -> None:
         # By name: an ImageUpdater selects the Applications of its own namespace (and a piece
@@ -387,6 +387,9 @@ class SelectionMemory:
         """The ImageUpdater's pattern error, or its refs most specific first."""
         self._positions: tuple[object, list[int] | None] | None = None
         """The candidates' positions in an index (:attr:`AppIndex.positions_token`)."""
+        self._last: tuple[tuple[Application, ...], SelectionResult] | None = None
+        """The last selection's candidates and result: the result again while the very same
+        views are the candidates (a steady fleet's ImageUpdater costs a comparison)."""
 
     def _checked(self, cr: ImageUpdater) -> tuple[str | None, list[ApplicationRef]]:
         """:func:`_check_patterns` and :func:`sort_refs` of ``cr`` (the same ImageUpdater
@@ -432,7 +435,8 @@ def select_applications(
     """The apps ``cr`` manages among ``apps`` (the Applications of its namespace, or their
     :class:`AppIndex`, which spares matching the patterns against every Application).
     ``memory`` (kept by the caller for this very ``cr``) reuses what the last selection made of
-    the Applications that did not change."""
+    the Applications that did not change, and its whole result (shared: read it, never change
+    it) when the candidates are the same views."""
     result = SelectionResult()
     if memory is not None:
         error, refs = memory._checked(cr)
@@ -447,6 +451,11 @@ def select_applications(
             apps = memory._candidates(apps, refs)
         else:
             apps = apps.candidates(ref.name_pattern for ref in refs)
+    if memory is not None:
+        candidates = tuple(apps)
+        if memory._last is not None and memory._last[0] == candidates:
+            return memory._last[1]
+        memory._last = (candidates, result)
     shared = _RefConfigs()
     if memory is not None:
         memory._begin()

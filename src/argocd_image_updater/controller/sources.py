@@ -175,12 +175,14 @@ async def collect(
             del listed
         if not read_crs:
             continue
-        for obj in await store.list_image_updaters(scope):
+        updaters = await store.list_image_updaters(scope)
+        shared = isinstance(updaters, CompactPage)
+        for obj in updaters:
             state = _cr_state(obj)
             out.crs.append(state)
             try:
                 if cr_views is not None:
-                    parsed, memory = cr_views.parse(obj)
+                    parsed, memory = cr_views.parse(obj, shared=shared)
                     memories[(state.namespace, state.name)] = memory
                 else:
                     parsed = parse_image_updater(obj)

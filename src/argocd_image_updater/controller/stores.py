@@ -69,11 +69,11 @@ class KubeStore:
         reads (:func:`~argocd_image_updater.config.imageupdater.compact_image_updater`), their
         strings interned (they are kept until the next listing: see
         :mod:`~argocd_image_updater.kits.interning`); those the watched copy keeps while it
-        is current (shared: read them, never change them)."""
+        is current, as a :class:`CompactPage` (shared: read them, never change them)."""
         if self.watched is not None:
             kept = self._kept(self.watched.image_updaters, namespace)
             if kept is not None:
-                return list(kept)
+                return CompactPage(kept)
         items: list[dict[str, Any]] = []
         async for page in self.kube.list_pages(IMAGE_UPDATERS, namespace):
             keep = _keep_applied(self.crd)

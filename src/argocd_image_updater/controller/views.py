@@ -134,9 +134,14 @@ class ImageUpdaterViews(_KeptPerCycle[_ParsedImageUpdater]):
     parsed again and selects every Application afresh. Only the ImageUpdaters of the last cycle
     are kept."""
 
-    def parse(self, obj: Mapping[str, Any]) -> tuple[ImageUpdater, SelectionMemory]:
+    def parse(
+        self, obj: Mapping[str, Any], *, shared: bool = False
+    ) -> tuple[ImageUpdater, SelectionMemory]:
         """The parsed ``obj`` and its selection memory; raises as
-        :func:`~argocd_image_updater.config.imageupdater.parse_image_updater` does."""
+        :func:`~argocd_image_updater.config.imageupdater.parse_image_updater` does.
+        ``shared``: ``obj`` is a watched copy's kept object, never changed: its own spec is
+        kept as the stamp, so that the next cycle's comparison of the very same object is an
+        identity check instead of a walk of the spec."""
         meta = obj.get("metadata") if isinstance(obj, Mapping) else None
         if not isinstance(meta, Mapping):
             return parse_image_updater(obj), SelectionMemory()
@@ -151,10 +156,13 @@ class ImageUpdaterViews(_KeptPerCycle[_ParsedImageUpdater]):
         kept = self._kept.get(key)
         if kept is not None and kept[0] == stamp:
             self.reused += 1
+            if shared:  # the object's own parts: compared by identity next cycle
+                kept = (stamp, kept[1], kept[2])
             self._seen[key] = kept
             return kept[1], kept[2]
         parsed = parse_image_updater(obj)
         memory = SelectionMemory()
-        # Kept apart from ``obj``, which its lister may change: the spec is a JSON document.
-        self._seen[key] = (tuple(json_copy(part) for part in stamp), parsed, memory)
+        # Kept apart from ``obj`` unless shared: its lister may change it (a JSON document).
+        kept_stamp = stamp if shared else tuple(json_copy(part) for part in stamp)
+        self._seen[key] = (kept_stamp, parsed, memory)
         return parsed, memory

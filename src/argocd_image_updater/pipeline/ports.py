@@ -61,9 +61,10 @@ class PagedApplications(Protocol):
 
 class CompactPage(list[dict[str, Any]]):
     """A page of :meth:`PagedApplications.application_pages` whose Applications are already
-    reduced to what is read (:func:`~argocd_image_updater.model.app_object.compact_object`):
-    the kept objects of a watched copy. They are shared with the copy: read them, never change
-    them."""
+    reduced to what is read (:func:`~argocd_image_updater.model.app_object.compact_object`),
+    or ImageUpdaters listed already reduced: the kept objects of a watched copy. They are
+    shared with the copy, which hands out an unchanged object as the same object again: read
+    them, never change them."""
 
     __slots__ = ()
 

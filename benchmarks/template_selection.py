@@ -18,9 +18,10 @@ import time
 from typing import Any
 
 from argocd_image_updater.config import image_templates
+from argocd_image_updater.config.app_index import AppIndex
 from argocd_image_updater.config.image_templates import parse_field
 from argocd_image_updater.config.imageupdater import parse_image_updater
-from argocd_image_updater.config.selection import AppIndex, select_applications
+from argocd_image_updater.config.selection import select_applications
 from argocd_image_updater.model.application import Application
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.plan.jobs import cycle_scan_keys, plan_scans

@@ -254,9 +254,12 @@ async def test_a_push_stalled_when_the_lease_is_lost_never_lands_and_the_next_le
         assert log_subjects(remote, "main", home=home) == ["Initial commit"]
 
         b = await replicas.start(api_b, "replica-b")
-        await eventually(lambda: b.controller.cycles >= 1, "replica-b's first cycle as leader")
+        # The loop records a cycle's result once the cycle's task has returned to it.
+        await eventually(
+            lambda: b.controller.last_result is not None, "replica-b's first cycle as leader"
+        )
         assert b.elector.is_leader() and not a.elector.is_leader()
-        assert b.controller.last_result is not None and b.controller.last_result.errors == 0
+        assert b.controller.last_result.errors == 0
         assert push_attempts(remote) == 1
         assert log_subjects(remote, "main", home=home) == [
             "build: automatic update of web",
@@ -339,9 +342,10 @@ async def test_no_write_starts_after_the_renew_deadline_even_before_the_elector_
         now = 60.0  # the renew deadline passed on the elector's clock
         assert not a.elector.is_leader() and a.elector.leading.is_set()
         git_server.release()
-        await eventually(lambda: a.controller.cycles == 1, "replica-a's cycle ending")
+        # The loop records the cycle's result once the cycle's task has returned to it.
+        await eventually(lambda: a.controller.last_result is not None, "replica-a's cycle ending")
         result = a.controller.last_result
-        assert result is not None
+        assert result is not None and a.controller.cycles == 1
         [outcome] = result.apps
         url = git_server.url_for("deploy.git")
         assert outcome.error == (

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from argocd_image_updater.config.app_index import AppIndex
 from argocd_image_updater.config.imageupdater import (
     ApplicationRef,
     ImageUpdater,
@@ -20,12 +21,7 @@ from argocd_image_updater.config.labels import (
     go_path_match,
     selector_matches,
 )
-from argocd_image_updater.config.selection import (
-    AppIndex,
-    select_applications,
-    sort_refs,
-    specificity,
-)
+from argocd_image_updater.config.selection import select_applications, sort_refs, specificity
 from argocd_image_updater.config.selection_v0 import select_applications_v0
 from argocd_image_updater.kits.globs import GlobError, compile_glob
 from argocd_image_updater.model.application import Application

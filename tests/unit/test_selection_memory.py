@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from test_selection import app, make_cr, ref
 
-from argocd_image_updater.config.selection import (
-    AppIndex,
-    SelectionMemory,
-    select_applications,
-)
+from argocd_image_updater.config.app_index import AppIndex
+from argocd_image_updater.config.selection import SelectionMemory, select_applications
 
 
 def test_unchanged_apps_get_the_same_configuration_objects() -> None:

@@ -17,13 +17,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from argocd_image_updater.config.app_index import AppIndex
 from argocd_image_updater.config.imageupdater import (
     ImageUpdater,
     ImageUpdaterError,
     parse_image_updater,
 )
 from argocd_image_updater.config.selection import (
-    AppIndex,
     SelectionMemory,
     SelectionResult,
     select_applications,

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+from argocd_image_updater.config.app_index import AppIndex
 from argocd_image_updater.config.imageupdater import ImageUpdater, parse_image_updater
-from argocd_image_updater.config.selection import AppIndex, SelectionMemory
+from argocd_image_updater.config.selection import SelectionMemory
 from argocd_image_updater.kits.json_copy import json_copy
 from argocd_image_updater.model.app_object import compact_object
 from argocd_image_updater.model.application import Application

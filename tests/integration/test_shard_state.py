@@ -439,6 +439,33 @@ async def test_a_save_after_another_save_of_the_same_replica_keeps_both(
     assert final.first_seen(repo_of(FLEET[key][0]), "2.0.0") == NOW
 
 
+async def test_a_steady_save_writes_nothing_until_an_application_moves_to_another_key(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """A save of the record as last saved, in the same scope, has nothing to write; the same
+    record in a scope where an Application moved to another key writes that key's object."""
+    api, client = fronts[0]
+    replica = sharded(client)
+    key, other = KEYS[0], KEYS[1]
+    app = FLEET[key][0]
+    with replica.scoped(of(key, other)):
+        state = await replica.load()
+        state.record_write(f"{NS}/{app}", "web", "1.0.0", NOW)
+        await replica.save(state)
+        writes = api.request_count("create", "configmaps") + api.request_count(
+            "update", "configmaps"
+        )
+        await replica.save(await replica.load())
+        assert (
+            api.request_count("update", "configmaps") + api.request_count("create", "configmaps")
+            == writes
+        )
+    moved = share({key: FLEET[key][1:], other: [*FLEET[other], app]})
+    with replica.scoped(moved):
+        await replica.save(await replica.load())
+    assert f"{NS}/{app}" in stored_writes(store, other)
+
+
 async def test_a_conflict_on_a_repositorys_configmap_replays_only_that_repositorys_changes(
     store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
 ) -> None:

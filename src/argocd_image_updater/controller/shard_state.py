@@ -112,6 +112,9 @@ class ShardedStateStore:
         """The single ConfigMap of an unsharded fleet, read once (empty when there is none)."""
         self._merged: ControllerState | None = None
         """The record last loaded or saved, handed out again while every object holds."""
+        self._steady: tuple[str, Layout] | None = None
+        """The version and scope of the record last saved whole (every object as it holds):
+        a save of that very record without a change has nothing to write and reads nothing."""
 
     @contextlib.contextmanager
     def scoped(self, collected: Collected) -> Iterator[None]:
@@ -264,6 +267,11 @@ class ShardedStateStore:
             if state.changed:
                 log.warning("the remembered record of no shard key is held: nothing saved")
             return
+        if not state.changed and self._steady == (state.token, layout):
+            # A steady cycle's save: 4-8 ms of CPU for a replica holding 340 keys over 490
+            # repositories (benchmarks/sharding.py, one of three) to find nothing to write.
+            return
+        self._steady = None
         key_versions, repo_versions = _versions(state.token)
         key_stores = {key: self._key_store(key) for key in key_versions}
         repo_stores = {repo: self._repo_store(repo) for repo in repo_versions}
@@ -319,7 +327,9 @@ class ShardedStateStore:
             ]
             state.adopt(merge(parts, token))
         state.saved(token)
-        self._merged = None if newer or homeless or homeless_repos else state.copy()
+        whole = not (newer or homeless or homeless_repos)
+        self._merged = state.copy() if whole else None
+        self._steady = (token, layout) if whole else None
 
     async def _write_all(self, jobs: list[Job], versions: dict[str, str]) -> bool:
         """Write each job's object, ``versions`` (by key or repository) updated to the version

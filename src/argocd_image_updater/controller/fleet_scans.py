@@ -4,9 +4,11 @@ static shard needs this cycle (the owners' heartbeats are checked against them),
 those this member owns that only the other members' Applications use.
 
 What a listing is shared by (registry API, repository path, credentials) is worked out per
-Application from its scan jobs, once for each jobs object: the plan reuse
-(:class:`~argocd_image_updater.controller.plan_reuse.PlanReuse`) hands out last cycle's jobs of
-an Application whose configuration held, so a steady cycle works out nothing again.
+Application from its scan jobs: once for each jobs object of this member's Applications (the
+plan reuse, :class:`~argocd_image_updater.controller.plan_reuse.PlanReuse`, hands out last
+cycle's jobs of an Application whose configuration held) and once for each configuration of
+the others' (selection hands out the same configuration while an Application is unchanged),
+so a steady cycle works out nothing again, and hands out last cycle's answer whole.
 """
 
 from __future__ import annotations
@@ -54,12 +56,14 @@ def _listings(jobs: AppJobs, namespace: str, cycle: Cycle) -> Listings:
 
 class FleetScans:
     """A member's listings for the fleet (see the module); the listings of each jobs object
-    are kept for the jobs objects the last cycle met."""
+    (this member's Applications) and of each configuration (the others') are kept for those
+    the last cycle met, under one ``registries.conf``."""
 
     def __init__(self, lists: FleetTagLists) -> None:
         self.lists = lists
-        self._kept: dict[int, tuple[AppJobs, Listings]] = {}
-        self._seen: dict[int, tuple[AppJobs, Listings]] = {}
+        self._kept: dict[int, tuple[object, Listings]] = {}
+        self._seen: dict[int, tuple[object, Listings]] = {}
+        self._registries: object = None
         self._last: tuple[list[object], list[int], tuple[set[TagListKey], Listings]] | None = None
         """The last cycle's inputs (kept alive: compared by identity) and what they needed."""
 
@@ -68,6 +72,20 @@ class FleetScans:
         if kept is None or kept[0] is not jobs:
             kept = (jobs, _listings(jobs, namespace, cycle))
         self._seen[id(jobs)] = kept
+        return kept[1]
+
+    def _of_other(self, config: AppUpdateConfig, cycle: Cycle) -> Listings:
+        """The listings of another member's Application; its scan jobs are made here, not
+        kept by this member's plan reuse, which keeps only what its own cycles meet."""
+        kept = self._kept.get(id(config))
+        if kept is None or kept[0] is not config:
+            jobs = scan_jobs(config, cycle.registries, None)
+            # A configuration whose jobs cannot be made is its owner's to report.
+            found = (
+                {} if isinstance(jobs, Exception) else _listings(jobs, config.app.namespace, cycle)
+            )
+            kept = (config, found)
+        self._seen[id(config)] = kept
         return kept[1]
 
     def _needed(
@@ -85,14 +103,14 @@ class FleetScans:
         last = self._last
         if last is not None and last[1] == ids:
             return last[2]
+        if cycle.registries is not self._registries:
+            self._registries, self._kept = cycle.registries, {}
         mine: set[TagListKey] = set()
         for app in apps:
             mine.update(self._of(app.jobs, app.config.app.namespace, cycle))
         theirs: Listings = {}
         for config in others:
-            jobs = scan_jobs(config, cycle.registries, cycle.context.plans)
-            if not isinstance(jobs, Exception):  # its owner reports it
-                theirs.update(self._of(jobs, config.app.namespace, cycle))
+            theirs.update(self._of_other(config, cycle))
         self._kept, self._seen = self._seen, {}
         only_theirs = {key: request for key, request in theirs.items() if key not in mine}
         needed = (mine | theirs.keys(), only_theirs)

@@ -47,8 +47,10 @@ class ApplicationViews(_KeptPerCycle[Application]):
     A watched copy hands out an unchanged Application as the very object it handed out last
     cycle (its kept objects are never changed, only replaced), so a view of such an object is
     found by identity (:meth:`same_object`) with its listed key: one dictionary lookup instead
-    of reading the metadata, building the key and comparing versions (measured on 5,000
-    Applications: about a fifth of selecting them, see :mod:`.sources`)."""
+    of reading the metadata, building the key and comparing versions. With the name indexes
+    kept (:meth:`indexes`) and the selections' memory, selecting 5,000 Applications of 1,000
+    ImageUpdaters from a watched copy takes 10-17 ms of CPU a cycle instead of 35-55
+    (``benchmarks/select_fleet.py``, 2 vCPU AMD EPYC, CPython 3.11)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -16,38 +16,27 @@ import argparse
 import asyncio
 import statistics
 import time
-from collections.abc import AsyncIterator
-from typing import Any
 
 from argocd_image_updater.config.imageupdater import compact_image_updater
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
 from argocd_image_updater.controller.watched_objects import reduced_application
-from argocd_image_updater.pipeline.ports import CompactPage
 from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.kept_copy import KeptCopy
 from common import machine
 
 NS = "argocd"
 
 
-class WatchedCopy:
-    """The Applications and ImageUpdaters as a watched copy keeps them."""
+class WatchedCopy(KeptCopy):
+    """The fleet as a watched copy keeps it."""
 
     def __init__(self, updaters: int, apps_per: int) -> None:
-        self.version = 0
-        self.updaters: dict[str, dict[str, Any]] = {}
-        self.apps: dict[str, dict[str, Any]] = {}
+        super().__init__()
         for i in range(updaters):
             self.put_updater(i, apps_per)
             for j in range(apps_per):
                 self.put_app(f"t{i:05d}-e{j}", f"registry.example.com/r{(i * apps_per + j) % 500}")
-
-    def _stamped(self, obj: dict[str, Any]) -> dict[str, Any]:
-        self.version += 1
-        obj["metadata"]["resourceVersion"] = str(self.version)
-        obj["metadata"]["uid"] = f"uid-{obj['metadata']['name']}"
-        obj["metadata"]["generation"] = 1
-        return obj
 
     def put_updater(self, i: int, apps_per: int, status: int = 0) -> None:
         refs = [
@@ -56,24 +45,12 @@ class WatchedCopy:
         ]
         obj = objects.image_updater(f"t{i:05d}", NS, {"applicationRefs": refs})
         obj["status"] = {"reviewedApplications": status}
-        self.updaters[f"t{i:05d}"] = compact_image_updater(self._stamped(obj), None)
+        self.updaters[f"t{i:05d}"] = compact_image_updater(self.stamped(obj), None)
 
     def put_app(self, name: str, image: str, tag: str = "1.0.0") -> None:
         running = f"{image}:{tag}"
         obj = objects.application(name, NS, images=[running], kustomize_images=[running])
-        self.apps[name] = reduced_application(self._stamped(obj))
-
-    async def _pages(self) -> AsyncIterator[list[dict[str, Any]]]:
-        yield CompactPage(self.apps.values())
-
-    def application_pages(self, namespace: str | None) -> AsyncIterator[list[dict[str, Any]]]:
-        return self._pages()
-
-    async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]:
-        return CompactPage(self.updaters.values())
-
-    async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return None
+        self.apps[name] = reduced_application(self.stamped(obj))
 
 
 async def cycles(

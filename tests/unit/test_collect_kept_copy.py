@@ -5,60 +5,33 @@ identity, name indexes and candidate positions kept across cycles."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from typing import Any
 
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
-from argocd_image_updater.pipeline.ports import CompactPage
 from argocd_image_updater.pipeline.records import Collected
 from argocd_image_updater_testing import objects
+from argocd_image_updater_testing.kept_copy import KeptCopy
 
 IMAGE_LIST = "argocd-image-updater.argoproj.io/image-list"
 
 
-class KeptCopy:
-    """Objects by key, each kept as one object until it is replaced (a watched copy)."""
-
-    def __init__(self) -> None:
-        self.apps: dict[str, dict[str, Any]] = {}
-        self.updaters: dict[str, dict[str, Any]] = {}
-        self.version = 0
-
-    def _stamp(self, obj: dict[str, Any]) -> dict[str, Any]:
-        self.version += 1
-        obj["metadata"]["resourceVersion"] = str(self.version)
-        obj["metadata"]["uid"] = f"uid-{obj['metadata']['name']}"
-        obj["metadata"].setdefault("generation", 1)
-        return obj
-
+class Copy(KeptCopy):
     def put_app(self, name: str, image: str, labels: dict[str, str] | None = None) -> None:
         obj = objects.application(name, images=[image], kustomize_images=[image])
         obj["metadata"]["labels"] = labels or {}
         if name.startswith("legacy"):
             obj["metadata"]["annotations"] = {IMAGE_LIST: f"app={image.split(':')[0]}"}
-        self.apps[name] = self._stamp(obj)
+        self.apps[name] = self.stamped(obj)
 
     def put_updater(self, name: str, patterns: list[str]) -> None:
         refs = [
             {"namePattern": p, "images": [{"alias": "app", "imageName": "repo/img"}]}
             for p in patterns
         ]
-        self.updaters[name] = self._stamp(
+        self.updaters[name] = self.stamped(
             objects.image_updater(name, spec={"applicationRefs": refs})
         )
-
-    async def _pages(self) -> AsyncIterator[list[dict[str, Any]]]:
-        yield CompactPage(self.apps.values())
-
-    def application_pages(self, namespace: str | None) -> AsyncIterator[list[dict[str, Any]]]:
-        return self._pages()
-
-    async def list_image_updaters(self, namespace: str | None) -> list[dict[str, Any]]:
-        return CompactPage(self.updaters.values())
-
-    async def get_application(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return None
 
 
 class Fresh:
@@ -86,7 +59,7 @@ def selected(collected: Collected) -> list[tuple[str, str, tuple[str, ...]]]:
 
 async def test_random_changes_select_as_a_fresh_read_does() -> None:
     rng = random.Random(7)
-    copy = KeptCopy()
+    copy = Copy()
     names = [f"app-{i}" for i in range(12)] + ["legacy-a", "legacy-b"]
     for name in names:
         copy.put_app(name, "repo/img:1")

@@ -99,6 +99,21 @@ async def test_each_load_is_a_copy_of_its_own(kube: KubeApiServer, client: KubeC
     assert (await store.load()).last_write("argocd/shop", "web") is not None
 
 
+async def test_a_configmap_not_written_yet_reads_as_one_empty_record_and_loads_as_copies(
+    kube: KubeApiServer, client: KubeClient
+) -> None:
+    store = ConfigMapStateStore(client, NS)
+    read = await store.read()
+    assert read is store.absent is await store.read() is store.parse(None)
+    assert not any(read.contents()) and read.token == "" and store.last is None
+    loaded = await store.load()
+    loaded.record_write("argocd/shop", "web", "1.2.0", NOW)
+    assert not any(store.absent.contents())  # a load is a copy: the empty record holds
+    await store.save(loaded)
+    assert (await store.read()).last_write("argocd/shop", "web") is not None
+    assert not any(store.absent.contents())
+
+
 async def test_a_writer_that_lost_the_race_applies_its_changes_to_the_newer_copy(
     kube: KubeApiServer, client: KubeClient
 ) -> None:

@@ -273,6 +273,44 @@ def test_a_keys_part_that_still_holds_repository_tables_is_written_without_them(
     assert not placement.lacks("ns/one", target, state)
 
 
+def _placed(placement: Placement) -> tuple[dict[str, set[str]], dict[str, frozenset[str]]]:
+    apps = {key: set(found) for key, found in placement.apps.items()}
+    every = {app for found in apps.values() for app in found} | {"ns/nowhere"}
+    return apps, {app: placement.keys_of_app(app) for app in every}
+
+
+def test_a_placement_restored_over_newer_parts_is_the_one_made_from_scratch() -> None:
+    layout = _layout()
+    state = _record()
+    state.saved("x")
+    one, c = part_of(state, ["ns/a"], [], token="1"), part_of(state, ["ns/c"], [], token="1")
+    first = Placement(layout, {"ns/one": one, "ns/c": c})
+    changes = state.copy()
+    changes.record_write("ns/b", "web", "2.1.0", NOW + timedelta(hours=1))
+    changes.set_shipments({"ns/b": {"web": {"stage": "Written"}}})
+    same = first.restored({"ns/one": one, "ns/c": c})
+    assert _placed(same) == _placed(first)
+    # ns/one's object now holds ns/b too, ns/c's an Application that moved there, then none.
+    for newer in (
+        {"ns/one": part_of(state, ["ns/a", "ns/b"], [], token="2"), "ns/c": c},
+        {"ns/one": one, "ns/c": part_of(state, ["ns/c", "ns/b"], [], token="2")},
+        {"ns/one": ControllerState(), "ns/c": ControllerState()},
+        {"ns/one": one},  # another set of keys
+        {"ns/one": one, "ns/c": c, "ns/gone": part_of(state, ["ns/b"], [], token="3")},
+    ):
+        restored = first.restored(newer)
+        fresh = Placement(layout, newer)
+        assert _placed(restored) == _placed(fresh)
+        for key, part in newer.items():
+            assert restored.lacks(key, part, state) == fresh.lacks(key, part, state)
+        assert restored.route(changes.operations) == fresh.route(changes.operations)
+        assert _placed(first) == _placed(Placement(layout, {"ns/one": one, "ns/c": c}))
+    # What lacks answers for a part other than the one placed is worked out from it.
+    assert first.lacks("ns/one", one, state)
+    full = part_of(state, ["ns/a", "ns/b"], [], token="2")
+    assert not first.lacks("ns/one", full, state)
+
+
 def test_100000_writes_over_1000_keys_fit_each_keys_object_and_none_is_lost() -> None:
     state = ControllerState()
     apps: dict[str, str] = {}

@@ -112,6 +112,8 @@ class ShardedStateStore:
         """The single ConfigMap of an unsharded fleet, read once (empty when there is none)."""
         self._merged: ControllerState | None = None
         """The record last loaded or saved, handed out again while every object holds."""
+        self._placement: Placement | None = None
+        """The placement of the last save (:meth:`_placement_of`)."""
         self._steady: tuple[str, Layout] | None = None
         """The version and scope of the record last saved whole (every object as it holds):
         a save of that very record without a change has nothing to write and reads nothing."""
@@ -156,7 +158,7 @@ class ShardedStateStore:
         mine = store.last
         found = cache.newer(store.name, mine.token if mine is not None else "")
         if found is None:
-            return mine if mine is not None else ControllerState()
+            return mine if mine is not None else store.absent
         if isinstance(found, dict):
             return store.parse(found)
         return None
@@ -252,7 +254,7 @@ class ShardedStateStore:
         for name, version in versions.items():
             last = stores[name].last
             if last is None and not version:
-                stored[name] = ControllerState()
+                stored[name] = stores[name].absent
             elif last is not None and last.token == version:
                 stored[name] = last
             else:
@@ -260,6 +262,17 @@ class ShardedStateStore:
         for name, part in zip(stale, await self._read_all([stores[n] for n in stale]), strict=True):
             stored[name] = part
         return stored, stale
+
+    def _placement_of(self, layout: Layout, stored: Mapping[str, ControllerState]) -> Placement:
+        """The :class:`Placement` of ``layout`` over the keys' ``stored`` parts: the last save's
+        made again only for the parts that changed since, while the layout is the same."""
+        last = self._placement
+        if last is not None and (last.layout is layout or last.layout == layout):
+            placement = last.restored(stored)
+        else:
+            placement = Placement(layout, stored)
+        self._placement = placement
+        return placement
 
     async def save(self, state: ControllerState) -> None:
         layout = self._scope.get()
@@ -277,7 +290,7 @@ class ShardedStateStore:
         repo_stores = {repo: self._repo_store(repo) for repo in repo_versions}
         stored_keys, stale_keys = await self._stored(key_stores, key_versions)
         stored_repos, stale_repos = await self._stored(repo_stores, repo_versions)
-        placement = Placement(layout, stored_keys)
+        placement = self._placement_of(layout, stored_keys)
         routed, homeless = placement.route(state.operations)
         by_repo, homeless_repos = by_repository(state.operations, repo_versions)
         if homeless or homeless_repos:

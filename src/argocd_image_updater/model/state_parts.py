@@ -27,6 +27,7 @@ used by several keys (a shared base image) is stored once, whoever uses it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -121,7 +122,13 @@ def merge(parts: Sequence[ControllerState], token: str = "") -> ControllerState:
 
 class Placement:
     """Which keys hold each Application: the :class:`Layout`, and whatever the keys' stored
-    parts (``stored``, by key) already hold."""
+    parts (``stored``, by key) already hold.
+
+    :meth:`restored` makes the placement of the same layout over newer stored parts going over
+    only the keys whose part is another object: a sharded replica saves twice a cycle (the
+    cycle's record, then the changes followed), and placing its 1,700 Applications from
+    scratch each time cost one of three replicas in ``benchmarks/sharding.py`` about 1.7 ms of
+    CPU a save (a CPU profile; 2 vCPU AMD EPYC, CPython 3.11)."""
 
     def __init__(self, layout: Layout, stored: Mapping[str, ControllerState]) -> None:
         self.layout = layout
@@ -129,15 +136,58 @@ class Placement:
         self.apps: dict[str, set[str]] = {}
         """By key: the Applications of its part."""
         self._app_keys: dict[str, set[str]] = {}
+        self._held: dict[str, frozenset[str]] = {}
+        """By key with a stored part: the Applications that part holds anything of."""
         for app, key in layout.apps.items():
             self._place(app, key)
         for key, part in stored.items():
-            for app in apps_in(part):
+            held = self._held[key] = frozenset(apps_in(part))
+            for app in held:
                 self._place(app, key)
 
     def _place(self, app: str, key: str) -> None:
         self.apps.setdefault(key, set()).add(app)
         self._app_keys.setdefault(app, set()).add(key)
+
+    def restored(self, stored: Mapping[str, ControllerState]) -> Placement:
+        """The placement of :attr:`layout` over ``stored`` (this one is left as it is); the
+        keys of ``stored`` whose part is the one placed here are taken as they are."""
+        if stored.keys() != self._stored.keys():
+            return Placement(self.layout, stored)
+        changed = [key for key, part in stored.items() if part is not self._stored[key]]
+        if not changed:
+            other = copy.copy(self)
+            other._stored = stored
+            return other
+        other = copy.copy(self)
+        other._stored = stored
+        other.apps, other._app_keys, other._held = (
+            dict(self.apps),
+            dict(self._app_keys),
+            {**self._held},
+        )
+        inverse: dict[str, list[str]] | None = None
+        for key in changed:
+            held = other._held[key] = frozenset(apps_in(stored[key]))
+            if held == self._held[key]:
+                continue
+            if inverse is None:
+                inverse = {}
+                for app, app_key in self.layout.apps.items():
+                    inverse.setdefault(app_key, []).append(app)
+            apps = {*inverse.get(key, ()), *held}
+            before = self.apps.get(key, set())
+            for app in before - apps:
+                other._app_keys[app] = other._app_keys[app] - {key}
+                if not other._app_keys[app]:
+                    del other._app_keys[app]
+            for app in apps - before:
+                other._app_keys[app] = other._app_keys.get(app, set()) | {key}
+            if apps:
+                other.apps[key] = apps
+            else:
+                other.apps.pop(key, None)
+        return other
 
     @property
     def keys(self) -> frozenset[str]:
@@ -197,13 +247,13 @@ class Placement:
         holds, or still holds tables of repositories (as stored before they had objects of
         their own): the part is then written even without a change."""
         writes, _, _, shipments = merged.contents()
-        if repos_in(stored):
+        _, s_first_seen, s_digests, _ = stored.contents()
+        if s_first_seen or s_digests:
             return True
-        have_apps = apps_in(stored)
-        return any(
-            (app in writes or app in shipments) and app not in have_apps
-            for app in self.apps.get(key, ())
-        )
+        held = self._held.get(key) if stored is self._stored.get(key) else None
+        if held is None:
+            held = frozenset(apps_in(stored))
+        return any(app in writes or app in shipments for app in self.apps.get(key, set()) - held)
 
     def target(
         self,

@@ -60,3 +60,40 @@ def test_the_listings_follow_what_changed_and_are_kept_while_nothing_did() -> No
     mirror = RegistryEndpoint("registry.example.com", "mirror", "https://mirror.example.com")
     _, theirs = scans._needed(mine, moved, cycle(RegistryConfig([mirror])))
     assert [k.api_url for k in theirs] == ["https://mirror.example.com"]
+
+
+def test_a_listing_is_needed_while_any_application_needing_it_is_met() -> None:
+    registries = RegistryConfig()
+    scans = FleetScans(lists=None)  # type: ignore[arg-type]
+    b1, b2 = (
+        config("b1", "registry.example.com/team/b"),
+        config("b2", "registry.example.com/team/b"),
+    )
+    c = config("c", "registry.example.com/team/c")
+    assert repositories(scans._needed([], [b1, b2, c], cycle(registries))) == (
+        ["team/b", "team/c"],
+        ["team/b", "team/c"],
+    )
+    # One of the two needing team/b gone: still needed; then mine need it too: not theirs only.
+    assert repositories(scans._needed([], [b2, c], cycle(registries))) == (
+        ["team/b", "team/c"],
+        ["team/b", "team/c"],
+    )
+    mine = own([config("a", "registry.example.com/team/b")], registries)
+    assert repositories(scans._needed(mine, [b2, c], cycle(registries))) == (
+        ["team/b", "team/c"],
+        ["team/c"],
+    )
+    # Mine no longer need it, nor does any other: gone; the same configurations in another
+    # order are the same needs.
+    assert repositories(scans._needed([], [c], cycle(registries))) == (["team/c"], ["team/c"])
+    assert repositories(scans._needed([], [c, b1], cycle(registries))) == (
+        ["team/b", "team/c"],
+        ["team/b", "team/c"],
+    )
+    assert repositories(scans._needed([], [b1, c], cycle(registries))) == (
+        ["team/b", "team/c"],
+        ["team/b", "team/c"],
+    )
+    _, theirs = scans._needed([], [b1, c], cycle(registries))
+    assert sorted(request.repository for request in theirs.values()) == ["team/b", "team/c"]

@@ -28,6 +28,18 @@ from argocd_image_updater.registry.vouched_lists import COPY_MAX_AGE, VouchedLis
 KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(12)]
 
 
+def test_a_tag_list_key_is_equal_and_hashed_as_its_fields() -> None:
+    one = TagListKey("https://registry.example", "team/app", "secret:ns/pull")
+    same = TagListKey("https://registry.example", "team/app", "secret:ns/pull")
+    assert one == same and hash(one) == hash(same) and {one: 1}[same] == 1
+    assert one != TagListKey("https://registry.example", "team/app", "")
+    assert len({one, same, *KEYS, *list(KEYS)}) == 1 + len(KEYS)
+    assert repr(one) == (
+        "TagListKey(api_url='https://registry.example', repository='team/app', "
+        "credentials_key='secret:ns/pull')"
+    )
+
+
 # --- the heartbeat ------------------------------------------------------------------------------
 
 

@@ -78,6 +78,8 @@ class VouchedLists:
         self._wall = wall
         self._copies: LruDict[TagListKey, _Copy] = LruDict(max_entries)
         self._round = 0
+        self._reused = metrics.FLEET_TAG_LISTS.labels("reused")
+        """The series counting copies reused, looked up once (a few hundred reuses a cycle)."""
 
     def new_round(self) -> None:
         """A full round (a cycle, not a webhook event's update) begins."""
@@ -95,7 +97,7 @@ class VouchedLists:
         ):
             return None
         copy.round = self._round
-        metrics.FLEET_TAG_LISTS.labels("reused").inc()
+        self._reused.inc()
         return copy.names
 
     def fetcher(

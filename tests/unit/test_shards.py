@@ -9,6 +9,7 @@ from argocd_image_updater.controller.membership import MEMBER_PREFIX, member_nam
 from argocd_image_updater.controller.shards import (
     SHARD_LABEL,
     Ownership,
+    ShardKeeper,
     keep_shard,
     owner,
     shard_matches,
@@ -156,6 +157,61 @@ def test_keep_shard_with_a_selector_keeps_only_that_static_shard() -> None:
     members = _collected()
     assert keep_shard(members, "blue", lambda key: key == "argocd/two") == {"argocd/two"}
     assert [config.app.name for config in members.others] == ["d"]
+
+
+def _split(
+    keeper: ShardKeeper, collected: Collected, selector: str | None, owned: set[str] | None
+) -> tuple[object, ...]:
+    narrowed = dataclasses.replace(collected, crs=list(collected.crs), configs=collected.configs)
+    keys = keeper.keep(narrowed, selector, None if owned is None else owned.__contains__)
+    return (
+        keys,
+        [cr.name for cr in narrowed.crs],
+        [(config.app.name, state and state.name) for config, state in narrowed.configs],
+        [config.app.name for config in narrowed.others],
+        narrowed.elsewhere,
+    )
+
+
+def test_the_keeper_of_each_cycle_splits_as_a_first_look_would() -> None:
+    """What changed from one cycle to the next is gone over again, what did not is taken as
+    it was: either way the split is the one of a first look (a keeper without memory)."""
+    crs = [_cr(f"u{i}", "blue" if i % 3 == 0 else None) for i in range(6)]
+    configs: list[tuple[AppUpdateConfig, CRState | None]] = [
+        (_config(f"a{i}"), crs[i % 6]) for i in range(24)
+    ]
+    configs += [(_config("legacy-1"), None), (_config("legacy-2", "blue"), None)]
+    configs.append((_config("a0"), crs[1]))  # selected by two ImageUpdaters
+    keeper = ShardKeeper()
+    owned = {"argocd/u0", "argocd/u1", "argocd/u4", "argocd/legacy-1"}
+
+    def check(selector: str | None = None, owns: set[str] | None = owned) -> None:
+        collected = Collected(crs=list(crs), configs=list(configs))
+        assert _split(keeper, collected, selector, owns) == _split(
+            ShardKeeper(), collected, selector, owns
+        )
+
+    check()
+    check()  # nothing changed
+    configs[3] = (_config("a3-new"), configs[3][1])  # an Application changed
+    configs[5] = (configs[5][0], dataclasses.replace(crs[5]))  # an equal ImageUpdater
+    check()
+    crs[2] = _cr("u2")  # an ImageUpdater read again: its Applications' pairs still name the old
+    check()
+    configs[:] = [(c, crs[2]) if s is not None and s.name == "u2" else (c, s) for c, s in configs]
+    check()
+    owned = {"argocd/u2", "argocd/u3", "argocd/legacy-2"}  # the member list changed
+    check(owns=owned)
+    check(owns=owned)
+    crs[0] = dataclasses.replace(crs[0], raw={"metadata": {"labels": {SHARD_LABEL: "red"}}})
+    configs[:] = [(c, crs[0]) if s is not None and s.name == "u0" else (c, s) for c, s in configs]
+    check("blue", owned)  # another static shard, labels changed
+    check("blue", owned)
+    check(None, None)
+    del configs[7]
+    del crs[4]  # an ImageUpdater gone, its Applications' pairs still listed
+    check(None, owned)
+    check(None, owned)
 
 
 def test_member_names_are_lease_names_and_distinct_per_process() -> None:

@@ -22,7 +22,7 @@ from argocd_image_updater.controller.cycle import CycleContext, run_cycle
 from argocd_image_updater.controller.cycle_context import FleetScanning
 from argocd_image_updater.controller.leading import Leadership, LeadershipLost, run_as_leader
 from argocd_image_updater.controller.plan_reuse import PlanReuse
-from argocd_image_updater.controller.shards import keep_shard
+from argocd_image_updater.controller.shards import ShardKeeper, keep_shard
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.controller.spec_watch import Restarts, watch_specs
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
@@ -189,6 +189,8 @@ class Controller:
     """The listed ImageUpdaters' parsed views and what they selected, reused likewise."""
     plans: PlanReuse = field(default_factory=PlanReuse)
     """The last full cycle's scan jobs and plans, reused for Applications whose inputs held."""
+    shard_keeper: ShardKeeper = field(default_factory=ShardKeeper)
+    """Each full cycle's share of the selection, gone over again where it changed only."""
     watch_restarts: Restarts = field(default_factory=Restarts)
     """The backoff before a watch (of ImageUpdaters, of Applications) starts again after a
     failure."""
@@ -229,7 +231,8 @@ class Controller:
         held: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
         if self.shards is not None or self.shard_selector is not None:
             owns = self.shards.owns if self.shards is not None else None
-            keys = keep_shard(collected, self.shard_selector, owns)
+            split = self.shard_keeper.keep if full else keep_shard
+            keys = split(collected, self.shard_selector, owns)
             if self.shards is not None:
                 held = self.shards.holding(keys, full=full)
         if self.state_scope is None:

@@ -191,8 +191,16 @@ def test_the_keeper_of_each_cycle_splits_as_a_first_look_would() -> None:
             ShardKeeper(), collected, selector, owns
         )
 
+    def renew() -> None:
+        """A new cycle's records of the same ImageUpdaters (as read: the same objects)."""
+        crs[:] = [dataclasses.replace(cr) for cr in crs]
+        by_name = {cr.name: cr for cr in crs}
+        configs[:] = [(c, s and by_name.get(s.name, s)) for c, s in configs]
+
     check()
     check()  # nothing changed
+    renew()
+    check()
     configs[3] = (_config("a3-new"), configs[3][1])  # an Application changed
     configs[5] = (configs[5][0], dataclasses.replace(crs[5]))  # an equal ImageUpdater
     check()
@@ -206,6 +214,7 @@ def test_the_keeper_of_each_cycle_splits_as_a_first_look_would() -> None:
     crs[0] = dataclasses.replace(crs[0], raw={"metadata": {"labels": {SHARD_LABEL: "red"}}})
     configs[:] = [(c, crs[0]) if s is not None and s.name == "u0" else (c, s) for c, s in configs]
     check("blue", owned)  # another static shard, labels changed
+    renew()
     check("blue", owned)
     check(None, None)
     del configs[7]

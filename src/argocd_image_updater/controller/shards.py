@@ -125,22 +125,22 @@ def keep_shard(
     return ShardKeeper().keep(collected, selector, owns)
 
 
-_Outcome = tuple[AppUpdateConfig, CRState | None, bool, bool, str]
-"""What :func:`keep_shard` made of one selected configuration: the configuration and its
-ImageUpdater (held: their identities stay their own), whether it is kept, whether it is left to
-another member of the static shard, and its Application (``namespace/name``)."""
+_Outcome = tuple[AppUpdateConfig, bool, bool, str]
+"""What :func:`keep_shard` made of one selected configuration: the configuration (held: its
+identity stays its own), whether it is kept, whether it is left to another member of the static
+shard, and its Application (``namespace/name``)."""
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
-_KEPT, _OTHERS, _APP = operator.itemgetter(2), operator.itemgetter(3), operator.itemgetter(4)
+_KEPT, _OTHERS, _APP = operator.itemgetter(1), operator.itemgetter(2), operator.itemgetter(3)
 
 
 class ShardKeeper:
     """:func:`keep_shard` of each full cycle's selection, the configurations gone over one by
-    one only where they changed: a configuration met in the last cycle with the very same
-    listed ImageUpdater object (a steady fleet's selection hands both out again) is kept or
-    left as it was, while every listed ImageUpdater key keeps its verdict (the member list, the
-    static shard and the ImageUpdaters listed are as before: else every configuration is gone
-    over again). The Applications of the v0.x annotations, their own keys, and those whose
-    ImageUpdater is not a listed object are always gone over.
+    one only where they changed: a configuration met in the last cycle as the very same object
+    (a steady fleet's selection hands it out again), selected by a listed ImageUpdater of the
+    same key, is kept or left as it was while every listed ImageUpdater keeps its verdict (the
+    member list, the static shard and the ImageUpdaters listed are as before: else every
+    configuration is gone over again). The Applications of the v0.x annotations, their own
+    keys, and those whose ImageUpdater is not a listed object are always gone over.
 
     Going over the 5,000 Applications of ``benchmarks/sharding.py`` one by one cost each of
     three replicas about 6 ms of CPU a cycle (a CPU profile, 2 vCPU AMD EPYC, CPython 3.11);
@@ -150,11 +150,11 @@ class ShardKeeper:
         self._selector: str | None = None
         self._verdicts: dict[str, tuple[bool, bool]] = {}
         """The last cycle's verdict of each listed ImageUpdater (of the shard, kept), by key."""
-        self._ours: dict[int, tuple[CRState, Mapping[str, Any], bool]] = {}
-        """By ImageUpdater identity: its object and labels as last met, and whether they are of
-        the static shard."""
-        self._outcomes: dict[tuple[int, int], _Outcome | None] = {}
-        """By the identities of a configuration and its ImageUpdater."""
+        self._ours: dict[int, tuple[Mapping[str, Any], bool]] = {}
+        """By the identity of a listed ImageUpdater's object as read: that object (held), and
+        whether its labels are of the static shard."""
+        self._outcomes: dict[tuple[int, str | None], _Outcome] = {}
+        """By the identity of a configuration and the key of its ImageUpdater."""
 
     def keep(
         self, collected: Collected, selector: str | None, owns: Callable[[str], bool] | None
@@ -162,21 +162,24 @@ class ShardKeeper:
         """As :func:`keep_shard`."""
         if selector != self._selector:
             self._selector, self._ours, self._outcomes = selector, {}, {}
-        ours_now: dict[int, tuple[CRState, Mapping[str, Any], bool]] = {}
+        ours_now: dict[int, tuple[Mapping[str, Any], bool]] = {}
         verdicts: dict[str, tuple[bool, bool]] = {}
         by_id: dict[int, tuple[bool, bool]] = {}
+        key_of: dict[int, str] = {}
         crs: list[CRState] = []
         cr_keys: set[str] = set()
         for cr in collected.crs:
             raw, key = cr.raw, f"{cr.namespace}/{cr.name}"
-            known = self._ours.get(id(cr))
-            if known is not None and known[0] is cr and known[1] is raw:
-                ours = known[2]
-            else:
-                ours = shard_matches(selector, _labels(raw))
-            ours_now[id(cr)] = (cr, raw, ours)
+            known = self._ours.get(id(raw))
+            ours = (
+                known[1]
+                if known is not None and known[0] is raw
+                else shard_matches(selector, _labels(raw))
+            )
+            ours_now[id(raw)] = (raw, ours)
             mine = ours and (owns is None or owns(key))
             verdicts[key] = by_id[id(cr)] = (ours, mine)
+            key_of[id(cr)] = key
             if mine:
                 crs.append(cr)
                 cr_keys.add(key)
@@ -184,10 +187,10 @@ class ShardKeeper:
         known_outcomes = self._outcomes if verdicts == self._verdicts else {}
         self._verdicts = verdicts
         pairs = collected.configs
-        idents = list(zip(map(id, map(_FIRST, pairs)), map(id, map(_SECOND, pairs)), strict=True))
+        state_keys = list(map(key_of.get, map(id, map(_SECOND, pairs))))
+        idents = list(zip(map(id, map(_FIRST, pairs)), state_keys, strict=True))
         found: list[_Outcome | None] = list(map(known_outcomes.get, idents))
-        unlisted = map(operator.not_, map(by_id.__contains__, map(_SECOND, idents)))
-        for i in compress(range(len(found)), unlisted):
+        for i in compress(range(len(found)), map(operator.not_, state_keys)):
             found[i] = None  # v0.x annotations, or an ImageUpdater not a listed object
         keys = set(cr_keys)
         for i in compress(range(len(found)), map(operator.not_, found)):
@@ -204,7 +207,7 @@ class ShardKeeper:
                 mine = ours and (owns is None or owns(app))
                 if mine:
                     keys.add(app)
-            found[i] = (config, state, mine, ours and not mine, app)
+            found[i] = (config, mine, ours and not mine, app)
         done = cast(list[_Outcome], found)  # each one is worked out now
         self._outcomes = dict(zip(idents, done, strict=True))
         kept = list(map(_KEPT, done))

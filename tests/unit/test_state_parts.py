@@ -255,6 +255,8 @@ def test_a_part_that_lacks_an_application_of_its_key_is_filled_in() -> None:
     stored = part_of(state, ["ns/a"], [], token="5")
     placement = Placement(layout, {"ns/one": stored})
     assert placement.lacks("ns/one", stored, state)
+    assert placement.lacking(state) == {"ns/one"}
+    assert placement.lacking(part_of(state, ["ns/a"], [])) == set()  # it holds ns/a
     target = placement.target("ns/one", stored, [], state)
     assert target.last_write("ns/b", "web") == state.last_write("ns/b", "web")
     assert not placement.lacks("ns/one", target, state)
@@ -267,6 +269,7 @@ def test_a_keys_part_that_still_holds_repository_tables_is_written_without_them(
     stored = part_of(state, ["ns/a", "ns/b"], [BASE, WEB], token="5")  # as stored before
     placement = Placement(layout, {"ns/one": stored})
     assert placement.lacks("ns/one", stored, state)
+    assert placement.lacking(ControllerState()) == {"ns/one"}  # whatever the record holds
     target = placement.target("ns/one", stored, [], state)
     assert target.contents()[1:3] == ({}, {}) and target.token == "5"
     assert set(target.contents()[0]) == {"ns/a", "ns/b"}
@@ -301,8 +304,11 @@ def test_a_placement_restored_over_newer_parts_is_the_one_made_from_scratch() ->
         restored = first.restored(newer)
         fresh = Placement(layout, newer)
         assert _placed(restored) == _placed(fresh)
-        for key, part in newer.items():
-            assert restored.lacks(key, part, state) == fresh.lacks(key, part, state)
+        for record in (state, changes, ControllerState()):
+            lacking = {key for key, part in newer.items() if fresh.lacks(key, part, record)}
+            for key, part in newer.items():
+                assert restored.lacks(key, part, record) == fresh.lacks(key, part, record)
+            assert restored.lacking(record) == fresh.lacking(record) == lacking
         assert restored.route(changes.operations) == fresh.route(changes.operations)
         assert _placed(first) == _placed(Placement(layout, {"ns/one": one, "ns/c": c}))
     # What lacks answers for a part other than the one placed is worked out from it.

@@ -315,10 +315,11 @@ class ShardedStateStore:
             return Job(repo, repo_stores[repo], stored_repos[repo], target, take)
 
         conflicts = await self._write_all(list(map(repo_job, dirty_repos)), repo_versions)
+        lacking = placement.lacking(state)
         dirty_keys = [
             key
             for key in sorted(key_versions)
-            if routed.get(key) or key in stale_keys or placement.lacks(key, stored_keys[key], state)
+            if routed.get(key) or key in stale_keys or key in lacking
         ]
 
         def key_job(key: str) -> Job:

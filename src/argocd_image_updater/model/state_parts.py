@@ -138,8 +138,13 @@ class Placement:
         self._app_keys: dict[str, set[str]] = {}
         self._held: dict[str, frozenset[str]] = {}
         """By key with a stored part: the Applications that part holds anything of."""
+        self._lacking: tuple[dict[str, list[str]], set[str]] | None = None
+        """For :meth:`lacking`, made when first asked: by Application, the keys whose stored
+        part lacks it; the keys whose stored part holds repository tables."""
         for app, key in layout.apps.items():
             self._place(app, key)
+        self._of_layout = {key: frozenset(apps) for key, apps in self.apps.items()}
+        """By key: its Applications as the layout places them."""
         for key, part in stored.items():
             held = self._held[key] = frozenset(apps_in(part))
             for app in held:
@@ -155,27 +160,21 @@ class Placement:
         if stored.keys() != self._stored.keys():
             return Placement(self.layout, stored)
         changed = [key for key, part in stored.items() if part is not self._stored[key]]
-        if not changed:
-            other = copy.copy(self)
-            other._stored = stored
-            return other
         other = copy.copy(self)
         other._stored = stored
+        if not changed:
+            return other
+        other._lacking = None
         other.apps, other._app_keys, other._held = (
             dict(self.apps),
             dict(self._app_keys),
             {**self._held},
         )
-        inverse: dict[str, list[str]] | None = None
         for key in changed:
             held = other._held[key] = frozenset(apps_in(stored[key]))
             if held == self._held[key]:
                 continue
-            if inverse is None:
-                inverse = {}
-                for app, app_key in self.layout.apps.items():
-                    inverse.setdefault(app_key, []).append(app)
-            apps = {*inverse.get(key, ()), *held}
+            apps = self._of_layout.get(key, frozenset()) | held
             before = self.apps.get(key, set())
             for app in before - apps:
                 other._app_keys[app] = other._app_keys[app] - {key}
@@ -184,10 +183,31 @@ class Placement:
             for app in apps - before:
                 other._app_keys[app] = other._app_keys.get(app, set()) | {key}
             if apps:
-                other.apps[key] = apps
+                other.apps[key] = set(apps)
             else:
                 other.apps.pop(key, None)
         return other
+
+    def lacking(self, merged: ControllerState) -> set[str]:
+        """The keys placed over a stored part whose part :meth:`lacks` anything (each with the
+        part placed): worked out from the Applications lacked, not key by key (a save asks it
+        of each of a replica's 340 keys)."""
+        if self._lacking is None:
+            by_app: dict[str, list[str]] = {}
+            tables: set[str] = set()
+            for key, part in self._stored.items():
+                _, first_seen, digests, _ = part.contents()
+                if first_seen or digests:
+                    tables.add(key)
+                for app in self.apps.get(key, set()) - self._held[key]:
+                    by_app.setdefault(app, []).append(key)
+            self._lacking = (by_app, tables)
+        by_app, tables = self._lacking
+        writes, _, _, shipments = merged.contents()
+        found = set(tables)
+        for app in (by_app.keys() & writes.keys()) | (by_app.keys() & shipments.keys()):
+            found.update(by_app[app])
+        return found
 
     @property
     def keys(self) -> frozenset[str]:

@@ -138,9 +138,9 @@ class Placement:
         self._app_keys: dict[str, set[str]] = {}
         self._held: dict[str, frozenset[str]] = {}
         """By key with a stored part: the Applications that part holds anything of."""
-        self._lacking: tuple[dict[str, list[str]], set[str]] | None = None
-        """For :meth:`lacking`, made when first asked: by Application, the keys whose stored
-        part lacks it; the keys whose stored part holds repository tables."""
+        self._lacked: dict[str, frozenset[str] | None] = {}
+        """For :meth:`lacking`, by key with a stored part: the Applications of the key its part
+        lacks (None: the part holds repository tables), made when first asked."""
         for app, key in layout.apps.items():
             self._place(app, key)
         self._of_layout = {key: frozenset(apps) for key, apps in self.apps.items()}
@@ -164,12 +164,12 @@ class Placement:
         other._stored = stored
         if not changed:
             return other
-        other._lacking = None
         other.apps, other._app_keys, other._held = (
             dict(self.apps),
             dict(self._app_keys),
             {**self._held},
         )
+        other._lacked = {k: v for k, v in self._lacked.items() if k not in changed}
         for key in changed:
             held = other._held[key] = frozenset(apps_in(stored[key]))
             if held == self._held[key]:
@@ -190,23 +190,24 @@ class Placement:
 
     def lacking(self, merged: ControllerState) -> set[str]:
         """The keys placed over a stored part whose part :meth:`lacks` anything (each with the
-        part placed): worked out from the Applications lacked, not key by key (a save asks it
-        of each of a replica's 340 keys)."""
-        if self._lacking is None:
-            by_app: dict[str, list[str]] = {}
-            tables: set[str] = set()
-            for key, part in self._stored.items():
-                _, first_seen, digests, _ = part.contents()
-                if first_seen or digests:
-                    tables.add(key)
-                for app in self.apps.get(key, set()) - self._held[key]:
-                    by_app.setdefault(app, []).append(key)
-            self._lacking = (by_app, tables)
-        by_app, tables = self._lacking
+        part placed): what each part lacks is worked out once per part (a save asks it of each
+        of a replica's 340 keys)."""
         writes, _, _, shipments = merged.contents()
-        found = set(tables)
-        for app in (by_app.keys() & writes.keys()) | (by_app.keys() & shipments.keys()):
-            found.update(by_app[app])
+        found: set[str] = set()
+        lacked = self._lacked
+        for key, part in self._stored.items():
+            if key in lacked:
+                missing = lacked[key]
+            else:
+                _, first_seen, digests, _ = part.contents()
+                tables = bool(first_seen or digests)
+                missing = lacked[key] = (
+                    None if tables else frozenset(self.apps.get(key, set()) - self._held[key])
+                )
+            if missing is None or not (
+                writes.keys().isdisjoint(missing) and shipments.keys().isdisjoint(missing)
+            ):
+                found.add(key)
         return found
 
     @property

@@ -388,3 +388,33 @@ def test_the_layouts_repositories_are_those_the_cycle_remembers_tags_of() -> Non
     assert len(jobs.jobs) == 3
     assert repositories(config, registries.endpoint_for) >= cycle
     assert repo_key("mirror.example.com", "team/web") in cycle
+
+
+def test_the_layouts_of_each_cycle_follow_the_configurations_whatever_is_kept() -> None:
+    """A configuration met again is laid out from what was kept of it, a new one (or one of
+    another ImageUpdater) anew: either way as a first look lays it out."""
+    cr = CRState(namespace="argocd", name="updater", generation=1, resource_version="1")
+    one = AppUpdateConfig(app=_app("one", []), images=(ImageSpec("web", "nginx"),))
+    two = AppUpdateConfig(app=_app("two", []), images=(ImageSpec("web", "ghcr.io/org/web"),))
+    layouts = Layouts(RegistryConfig())
+
+    def check(collected: Collected) -> Layout:
+        layout = layouts.layout(collected)
+        assert layout == Layouts(RegistryConfig()).layout(collected)
+        return layout
+
+    listed = {"argocd/one", "argocd/two"}
+    check(Collected(configs=[(one, cr), (two, None)], crs=[cr], listed=listed))
+    again = CRState(namespace="argocd", name="other", generation=1, resource_version="1")
+    layout = check(Collected(configs=[(one, again), (two, cr)], crs=[again, cr], listed=listed))
+    assert layout.apps == {"argocd/one": "argocd/other", "argocd/two": "argocd/updater"}
+    # A webhook event's selection (nothing listed), then a changed configuration.
+    moved = AppUpdateConfig(app=_app("two", []), images=(ImageSpec("web", "quay.io/org/api"),))
+    check(Collected(configs=[(moved, cr)], crs=[cr]))
+    layout = check(Collected(configs=[(one, cr), (moved, cr)], crs=[cr], listed=listed))
+    assert layout.repos == {
+        "argocd/updater": {"registry-1.docker.io/library/nginx", "quay.io/org/api"}
+    }
+    # An ImageUpdater not among those listed (an equal object) is keyed as itself.
+    equal = CRState(namespace="argocd", name="updater", generation=2, resource_version="2")
+    check(Collected(configs=[(one, equal)], crs=[cr], listed=listed))

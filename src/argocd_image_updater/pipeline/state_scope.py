@@ -72,12 +72,18 @@ def _chart_repository(text: str, endpoint_for: EndpointFor) -> str | None:
 class Layouts:
     """Makes the :class:`Layout` of a cycle's selection; an Application's repositories are
     worked out again only when its configuration (by identity) or ``registries.conf``
-    changed."""
+    changed.
+
+    What is kept of each configuration is found by its identity, its ImageUpdater's key once
+    per ImageUpdater: making both keys of each of a replica's 1,700 Applications again every
+    cycle (one of three in ``benchmarks/sharding.py``) was half of this work (a CPU profile)."""
 
     def __init__(self, registries: RegistryConfig) -> None:
         self.registries = registries
         self._snapshot: RegistryConfig | None = None
-        self._kept: dict[str, tuple[AppUpdateConfig, frozenset[str]]] = {}
+        self._kept: dict[int, tuple[AppUpdateConfig, str, frozenset[str]]] = {}
+        """By configuration identity: the configuration (held), its Application and
+        repositories; those of the last full listing's and of the webhook events since."""
 
     def layout(self, collected: Collected) -> Layout:
         """Where the entries of ``collected``'s Applications belong: their keys (an ImageUpdater
@@ -88,17 +94,22 @@ class Layouts:
         )
         if snapshot is not self._snapshot:
             self._snapshot, self._kept = snapshot, {}
-        if collected.listed:  # a full listing: forget the Applications gone
-            self._kept = {app: kept for app, kept in self._kept.items() if app in collected.listed}
+        known = self._kept
+        # A full listing: forget the configurations it no longer has.
+        met = {} if collected.listed else known
+        key_of = {id(cr): f"{cr.namespace}/{cr.name}" for cr in collected.crs}
         apps: dict[str, str] = {}
         repos: dict[str, set[str]] = {}
         for config, cr in collected.configs:
-            key = shard_key(config, cr)
-            app = app_key(config.app.namespace, config.app.name)
-            apps[app] = key
-            kept = self._kept.get(app)
+            key = key_of.get(id(cr)) if cr is not None else None
+            if key is None:
+                key = shard_key(config, cr)
+            kept = known.get(id(config))
             if kept is None or kept[0] is not config:
-                kept = (config, repositories(config, snapshot.endpoint_for))
-                self._kept[app] = kept
-            repos.setdefault(key, set()).update(kept[1])
+                app = app_key(config.app.namespace, config.app.name)
+                kept = (config, app, repositories(config, snapshot.endpoint_for))
+            met[id(config)] = kept
+            apps[kept[1]] = key
+            repos.setdefault(key, set()).update(kept[2])
+        self._kept = met
         return Layout(apps, {key: frozenset(names) for key, names in repos.items()})

@@ -71,6 +71,8 @@ class FleetTagLists:
         self._view: tuple[frozenset[str], str] = (frozenset(), set_hash(()))
         self._owners: dict[str, str | None] = {}
         """By repository id, under the member list of ``_view``."""
+        self._source: frozenset[str] | None = None
+        """The membership's view ``_view`` was made from."""
         # the owner's side
         self._seq = 0
         self._epoch = ""
@@ -98,10 +100,15 @@ class FleetTagLists:
         return found
 
     def _members(self) -> tuple[frozenset[str], str]:
-        """The member list with its hash; the owners worked out are kept while it holds."""
-        members = self.membership.view | {self.membership.member}
-        if members != self._view[0]:
-            self._view, self._owners = (members, set_hash(members)), {}
+        """The member list with its hash; the owners worked out are kept while it holds (made
+        again only when the membership's view is another object: asked several times per
+        repository a cycle)."""
+        view = self.membership.view
+        if view is not self._source:
+            members = view | {self.membership.member}
+            if members != self._view[0]:
+                self._view, self._owners = (members, set_hash(members)), {}
+            self._source = view
         return self._view
 
     def _owner(self, key_id: str) -> str | None:

@@ -20,8 +20,8 @@ import itertools
 import sys
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from argocd_image_updater.model.platform import Platform
 from argocd_image_updater.model.tags import PlatformImage
@@ -125,27 +125,18 @@ class MetadataCache:
         return value
 
 
-@dataclass(frozen=True, slots=True)
-class TagListKey:
+class TagListKey(NamedTuple):
     """What a cached tag list is for: registry API, repository and credential source.
 
-    Its hash is made once: a key is looked up in several tables per scan (the round's tag
-    lists, a sharded replica's copies and their owners), which made the tuple of its fields
-    again each time; a sharded replica reusing 320 copies a cycle spent a sixth of that
-    bookkeeping on it (a CPU profile of ``benchmarks/sharding.py``)."""
+    A named tuple, hashed and compared without Python code: a key is looked up in several
+    tables per scan (the round's tag lists, a sharded replica's copies and their owners), and
+    as a frozen dataclass each lookup ran its ``__hash__`` and ``__eq__`` in Python, a sixth of
+    the bookkeeping of the 320 copies a sharded replica reuses a cycle (a CPU profile of
+    ``benchmarks/sharding.py``)."""
 
     api_url: str
     repository: str
     credentials_key: str
-    _hash: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "_hash", hash((self.api_url, self.repository, self.credentials_key))
-        )
-
-    def __hash__(self) -> int:
-        return self._hash
 
 
 def _consume(task: asyncio.Future[tuple[str, ...]]) -> None:

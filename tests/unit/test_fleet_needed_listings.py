@@ -97,3 +97,9 @@ def test_a_listing_is_needed_while_any_application_needing_it_is_met() -> None:
     )
     _, theirs = scans._needed([], [b1, c], cycle(registries))
     assert sorted(request.repository for request in theirs.values()) == ["team/b", "team/c"]
+    # A listing several of the others need comes with the request of the last of them.
+    (key,) = [key for key in theirs if key.repository == "team/b"]
+    for order in ([b1, c, b2], [b2, c, b1], [b1, b2, c], [b2, b1, c]):
+        _, theirs = scans._needed([], order, cycle(registries))
+        last = [config for config in order if config is not c][-1]
+        assert theirs[key] is scans._theirs.by_key[key][id(last)]

@@ -99,14 +99,15 @@ class FleetScans:
         self._registries: object = None
         self._last: tuple[set[TagListKey], Listings] | None = None
         """What the objects followed needed (handed out again while they are the same)."""
+        self._order: list[int] = []
+        """The others' configurations (by identity) in the order of the last answer."""
 
     def _needed(
         self, apps: Sequence[CycleApp], others: Sequence[AppUpdateConfig], cycle: Cycle
     ) -> tuple[set[TagListKey], Listings]:
         """Every listing the static shard needs, and those only the ``others`` need (shared:
-        read them, never change them; a listing that several of the others' Applications need
-        comes with the request of one of them: each names the same API, repository path and
-        credentials). Only the jobs and configurations not met in the last cycle are gone over:
+        read them, never change them; each with the request of the last of the ``others`` that
+        needs it). Only the jobs and configurations not met in the last cycle are gone over:
         going over the 5,000 Applications of ``benchmarks/sharding.py`` each cycle cost one of
         three replicas 4 ms of CPU a cycle where some Applications changed (a CPU profile,
         2 vCPU AMD EPYC, CPython 3.11), a tenth of that now."""
@@ -131,12 +132,15 @@ class FleetScans:
                 {} if isinstance(made, Exception) else _listings(made, config.app.namespace, cycle)
             )
 
+        order = list(map(id, others))
         changed = self._mine.update(dict(zip(map(id, jobs), jobs, strict=True)), of_mine)
-        changed |= self._theirs.update(dict(zip(map(id, others), others, strict=True)), of_theirs)
-        if changed or self._last is None:
+        changed |= self._theirs.update(dict(zip(order, others, strict=True)), of_theirs)
+        if changed or self._last is None or order != self._order:
+            self._order = order
             mine, theirs = self._mine.by_key, self._theirs.by_key
-            only_theirs = {
-                key: next(iter(needers.values()))
+            last = dict(zip(order, range(len(order)), strict=True)).__getitem__
+            only_theirs = {  # with the request of the last of the others that needs it
+                key: needers[max(needers, key=last)]
                 for key, needers in theirs.items()
                 if key not in mine
             }

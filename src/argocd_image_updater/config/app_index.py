@@ -37,6 +37,11 @@ class AppIndex:
         index.apps, index._by_name, index._names = apps, self._by_name, self._names
         return index
 
+    def position(self, name: str) -> int | None:
+        """The position of the Application ``name``; None: none (or several) of that name."""
+        found = self._by_name.get(name)
+        return found[0] if found is not None and len(found) == 1 else None
+
     @property
     def positions_token(self) -> object:
         """The same object for indexes of the same names in the same order."""

@@ -336,6 +336,13 @@ class SelectionMemory:
             self._positions = (token, index.positions(ref.name_pattern for ref in refs))
         return index.at(self._positions[1])
 
+    def candidate_positions(self, index: AppIndex) -> list[int] | None:
+        """The positions in ``index`` of the Applications this ImageUpdater's patterns may
+        match, as its last selection found them; None: any of them (or not known)."""
+        if self._positions is None or self._positions[0] is not index.positions_token:
+            return None
+        return self._positions[1]
+
     def _begin(self) -> None:
         self._seen = {}
 

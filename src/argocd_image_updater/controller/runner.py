@@ -20,6 +20,7 @@ from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.cycle import CycleContext, run_cycle
 from argocd_image_updater.controller.cycle_context import FleetScanning
+from argocd_image_updater.controller.kept_collection import KeptCollection
 from argocd_image_updater.controller.leading import Leadership, LeadershipLost, run_as_leader
 from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.controller.shards import ShardKeeper, keep_shard
@@ -129,6 +130,8 @@ def _trim_kept_selection(collected: Collected) -> None:
     every listed Application are let go once the cycle is reported, so that the next listing's
     are not read while the last one's are still kept."""
     collected.listed = set()
+    if collected.shared:  # a watched copy's objects: kept by the copy anyway
+        return
     for cr in collected.crs:
         if "status" in cr.raw:
             cr.raw = {key: value for key, value in cr.raw.items() if key != "status"}
@@ -189,6 +192,8 @@ class Controller:
     """The listed ImageUpdaters' parsed views and what they selected, reused likewise."""
     plans: PlanReuse = field(default_factory=PlanReuse)
     """The last full cycle's scan jobs and plans, reused for Applications whose inputs held."""
+    kept_collection: KeptCollection = field(default_factory=KeptCollection)
+    """The last full cycle's collection, handed out again while the watched copy holds."""
     shard_keeper: ShardKeeper = field(default_factory=ShardKeeper)
     """Each full cycle's share of the selection, gone over again where it changed only."""
     watch_restarts: Restarts = field(default_factory=Restarts)
@@ -218,7 +223,13 @@ class Controller:
 
     async def _cycle(self) -> CycleResult:
         collected = await collect(
-            self.store, self.namespaces, self.legacy, self.read_crs, self.views, self.cr_views
+            self.store,
+            self.namespaces,
+            self.legacy,
+            self.read_crs,
+            self.views,
+            self.cr_views,
+            self.kept_collection,
         )
         with self.shard(collected, full=True):
             return await self._process(collected)

@@ -29,19 +29,25 @@ from argocd_image_updater.config.selection import (
     select_applications,
 )
 from argocd_image_updater.config.selection_v0 import select_applications_v0
+from argocd_image_updater.controller.kept_collection import (
+    KeptCollection,
+    Made,
+    Part,
+    Said,
+    cr_state,
+    part_lines,
+)
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
 from argocd_image_updater.model.app_object import compact_object
 from argocd_image_updater.model.application import Application, ApplicationError
-from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import (
     ApplicationStore,
     CompactPage,
     ManifestFiles,
     PagedApplications,
+    RevisionedStore,
 )
 from argocd_image_updater.pipeline.records import Collected, CRState
-
-log = get_logger("sources")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,21 +120,6 @@ def _invalid_image_updater(
     )
 
 
-def _cr_state(obj: Any) -> CRState:
-    """What the status writer needs of an ImageUpdater, read leniently: its problems are
-    reported by parsing it."""
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    meta = meta if isinstance(meta, dict) else {}
-    generation = meta.get("generation")
-    return CRState(
-        namespace=str(meta.get("namespace", "")),
-        name=str(meta.get("name", "")),
-        generation=generation if isinstance(generation, int) else 0,
-        resource_version=str(meta.get("resourceVersion", "")),
-        raw=obj if isinstance(obj, dict) else {},
-    )
-
-
 async def collect(
     store: ApplicationStore,
     namespaces: Sequence[str] | None,
@@ -136,12 +127,39 @@ async def collect(
     read_crs: bool = True,
     views: ApplicationViews | None = None,
     cr_views: ImageUpdaterViews | None = None,
+    kept: KeptCollection | None = None,
 ) -> Collected:
     """Gather the AppUpdateConfigs of a cycle. ``namespaces`` None means every namespace.
     ``views`` (kept across cycles) reuses the views of Applications that did not change;
-    ``cr_views`` those of ImageUpdaters, and what they selected of unchanged Applications."""
-    out = Collected()
+    ``cr_views`` those of ImageUpdaters, and what they selected of unchanged Applications;
+    ``kept`` the whole last collection while the store tells that nothing changed."""
     scopes: list[str | None] = list(namespaces) if namespaces is not None else [None]
+    stamp = None
+    if kept is not None and isinstance(store, RevisionedStore):
+        revision = store.revision(scopes, read_crs)
+        stamp = (revision, tuple(scopes), legacy, read_crs) if revision is not None else None
+        again = kept.again(stamp)
+        if again is None and views is not None and cr_views is not None:
+            again = kept.mend(store, stamp, scopes, views, cr_views)
+        if again is not None:
+            return again
+    made = await _collect(store, scopes, legacy, read_crs, views, cr_views)
+    out = made.collected
+    if kept is not None:
+        kept.keep(stamp, made)  # a copy of it: the cycle narrows ``out``
+    return out
+
+
+async def _collect(
+    store: ApplicationStore,
+    scopes: list[str | None],
+    legacy: LegacyFilter,
+    read_crs: bool,
+    views: ApplicationViews | None,
+    cr_views: ImageUpdaterViews | None,
+) -> Made:
+    said = Said()
+    out = Collected(shared=read_crs)
     apps: list[Application] = []
     crs: list[ImageUpdater] = []
     files = store if isinstance(store, ManifestFiles) else None
@@ -177,8 +195,9 @@ async def collect(
             continue
         updaters = await store.list_image_updaters(scope)
         shared = isinstance(updaters, CompactPage)
+        out.shared = out.shared and shared
         for obj in updaters:
-            state = _cr_state(obj)
+            state = cr_state(obj)
             out.crs.append(state)
             try:
                 if cr_views is not None:
@@ -189,7 +208,7 @@ async def collect(
                 crs.append(parsed)
             except ImageUpdaterError as err:
                 state.error = str(err)
-                log.error(
+                said.error(
                     _invalid_image_updater(err, state, files),
                     imageUpdater_namespace=state.namespace,
                     imageUpdater_name=state.name,
@@ -199,7 +218,7 @@ async def collect(
                     f"could not read ImageUpdater {state.namespace}/{state.name}: "
                     f"{type(err).__name__}: {err}"
                 )
-                log.error(
+                said.error(
                     state.error,
                     imageUpdater_namespace=state.namespace,
                     imageUpdater_name=state.name,
@@ -218,46 +237,54 @@ async def collect(
         else {namespace: AppIndex(found) for namespace, found in by_namespace.items()}
     )
     selected: set[tuple[str, str]] = set()
-    states = {(s.namespace, s.name): s for s in out.crs}
+    states = {(s.namespace, s.name): (i, s) for i, s in enumerate(out.crs)}
+    parts: list[Part] = []
+    head = len(said.lines)
     for cr in crs:
-        state = states[(cr.namespace, cr.name)]
+        at, state = states[(cr.namespace, cr.name)]
+        selection_memory = memories.get((cr.namespace, cr.name))
         try:
             result = select_applications(
                 cr,
-                indexes.get(cr.namespace, AppIndex([])),
-                memories.get((cr.namespace, cr.name)),
+                indexes.get(cr.namespace) or AppIndex([]),
+                selection_memory,
             )
         except Exception as err:  # one resource never stops the others
             result = SelectionResult(
                 error=f"could not select the applications of ImageUpdater {cr.namespace}/"
                 f"{cr.name}: {type(err).__name__}: {err}"
             )
-        for warning in result.warnings:
-            log.warning(warning, imageUpdater_namespace=cr.namespace, imageUpdater_name=cr.name)
-        for app_name, reason in result.skipped:
-            log.debug(
-                "skipping app: %s",
-                reason,
-                application=f"{cr.namespace}/{app_name}",
-                imageUpdater_name=cr.name,
-            )
+        taken: list[int] = []
         if result.error:
             state.error = result.error
-            log.error(result.error, imageUpdater_namespace=cr.namespace, imageUpdater_name=cr.name)
-            continue
-        for config in result.configs:
-            key = (config.app.namespace, config.app.name)
-            if key in selected:
-                log.warning(
-                    "Application is selected by more than one ImageUpdater; only the first one "
-                    "updates it",
-                    application=f"{key[0]}/{key[1]}",
-                    imageUpdater_name=cr.name,
-                )
-                continue
-            selected.add(key)
+        else:
+            for position, config in enumerate(result.configs):
+                key = (config.app.namespace, config.app.name)
+                if key not in selected:
+                    selected.add(key)
+                    taken.append(position)
+        start, first_line = len(out.configs), len(said.lines)
+        part_lines(cr, result, taken, said)
+        for position in taken:
+            config = result.configs[position]
             state.apps.append(config.app.name)
             out.configs.append((config, state))
+        names = tuple(config.app.name for config in result.configs)
+        lines = said.lines[first_line:]
+        parts.append(
+            Part(
+                state,
+                cr,
+                selection_memory,
+                names,
+                tuple(taken),
+                start,
+                at,
+                lines,
+                bool(result.error),
+            )
+        )
+    tail = len(said.lines)
 
     if legacy.enabled:
         candidates = [
@@ -268,12 +295,12 @@ async def collect(
         ]
         result = select_applications_v0(candidates, legacy.name_patterns, legacy.label)
         for warning in result.warnings:
-            log.warning(warning)
+            said.warning(warning)
         out.configs.extend(
             (config, None) for config in result.configs if config.images or config.charts
         )
     for problem in out.problems:
-        log.error(problem)
+        said.error(problem)
     if files is not None:
         out.problems.extend(files.problems())
-    return out
+    return Made(out, said, parts, head, tail, indexes, selected, legacy.enabled)

@@ -4,7 +4,7 @@ stored."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from argocd_image_updater.argocd.client import ArgoCDClient, ArgoCDError
@@ -12,7 +12,12 @@ from argocd_image_updater.config.imageupdater import compact_image_updater
 from argocd_image_updater.kits.interning import intern_strings
 from argocd_image_updater.kube.client import APPLICATIONS, IMAGE_UPDATERS, KubeClient, KubeError
 from argocd_image_updater.model.app_object import compact_object
-from argocd_image_updater.pipeline.ports import CompactPage, ConflictError, StoreError
+from argocd_image_updater.pipeline.ports import (
+    CompactPage,
+    ConflictError,
+    Replaced,
+    StoreError,
+)
 from argocd_image_updater.report.installed_crd import InstalledCrd
 
 if TYPE_CHECKING:
@@ -42,6 +47,52 @@ class KubeStore:
     def _kept(self, copies: Mapping[str | None, WatchedObjects], scope: str | None) -> Any:
         copy = copies.get(scope)
         return copy.objects() if copy is not None else None
+
+    def revision(self, scopes: Sequence[str | None], image_updaters: bool) -> Hashable | None:
+        """A stamp of what :meth:`application_pages` and (``image_updaters``)
+        :meth:`list_image_updaters` hand out for ``scopes`` now: the same stamp, the very same
+        objects (:attr:`WatchedObjects.revision`); None while one of them would be listed."""
+        copies = self._copies(scopes, image_updaters)
+        return tuple(copy.revision for _, copy in copies) if copies is not None else None
+
+    def replaced_since(
+        self, stamp: Hashable, scopes: Sequence[str | None], image_updaters: bool
+    ) -> Replaced | None:
+        """The objects replaced in their places since :meth:`revision` was ``stamp``
+        (:meth:`WatchedObjects.replaced_since`); None when anything else changed."""
+        copies = self._copies(scopes, image_updaters)
+        if copies is None or not isinstance(stamp, tuple) or len(stamp) != len(copies):
+            return None
+        found: Replaced = ({}, {})
+        for (kind, copy), since in zip(copies, stamp, strict=True):
+            keys = copy.replaced_since(since)
+            if keys is None:
+                return None
+            for key in keys:
+                obj = copy.kept(key)
+                if obj is None:
+                    return None
+                found[kind][key] = obj
+        return found
+
+    def _copies(
+        self, scopes: Sequence[str | None], image_updaters: bool
+    ) -> list[tuple[int, WatchedObjects]] | None:
+        """The watched copies serving ``scopes`` (0: Applications, 1: ImageUpdaters), or None
+        while one of them is not current."""
+        if self.watched is None:
+            return None
+        kinds = [self.watched.applications]
+        if image_updaters:
+            kinds.append(self.watched.image_updaters)
+        found: list[tuple[int, WatchedObjects]] = []
+        for kind, copies in enumerate(kinds):
+            for scope in scopes:
+                copy = copies.get(scope)
+                if copy is None or not copy.current:
+                    return None
+                found.append((kind, copy))
+        return found
 
     async def list_applications(self, namespace: str | None) -> list[dict[str, Any]]:
         """The Applications, read a page at a time and each reduced to what the updater reads

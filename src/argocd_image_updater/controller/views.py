@@ -111,6 +111,20 @@ class ApplicationViews(_KeptPerCycle[Application]):
             self._objects_seen[id(obj)] = (obj, app, shared_as)
         return app
 
+    def replaced(self, obj: Mapping[str, Any], listed: str) -> Application:
+        """The view of ``obj``, a watched copy's object put in the place of another between two
+        cycles, kept as if the last cycle had viewed it (raises as :meth:`view`). The object it
+        replaced stays known by identity until the next cycle that views every object."""
+        app = self.view(obj, shared_as=listed)
+        self._kept[(app.namespace, app.name)] = self._seen.pop((app.namespace, app.name))
+        self._objects[id(obj)] = self._objects_seen.pop(id(obj))
+        return app
+
+    def renewed_index(self, namespace: str, index: AppIndex) -> None:
+        """``index`` (:meth:`AppIndex.renewed`) is the one of ``namespace`` from now on."""
+        names, _ = self._indexes[namespace]
+        self._indexes[namespace] = (names, index)
+
     def indexes(self, by_namespace: Mapping[str, Sequence[Application]]) -> dict[str, AppIndex]:
         """The name index of each namespace's Applications, sharing the last cycle's positions
         where a namespace holds the same names in the same order (:meth:`AppIndex.renewed`:
@@ -136,6 +150,14 @@ class ImageUpdaterViews(_KeptPerCycle[_ParsedImageUpdater]):
     listed; a status write changes the resourceVersion, not these). A changed ImageUpdater is
     parsed again and selects every Application afresh. Only the ImageUpdaters of the last cycle
     are kept."""
+
+    def reparse(self, obj: Mapping[str, Any]) -> tuple[ImageUpdater, SelectionMemory]:
+        """:meth:`parse` of a watched copy's object put in the place of another between two
+        cycles, kept as if the last cycle had parsed it."""
+        parsed, memory = self.parse(obj, shared=True)
+        key = (parsed.namespace, parsed.name)
+        self._kept[key] = self._seen.pop(key)
+        return parsed, memory
 
     def parse(
         self, obj: Mapping[str, Any], *, shared: bool = False

@@ -10,7 +10,9 @@ keeps (Applications: :func:`~argocd_image_updater.model.app_object.compact_objec
 ImageUpdaters: :func:`~argocd_image_updater.config.imageupdater.compact_image_updater`), its
 strings interned. A deleted object leaves the copy. The watch of ImageUpdaters also starts a
 cycle early on a spec change (:class:`~argocd_image_updater.controller.spec_watch.SpecChanges`):
-one watch per kind.
+one watch per kind. Each change of a copy takes a new stamp (:attr:`WatchedObjects.revision`),
+so that a cycle can tell that nothing it reads changed since the last one
+(:class:`~argocd_image_updater.controller.kept_collection.KeptCollection`).
 
 A copy serves the cycle (:class:`~argocd_image_updater.controller.stores.KubeStore`) only while
 it is current: its watch runs and has listed (the bookmark after the listing), and every
@@ -33,7 +35,10 @@ warning naming what to grant; the cycles list every time, and the watch is tried
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
+import itertools
+import operator
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -52,11 +57,18 @@ log = get_logger("controller")
 
 FORBIDDEN_RETRY: Final = 600.0
 """Seconds before a watch the API server refused (403) is tried again."""
+JOURNAL_MAX: Final = 10_000
+"""How many replacements a copy journals (:meth:`WatchedObjects.replaced_since`) before it
+forgets them."""
 DELETIONS_KEPT: Final = 10_000
 """How many deletions a copy remembers (by key and version) to reject the answer of a write
 that arrives after the object was seen deleted."""
 
+_STAMPS: Final = itertools.count(1)
+"""Each change of any copy takes the next stamp (:attr:`WatchedObjects.revision`)."""
+
 _Key = tuple[str, str]
+_FIRST: Final = operator.itemgetter(0)
 _Entry = tuple[int, dict[str, Any]]
 """An object kept: its resourceVersion as an integer, and the reduced object."""
 Events = AsyncIterator[tuple[str, dict[str, Any]]]
@@ -109,6 +121,12 @@ class WatchedObjects:
         """The version each object not kept was seen deleted at (the oldest forgotten first)."""
         self._listed_at = -1
         """The version of the last listing."""
+        self.revision = next(_STAMPS)
+        """A stamp taken anew whenever what :meth:`objects` hands out changes (unique across
+        copies): while it holds, the very same objects are handed out."""
+        self._journal: list[tuple[int, _Key]] = []
+        """The objects replaced in place since :attr:`_journal_base`, with their stamps."""
+        self._journal_base = self.revision
         self._stop = asyncio.Event()
 
     @property
@@ -118,9 +136,37 @@ class WatchedObjects:
     def objects(self) -> list[dict[str, Any]] | None:
         """The objects kept (a new list of the kept objects, shared: read them, never change
         them), or None when the copy is not current (list them)."""
-        if not self.synced or not self.orderable:
+        if not self.current:
             return None
         return [obj for _, obj in self._objects.values()]
+
+    def _changed(self, replaced: _Key | None) -> None:
+        """What is kept changed: a new stamp; ``replaced``: only that object, replaced in its
+        place, is journaled (anything else starts the journal anew)."""
+        self.revision = next(_STAMPS)
+        if replaced is None or len(self._journal) >= JOURNAL_MAX:
+            self._journal, self._journal_base = [], self.revision
+        else:
+            self._journal.append((self.revision, replaced))
+
+    def replaced_since(self, stamp: int) -> list[tuple[str, str]] | None:
+        """The keys (namespace, name) of the objects replaced in their place since the copy's
+        :attr:`revision` was ``stamp``, while nothing else changed (none added, none deleted,
+        not listed again); None: something else did, or it is not known."""
+        if stamp < self._journal_base or not self.current:
+            return None
+        journal = self._journal
+        return [key for _, key in journal[bisect.bisect_right(journal, stamp, key=_FIRST) :]]
+
+    def kept(self, key: tuple[str, str]) -> dict[str, Any] | None:
+        """The object kept as ``key`` (namespace, name), or None."""
+        entry = self._objects.get(key)
+        return entry[1] if entry is not None else None
+
+    @property
+    def current(self) -> bool:
+        """Whether the copy serves: its watch runs and has listed, its versions are ordered."""
+        return self.synced and self.orderable
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -148,8 +194,10 @@ class WatchedObjects:
         if known is None:
             if number > max(self._deleted.get(key, -1), self._listed_at):
                 self._objects[key] = entry
-        elif number >= known[0]:
+                self._changed(None)
+        elif number > known[0]:  # the same version is the same object: kept as it is
             self._objects[key] = entry
+            self._changed(key)
 
     # --- the watch -----------------------------------------------------------------------------
     def _source(self) -> Events:
@@ -179,11 +227,13 @@ class WatchedObjects:
     def _begin(self) -> None:
         self.synced = False
         self._objects, self._listing, self._written_while_listing = {}, {}, {}
+        self._changed(None)
 
     def _end(self) -> None:
         """The watch ended: nothing kept is current any more (read again when it restarts)."""
         self.synced = False
         self._objects, self._listing, self._written_while_listing = {}, None, {}
+        self._changed(None)
 
     def _refused(self, err: KubeError) -> None:
         if self.forbidden:
@@ -226,6 +276,7 @@ class WatchedObjects:
         self._objects, self._listing, self._written_while_listing = objects, None, {}
         self._deleted = {}
         self.synced = True
+        self._changed(None)
 
     def _unorderable(self) -> None:
         if self.orderable:
@@ -244,8 +295,9 @@ class WatchedObjects:
         key = _key(obj)
         if kind == "DELETED":
             known = self._objects.get(key)
-            if known is None or known[0] <= number:
-                self._objects.pop(key, None)
+            if known is not None and known[0] <= number:
+                del self._objects[key]
+                self._changed(None)
             self._deleted[key] = number
             while len(self._deleted) > DELETIONS_KEPT:
                 del self._deleted[next(iter(self._deleted))]
@@ -254,9 +306,10 @@ class WatchedObjects:
             self._listing[key] = (number, self._reduce(obj))
             return
         known = self._objects.get(key)
-        if known is None or number >= known[0]:
+        if known is None or number > known[0]:  # the same version: the object kept already
             self._objects[key] = (number, self._reduce(obj))
             self._deleted.pop(key, None)
+            self._changed(key if known is not None else None)
 
     async def run(
         self, stop: asyncio.Event, health: Health | None = None, restarts: Restarts | None = None

@@ -3,7 +3,8 @@ API, git, local manifest files) implement them, the cycle and the report stage u
 
 * :class:`ApplicationStore` — where Applications and ImageUpdaters are listed from
   (:class:`ManifestFiles` when they come from files, in local mode; :class:`PagedApplications`
-  when the Applications can be read a page at a time);
+  when the Applications can be read a page at a time; :class:`RevisionedStore` when it can tell
+  that they did not change);
 * :class:`AppWriter` — writes one Application's plan (the ``argocd`` method), raising
   :class:`ConflictError` when the Application changed since it was read;
   :class:`BatchWriter` — writes the plans of many Applications at once (the ``git`` method,
@@ -19,7 +20,7 @@ grammar of the references that name them (the registry stage uses it too).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -57,6 +58,29 @@ class PagedApplications(Protocol):
     each page before the next one is read."""
 
     def application_pages(self, namespace: str | None) -> AsyncIterator[list[dict[str, Any]]]: ...
+
+
+Replaced = tuple[dict[tuple[str, str], dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]
+"""Applications and ImageUpdaters replaced in their places, each by (namespace, name)."""
+
+
+@runtime_checkable
+class RevisionedStore(Protocol):
+    """A store that can tell that what it hands out did not change: the same stamp, the very
+    same objects (a watched copy's)."""
+
+    def revision(self, scopes: Sequence[str | None], image_updaters: bool) -> Hashable | None:
+        """The stamp of the Applications and (``image_updaters``) ImageUpdaters of ``scopes``
+        (namespaces; None: all); None when it cannot tell."""
+        ...
+
+    def replaced_since(
+        self, stamp: Hashable, scopes: Sequence[str | None], image_updaters: bool
+    ) -> Replaced | None:
+        """The Applications and ImageUpdaters replaced in their places since :meth:`revision`
+        was ``stamp``, by (namespace, name); None: something else changed too (an object added
+        or deleted), or it cannot tell."""
+        ...
 
 
 class CompactPage(list[dict[str, Any]]):

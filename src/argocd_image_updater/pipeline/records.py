@@ -38,7 +38,11 @@ class Collected:
     problems: list[str] = field(default_factory=list)
     """Objects (and, in local mode, files) that were skipped; each is an error of the cycle."""
     listed: set[str] = field(default_factory=set)
-    """Every Application listed (``namespace/name``), selected or not."""
+    """Every Application listed (``namespace/name``), selected or not (read it, never change
+    it: a collection handed out again shares it)."""
+    shared: bool = False
+    """The ImageUpdaters' ``raw`` objects are a watched copy's kept objects (kept anyway, never
+    changed)."""
     elsewhere: set[str] = field(default_factory=set)
     """Applications selected for the keys of another replica or static shard (``--sharding``,
     ``--shard-selector``): that one processes them and follows their changes."""

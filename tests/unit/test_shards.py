@@ -159,11 +159,17 @@ def test_keep_shard_with_a_selector_keeps_only_that_static_shard() -> None:
     assert [config.app.name for config in members.others] == ["d"]
 
 
+_MEMBER_LISTS: dict[frozenset[str] | None, object] = {}
+"""One object per member list, as a membership keeps its view while it holds."""
+
+
 def _split(
     keeper: ShardKeeper, collected: Collected, selector: str | None, owned: set[str] | None
 ) -> tuple[object, ...]:
     narrowed = dataclasses.replace(collected, crs=list(collected.crs), configs=collected.configs)
-    keys = keeper.keep(narrowed, selector, None if owned is None else owned.__contains__)
+    members = _MEMBER_LISTS.setdefault(None if owned is None else frozenset(owned), object())
+    owns = None if owned is None else owned.__contains__
+    keys = keeper.keep(narrowed, selector, owns, members)
     return (
         keys,
         [cr.name for cr in narrowed.crs],
@@ -221,6 +227,34 @@ def test_the_keeper_of_each_cycle_splits_as_a_first_look_would() -> None:
     del crs[4]  # an ImageUpdater gone, its Applications' pairs still listed
     check(None, owned)
     check(None, owned)
+
+
+def test_the_keeper_hands_out_its_split_of_the_very_same_selection_again() -> None:
+    keeper, asked = ShardKeeper(), []
+
+    def owns(key: str) -> bool:
+        asked.append(key)
+        return key in {"argocd/two", "argocd/c"}
+
+    first = _collected()
+    crs, configs, members = list(first.crs), list(first.configs), object()
+    assert keeper.keep(first, None, owns, members) == {"argocd/two", "argocd/c"}
+    assert asked
+    asked.clear()
+    again = Collected(crs=list(crs), configs=list(configs), listed=first.listed)
+    assert keeper.keep(again, None, owns, members) == {"argocd/two", "argocd/c"}
+    assert not asked  # nothing gone over
+    assert (again.crs, again.configs, again.others, again.elsewhere) == (
+        first.crs,
+        first.configs,
+        first.others,
+        first.elsewhere,
+    )
+    assert again.configs is not first.configs  # lists of its own
+    # Another member list (a new object): gone over again.
+    other = Collected(crs=list(crs), configs=list(configs), listed=first.listed)
+    keeper.keep(other, None, owns, object())
+    assert asked
 
 
 def test_member_names_are_lease_names_and_distinct_per_process() -> None:

@@ -418,3 +418,9 @@ def test_the_layouts_of_each_cycle_follow_the_configurations_whatever_is_kept() 
     # An ImageUpdater not among those listed (an equal object) is keyed as itself.
     equal = CRState(namespace="argocd", name="updater", generation=2, resource_version="2")
     check(Collected(configs=[(one, equal)], crs=[cr], listed=listed))
+    # The very same selection again (a collection handed out again): the same layout.
+    pairs: list[tuple[AppUpdateConfig, CRState | None]] = [(one, cr), (moved, cr)]
+    first = check(Collected(configs=list(pairs), crs=[cr], listed=listed))
+    assert layouts.layout(Collected(configs=list(pairs), crs=[cr], listed=listed)) is first
+    # … but not a webhook event's of the same configurations (nothing listed).
+    assert layouts.layout(Collected(configs=list(pairs), crs=[cr])) is not first

@@ -276,8 +276,9 @@ class Membership:
             live.add(self.member)
         view = frozenset(live)
         changed = view != self.view
-        self.view, self._view_at = view, started
-        if changed:
+        self._view_at = started
+        if changed:  # else the same object stays: what is worked out under it holds
+            self.view = view
             self._check_holds()
             log.info("members: %s", ", ".join(sorted(view)) or "none", identity=self.member)
             if self.on_view_change is not None:

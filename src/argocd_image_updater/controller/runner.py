@@ -242,8 +242,11 @@ class Controller:
         held: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
         if self.shards is not None or self.shard_selector is not None:
             owns = self.shards.owns if self.shards is not None else None
-            split = self.shard_keeper.keep if full else keep_shard
-            keys = split(collected, self.shard_selector, owns)
+            if full:
+                members = self.shards.view if self.shards is not None else None
+                keys = self.shard_keeper.keep(collected, self.shard_selector, owns, members)
+            else:
+                keys = keep_shard(collected, self.shard_selector, owns)
             if self.shards is not None:
                 held = self.shards.holding(keys, full=full)
         if self.state_scope is None:

@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from itertools import compress
 from typing import Any, Final, cast
 
+from argocd_image_updater.kits.same_items import same_items
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.pipeline.records import Collected, CRState
 
@@ -133,6 +135,22 @@ _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 _KEPT, _OTHERS, _APP = operator.itemgetter(1), operator.itemgetter(2), operator.itemgetter(3)
 
 
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """A selection's share kept by :class:`ShardKeeper` (its lists never changed)."""
+
+    keys: frozenset[str]
+    crs: list[CRState]
+    configs: list[tuple[AppUpdateConfig, CRState | None]]
+    others: list[AppUpdateConfig]
+    elsewhere: set[str]
+
+    def apply(self, collected: Collected) -> set[str]:
+        collected.crs, collected.configs = list(self.crs), list(self.configs)
+        collected.others, collected.elsewhere = list(self.others), set(self.elsewhere)
+        return set(self.keys)
+
+
 class ShardKeeper:
     """:func:`keep_shard` of each full cycle's selection, the configurations gone over one by
     one only where they changed: a configuration met in the last cycle as the very same object
@@ -149,6 +167,9 @@ class ShardKeeper:
 
     def __init__(self) -> None:
         self._selector: str | None = None
+        self._last: tuple[object, list[CRState], list[Any], _Split] | None = None
+        """The last cycle's member list, selection (its lists as given) and split: handed out
+        again for the very same selection under the same member list (:func:`same_items`)."""
         self._verdicts: dict[str, tuple[bool, bool]] = {}
         """The last cycle's verdict of each listed ImageUpdater (of the shard, kept), by key."""
         self._ours: dict[int, tuple[Mapping[str, Any], bool]] = {}
@@ -158,9 +179,36 @@ class ShardKeeper:
         """By the identity of a configuration and the key of its ImageUpdater."""
 
     def keep(
+        self,
+        collected: Collected,
+        selector: str | None,
+        owns: Callable[[str], bool] | None,
+        members: object = None,
+    ) -> set[str]:
+        """As :func:`keep_shard`; ``members``: the member list ``owns`` answers under (the
+        same object while it holds), so that a selection handed out again (the same states and
+        configurations, :class:`~argocd_image_updater.controller.kept_collection.
+        KeptCollection`) is split as last time without going over it."""
+        given_crs, given_configs = collected.crs, collected.configs
+        last = self._last
+        if (
+            last is not None
+            and selector == self._selector
+            and last[0] is members
+            and same_items(given_crs, last[1])
+            and same_items(given_configs, last[2])
+        ):
+            return last[3].apply(collected)
+        keys = self._keep(collected, selector, owns)
+        split = _Split(
+            frozenset(keys), collected.crs, collected.configs, collected.others, collected.elsewhere
+        )
+        self._last = (members, given_crs, given_configs, split)
+        return split.apply(collected)
+
+    def _keep(
         self, collected: Collected, selector: str | None, owns: Callable[[str], bool] | None
     ) -> set[str]:
-        """As :func:`keep_shard`."""
         if selector != self._selector:
             self._selector, self._ours, self._outcomes = selector, {}, {}
         ours_now: dict[int, tuple[Mapping[str, Any], bool]] = {}

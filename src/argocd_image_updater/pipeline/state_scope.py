@@ -13,9 +13,11 @@ repositories (``<repository URL>/<chart>``).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.reloading import ReloadingRegistryConfig
+from argocd_image_updater.kits.same_items import same_items
 from argocd_image_updater.model.chart import ChartRef
 from argocd_image_updater.model.controller_state import app_key, repo_key
 from argocd_image_updater.model.image import ImageRef
@@ -84,6 +86,9 @@ class Layouts:
         self._kept: dict[int, tuple[AppUpdateConfig, str, frozenset[str]]] = {}
         """By configuration identity: the configuration (held), its Application and
         repositories; those of the last full listing's and of the webhook events since."""
+        self._last: tuple[list[CRState], list[Any], bool, Layout] | None = None
+        """The last selection (its lists as given), whether it was a full listing's, and its
+        layout: the same layout again for the very same selection (a steady fleet's)."""
 
     def layout(self, collected: Collected) -> Layout:
         """Where the entries of ``collected``'s Applications belong: their keys (an ImageUpdater
@@ -93,7 +98,15 @@ class Layouts:
             registries.current() if isinstance(registries, ReloadingRegistryConfig) else registries
         )
         if snapshot is not self._snapshot:
-            self._snapshot, self._kept = snapshot, {}
+            self._snapshot, self._kept, self._last = snapshot, {}, None
+        last, full = self._last, bool(collected.listed)
+        if (
+            last is not None
+            and last[2] == full
+            and same_items(collected.crs, last[0])
+            and same_items(collected.configs, last[1])
+        ):
+            return last[3]
         known = self._kept
         # A full listing: forget the configurations it no longer has.
         met = {} if collected.listed else known
@@ -112,4 +125,6 @@ class Layouts:
             apps[kept[1]] = key
             repos.setdefault(key, set()).update(kept[2])
         self._kept = met
-        return Layout(apps, {key: frozenset(names) for key, names in repos.items()})
+        layout = Layout(apps, {key: frozenset(names) for key, names in repos.items()})
+        self._last = (list(collected.crs), list(collected.configs), full, layout)
+        return layout

@@ -668,7 +668,9 @@ async def cached(client: KubeClient, stop: asyncio.Event) -> tuple[ShardedStateS
 
 
 async def test_steady_loads_take_the_watched_copy_and_make_no_request(
-    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+    store: KubeStore,
+    fronts: list[tuple[KubeApiServer, KubeClient]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Without the watched copy every load reads each object of its keys and repositories; with
     it, only the first (and a conflict) does: a steady cycle (two loads, a save of nothing)
@@ -705,6 +707,14 @@ async def test_steady_loads_take_the_watched_copy_and_make_no_request(
                 await replica.load()
                 await replica.save(await replica.load())
             assert sum(api.requests.values()) == before  # a steady cycle: no request
+            cache, asked = replica.cache, []
+            assert cache is not None
+            newer = cache.newer
+            monkeypatch.setattr(cache, "newer", lambda *a: asked.append(a) or newer(*a))
+            for _ in range(2):
+                await replica.save(await replica.load())
+            assert not asked  # nothing can have changed: no object was even looked at
+            monkeypatch.undo()
             first.record_write(f"{NS}/{FLEET[KEYS[0]][1]}", "web", "2.0.0", NOW)
             await replica.save(first)
             assert (await replica.load()).last_write(

@@ -69,6 +69,9 @@ class StateCache:
         """By name: the newest copy watched (None: seen deleted)."""
         self._listing: dict[str, dict[str, Any]] | None = None
         self.restarts = Restarts()
+        self.revision = 0
+        """Raised with every change of what :meth:`newer` answers (what is wanted, watched or
+        current): while it holds, every answer holds."""
 
     @property
     def where(self) -> str:
@@ -76,12 +79,17 @@ class StateCache:
 
     def want(self, name: str) -> None:
         """Keep ConfigMap ``name`` from now on (before it is read: no change is missed)."""
-        self._wanted.add(name)
+        if name not in self._wanted:
+            self._wanted.add(name)
+            self.revision += 1
 
     def keep(self, names: Collection[str]) -> None:
         """Keep only the ConfigMaps ``names`` (those held)."""
-        self._wanted &= set(names)
-        self._objects = {n: obj for n, obj in self._objects.items() if n in self._wanted}
+        wanted = self._wanted & set(names)
+        if len(wanted) != len(self._wanted):
+            self._wanted = wanted
+            self._objects = {n: obj for n, obj in self._objects.items() if n in wanted}
+            self.revision += 1
 
     def newer(self, name: str, version: str) -> object:
         """The copy of ConfigMap ``name`` watched if it is newer than ``version`` (the one the
@@ -104,6 +112,7 @@ class StateCache:
         async def events() -> AsyncIterator[tuple[str, dict[str, Any]]]:
             self.synced = False
             self._listing = {}
+            self.revision += 1
             try:
                 async for event in follow(
                     self.kube, CONFIGMAPS, self.namespace, label_selector=STATE_KIND_LABEL
@@ -111,6 +120,7 @@ class StateCache:
                     yield event
             finally:
                 self.synced = False
+                self.revision += 1
 
         return events()
 
@@ -120,6 +130,7 @@ class StateCache:
                 self._objects = {n: o for n, o in self._listing.items() if n in self._wanted}
                 self._listing = None
                 self.synced = True
+                self.revision += 1
             return
         name = _name(obj)
         if not name or name not in self._wanted:
@@ -132,6 +143,9 @@ class StateCache:
             self._objects[name] = None
         elif known is None or (_order(_version(obj), _version(known)) or 0) >= 0:
             self._objects[name] = obj
+        else:
+            return
+        self.revision += 1
 
     async def run(self, stop: asyncio.Event, health: Health | None = None) -> None:
         """Follow the state ConfigMaps until ``stop`` is set."""
@@ -147,3 +161,4 @@ class StateCache:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             self.synced = False
+            self.revision += 1

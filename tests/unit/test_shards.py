@@ -205,6 +205,13 @@ def test_the_keeper_of_each_cycle_splits_as_a_first_look_would() -> None:
 
     check()
     check()  # nothing changed
+    configs[2] = (_config(configs[2][0].app.name), configs[2][1])  # the same app, read again
+    check()
+    crs[1] = dataclasses.replace(crs[1])  # a status written: each of its pairs names it
+    configs[:] = [(c, crs[1]) if s is not None and s.name == "u1" else (c, s) for c, s in configs]
+    configs[24] = (_config("legacy-1"), None)
+    check()
+    assert keeper.mended == 2  # the split mended where they were replaced
     renew()
     check()
     configs[3] = (_config("a3-new"), configs[3][1])  # an Application changed

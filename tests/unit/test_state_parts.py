@@ -422,5 +422,13 @@ def test_the_layouts_of_each_cycle_follow_the_configurations_whatever_is_kept() 
     pairs: list[tuple[AppUpdateConfig, CRState | None]] = [(one, cr), (moved, cr)]
     first = check(Collected(configs=list(pairs), crs=[cr], listed=listed))
     assert layouts.layout(Collected(configs=list(pairs), crs=[cr], listed=listed)) is first
+    # The same Applications read again in their places (a mended selection): the same layout,
+    # unless one of them moved to other repositories.
+    one_again = AppUpdateConfig(app=_app("one", []), images=(ImageSpec("web", "nginx"),))
+    mended = check(Collected(configs=[(one_again, cr), (moved, cr)], crs=[cr], listed=listed))
+    assert mended is first
+    elsewhere = AppUpdateConfig(app=_app("one", []), images=(ImageSpec("web", "quay.io/x/y"),))
+    other = check(Collected(configs=[(elsewhere, cr), (moved, cr)], crs=[cr], listed=listed))
+    assert other is not first and "quay.io/x/y" in other.repos["argocd/updater"]
     # … but not a webhook event's of the same configurations (nothing listed).
     assert layouts.layout(Collected(configs=list(pairs), crs=[cr])) is not first

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import Any, Final, cast
 
-from argocd_image_updater.kits.same_items import same_items
+from argocd_image_updater.kits.same_items import changed_places, same_items
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.pipeline.records import Collected, CRState
 
@@ -151,6 +151,18 @@ class _Split:
         return set(self.keys)
 
 
+@dataclass(frozen=True, slots=True)
+class _Positions:
+    """What a split made of each place of its selection: each listed state's verdict (by
+    identity; held by the selection), each configuration's outcome, which states were kept, and
+    the keys of those."""
+
+    by_id: dict[int, tuple[bool, bool]]
+    outcomes: list[_Outcome]
+    cr_flags: list[bool]
+    cr_keys: frozenset[str]
+
+
 class ShardKeeper:
     """:func:`keep_shard` of each full cycle's selection, the configurations gone over one by
     one only where they changed: a configuration met in the last cycle as the very same object
@@ -177,6 +189,10 @@ class ShardKeeper:
         whether its labels are of the static shard."""
         self._outcomes: dict[tuple[int, str | None], _Outcome] = {}
         """By the identity of a configuration and the key of its ImageUpdater."""
+        self._positions: _Positions | None = None
+        """What the last split made of each place of its selection (:meth:`_mended`)."""
+        self.mended = 0
+        """How many splits were mended (for tests)."""
 
     def keep(
         self,
@@ -199,12 +215,79 @@ class ShardKeeper:
             and same_items(given_configs, last[2])
         ):
             return last[3].apply(collected)
-        keys = self._keep(collected, selector, owns)
-        split = _Split(
-            frozenset(keys), collected.crs, collected.configs, collected.others, collected.elsewhere
-        )
+        split = self._mended(given_crs, given_configs, selector, owns, members)
+        if split is None:
+            keys = self._keep(collected, selector, owns)
+            split = _Split(
+                frozenset(keys),
+                collected.crs,
+                collected.configs,
+                collected.others,
+                collected.elsewhere,
+            )
         self._last = (members, given_crs, given_configs, split)
         return split.apply(collected)
+
+    def _mended(
+        self,
+        crs: list[CRState],
+        pairs: list[tuple[AppUpdateConfig, CRState | None]],
+        selector: str | None,
+        owns: Callable[[str], bool] | None,
+        members: object,
+    ) -> _Split | None:
+        """The last split with the states and configurations replaced in their places since
+        put in, when each of them keeps its ImageUpdater (or Application) and verdict (a
+        collection mended where objects were replaced: :class:`~argocd_image_updater.
+        controller.kept_collection.KeptCollection`); None: go over the selection."""
+        last, known = self._last, self._positions
+        if last is None or known is None or last[0] is not members or selector != self._selector:
+            return None
+        old_crs, old_pairs = last[1], last[2]
+        if len(crs) != len(old_crs) or len(pairs) != len(old_pairs):
+            return None
+        by_id = known.by_id
+        replaced = [(old_crs[i], crs[i]) for i in changed_places(crs, old_crs)]
+        if replaced:
+            by_id = dict(by_id)
+        for old, new in replaced:
+            key = f"{new.namespace}/{new.name}"
+            ours = shard_matches(selector, _labels(new.raw))
+            verdict = (ours, ours and (owns is None or owns(key)))
+            if (old.namespace, old.name) != (new.namespace, new.name) or verdict != by_id[id(old)]:
+                return None
+            del by_id[id(old)]
+            by_id[id(new)] = verdict
+        outcomes = known.outcomes
+        places = changed_places(pairs, old_pairs)
+        if places:
+            outcomes = list(outcomes)
+        for i in places:
+            config, state = pairs[i]
+            app = f"{config.app.namespace}/{config.app.name}"
+            if state is not None:
+                found = by_id.get(id(state))
+                if found is None:  # equal to a listed one, not the same object
+                    key = f"{state.namespace}/{state.name}"
+                    found = (shard_matches(selector, _labels(state.raw)), key in known.cr_keys)
+                ours, mine = found
+            else:
+                ours = shard_matches(selector, config.app.labels)
+                mine = ours and (owns is None or owns(app))
+            outcome = (config, mine, ours and not mine, app)
+            if outcome[1:] != outcomes[i][1:]:
+                return None
+            outcomes[i] = outcome
+        self._positions = _Positions(by_id, outcomes, known.cr_flags, known.cr_keys)
+        self.mended += 1
+        split = last[3]
+        return _Split(
+            split.keys,
+            list(compress(crs, known.cr_flags)),
+            list(compress(pairs, map(_KEPT, outcomes))),
+            list(compress(map(_FIRST, pairs), map(_OTHERS, outcomes))),
+            split.elsewhere,
+        )
 
     def _keep(
         self, collected: Collected, selector: str | None, owns: Callable[[str], bool] | None
@@ -259,6 +342,8 @@ class ShardKeeper:
             found[i] = (config, mine, ours and not mine, app)
         done = cast(list[_Outcome], found)  # each one is worked out now
         self._outcomes = dict(zip(idents, done, strict=True))
+        cr_flags = [by_id[id(cr)][1] for cr in collected.crs]
+        self._positions = _Positions(by_id, done, cr_flags, frozenset(cr_keys))
         kept = list(map(_KEPT, done))
         collected.crs = crs
         collected.configs = list(compress(pairs, kept))

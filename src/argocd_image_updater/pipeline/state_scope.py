@@ -17,7 +17,7 @@ from typing import Any
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.reloading import ReloadingRegistryConfig
-from argocd_image_updater.kits.same_items import same_items
+from argocd_image_updater.kits.same_items import changed_places
 from argocd_image_updater.model.chart import ChartRef
 from argocd_image_updater.model.controller_state import app_key, repo_key
 from argocd_image_updater.model.image import ImageRef
@@ -25,6 +25,9 @@ from argocd_image_updater.model.state_parts import Layout
 from argocd_image_updater.model.update_config import AppUpdateConfig
 from argocd_image_updater.pipeline.records import Collected, CRState
 from argocd_image_updater.plan.scans import EndpointFor
+
+_Place = tuple[str, str, frozenset[str]]
+"""What a layout took of one configuration: its Application, key and repositories."""
 
 
 def shard_key(config: AppUpdateConfig, cr: CRState | None) -> str:
@@ -86,9 +89,11 @@ class Layouts:
         self._kept: dict[int, tuple[AppUpdateConfig, str, frozenset[str]]] = {}
         """By configuration identity: the configuration (held), its Application and
         repositories; those of the last full listing's and of the webhook events since."""
-        self._last: tuple[list[CRState], list[Any], bool, Layout] | None = None
-        """The last selection (its lists as given), whether it was a full listing's, and its
-        layout: the same layout again for the very same selection (a steady fleet's)."""
+        self._last: tuple[list[CRState], list[Any], bool, Layout, list[_Place]] | None = None
+        """The last selection (its lists as given), whether it was a full listing's, its
+        layout, and what the layout took of each place: the same layout again for the very
+        same selection (a steady fleet's), or for one whose configurations replaced in their
+        places keep their Application, key and repositories (a mended one's)."""
 
     def layout(self, collected: Collected) -> Layout:
         """Where the entries of ``collected``'s Applications belong: their keys (an ImageUpdater
@@ -100,12 +105,8 @@ class Layouts:
         if snapshot is not self._snapshot:
             self._snapshot, self._kept, self._last = snapshot, {}, None
         last, full = self._last, bool(collected.listed)
-        if (
-            last is not None
-            and last[2] == full
-            and same_items(collected.crs, last[0])
-            and same_items(collected.configs, last[1])
-        ):
+        if last is not None and last[2] == full and self._same(collected, last, snapshot):
+            self._last = (list(collected.crs), list(collected.configs), full, last[3], last[4])
             return last[3]
         known = self._kept
         # A full listing: forget the configurations it no longer has.
@@ -113,6 +114,7 @@ class Layouts:
         key_of = {id(cr): f"{cr.namespace}/{cr.name}" for cr in collected.crs}
         apps: dict[str, str] = {}
         repos: dict[str, set[str]] = {}
+        places: list[_Place] = []
         for config, cr in collected.configs:
             key = key_of.get(id(cr)) if cr is not None else None
             if key is None:
@@ -124,7 +126,34 @@ class Layouts:
             met[id(config)] = kept
             apps[kept[1]] = key
             repos.setdefault(key, set()).update(kept[2])
+            places.append((kept[1], key, kept[2]))
         self._kept = met
         layout = Layout(apps, {key: frozenset(names) for key, names in repos.items()})
-        self._last = (list(collected.crs), list(collected.configs), full, layout)
+        self._last = (list(collected.crs), list(collected.configs), full, layout, places)
         return layout
+
+    def _same(
+        self,
+        collected: Collected,
+        last: tuple[list[CRState], list[Any], bool, Layout, list[_Place]],
+        snapshot: RegistryConfig,
+    ) -> bool:
+        """Whether ``collected`` lays out as the selection of ``last``: the same
+        configurations, or others in their places with the same Application, key and
+        repositories (those are kept from now on)."""
+        configs, before = collected.configs, last[1]
+        if len(configs) != len(before):
+            return False
+        found: list[tuple[int, tuple[AppUpdateConfig, str, frozenset[str]]]] = []
+        for i in changed_places(configs, before):
+            config, cr = configs[i]
+            app = app_key(config.app.namespace, config.app.name)
+            key = f"{cr.namespace}/{cr.name}" if cr is not None else shard_key(config, cr)
+            names = repositories(config, snapshot.endpoint_for)
+            if (app, key, names) != last[4][i]:
+                return False
+            found.append((i, (config, app, names)))
+        for i, kept in found:
+            self._kept.pop(id(before[i][0]), None)
+            self._kept[id(kept[0])] = kept
+        return True

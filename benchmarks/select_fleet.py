@@ -3,8 +3,11 @@ copy: ``--apps`` Applications and ``--updaters`` ImageUpdaters (each selecting i
 by exact name, each Application one image) handed out as a watched copy hands them out (kept
 objects, an unchanged one as the very same object, a changed one as a new object). Measures
 cycles where nothing changed ("steady") and cycles where ``--churn`` Applications and as many
-ImageUpdaters (a status written) were replaced since the last cycle ("churn"). No registry, no
-Kubernetes. Prints a markdown table: CPU ms a cycle, min and median of ``--rounds`` × 10 cycles.
+ImageUpdaters (a status written) were replaced since the last cycle ("churn"), each with the
+last collection kept as the controller keeps it (handed out again, or mended:
+``controller.kept_collection``) and without it (every object looked at by identity). No
+registry, no Kubernetes. Prints a markdown table: CPU ms a cycle, min and median of
+``--rounds`` × 10 cycles.
 
 Run: ``.venv/bin/python benchmarks/select_fleet.py [--apps N] [--updaters N] [--churn N]
 [--rounds N]`` (with ``PYTHONPATH`` pointing at another tree's ``src`` to measure that tree).
@@ -18,6 +21,7 @@ import statistics
 import time
 
 from argocd_image_updater.config.imageupdater import compact_image_updater
+from argocd_image_updater.controller.kept_collection import KeptCollection
 from argocd_image_updater.controller.sources import LegacyFilter, collect
 from argocd_image_updater.controller.views import ApplicationViews, ImageUpdaterViews
 from argocd_image_updater.controller.watched_objects import reduced_application
@@ -54,10 +58,11 @@ class WatchedCopy(KeptCopy):
 
 
 async def cycles(
-    copy: WatchedCopy, n: int, churn: int, apps_per: int, step: list[int]
+    copy: WatchedCopy, n: int, churn: int, apps_per: int, step: list[int], kept: bool
 ) -> list[float]:
     views, cr_views = ApplicationViews(), ImageUpdaterViews()
-    await collect(copy, None, LegacyFilter(), True, views, cr_views)  # the cold one
+    whole = KeptCollection() if kept else None
+    await collect(copy, None, LegacyFilter(), True, views, cr_views, whole)  # the cold one
     names, updaters = sorted(copy.apps), len(copy.updaters)
     spent = []
     for _ in range(n):
@@ -67,7 +72,7 @@ async def cycles(
             copy.put_app(name, copy.apps[name]["status"]["summary"]["images"][0].split(":")[0])
             copy.put_updater((step[0] * 104729) % updaters, apps_per, step[0])
         began = time.process_time()
-        await collect(copy, None, LegacyFilter(), True, views, cr_views)
+        await collect(copy, None, LegacyFilter(), True, views, cr_views, whole)
         spent.append(time.process_time() - began)
     return spent
 
@@ -81,13 +86,14 @@ def main() -> None:
     args = parser.parse_args()
     apps_per = max(1, args.apps // args.updaters)
     copy = WatchedCopy(args.updaters, apps_per)
-    rows: dict[str, list[float]] = {"steady": [], f"churn ({args.churn} of each)": []}
+    rows: dict[str, list[float]] = {}
     step = [0]
     for _ in range(args.rounds):
-        rows["steady"] += asyncio.run(cycles(copy, 10, 0, apps_per, step))
-        rows[f"churn ({args.churn} of each)"] += asyncio.run(
-            cycles(copy, 10, args.churn, apps_per, step)
-        )
+        for kept, how in ((True, "collection kept"), (False, "each object by identity")):
+            steady = asyncio.run(cycles(copy, 10, 0, apps_per, step, kept))
+            rows.setdefault(f"steady, {how}", []).extend(steady)
+            churn = asyncio.run(cycles(copy, 10, args.churn, apps_per, step, kept))
+            rows.setdefault(f"churn ({args.churn} of each), {how}", []).extend(churn)
     print(f"Machine: {machine()}\n")
     print(f"{args.updaters} ImageUpdaters × {apps_per} Applications, watched copy\n")
     print("| cycle | CPU ms, min | CPU ms, median |")

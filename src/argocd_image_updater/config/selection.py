@@ -305,7 +305,7 @@ class SelectionMemory:
     planning can recognise it by identity. Only the Applications of the last selection are kept.
     """
 
-    __slots__ = ("_kept", "_last", "_positions", "_refs", "_seen")
+    __slots__ = ("_kept", "_last", "_positions", "_ref_configs", "_refs", "_seen")
 
     def __init__(self) -> None:
         # By name: an ImageUpdater selects the Applications of its own namespace (and a piece
@@ -319,6 +319,9 @@ class SelectionMemory:
         self._last: tuple[tuple[Application, ...], SelectionResult] | None = None
         """The last selection's candidates and result: the result again while the very same
         views are the candidates (a steady fleet's ImageUpdater costs a comparison)."""
+        self._ref_configs = _RefConfigs()
+        """What each ref configures alike for every Application (of this very ImageUpdater):
+        an Application that changed is selected again without building its ref's images."""
 
     def _checked(self, cr: ImageUpdater) -> tuple[str | None, list[ApplicationRef]]:
         """:func:`_check_patterns` and :func:`sort_refs` of ``cr`` (the same ImageUpdater
@@ -392,7 +395,7 @@ def select_applications(
         if memory._last is not None and memory._last[0] == candidates:
             return memory._last[1]
         memory._last = (candidates, result)
-    shared = _RefConfigs()
+    shared = memory._ref_configs if memory is not None else _RefConfigs()
     if memory is not None:
         memory._begin()
     for app in apps:

@@ -170,6 +170,8 @@ class KeptCollection:
         self._made: Made | None = None
         self._readers: dict[tuple[str, int], list[int]] | None = None
         self._everyone: dict[str, list[int]] = {}
+        self._part_at: dict[tuple[str, str], int] | None = None
+        """Each part's place by its ImageUpdater (namespace, name), made when first needed."""
         self._replaced = 0
         self.handed_out = 0
         """How many collections were handed out again (for tests and benchmarks)."""
@@ -198,6 +200,7 @@ class KeptCollection:
         made.collected = _copy(kept, list(kept.configs), list(kept.crs))
         self._stamp, self._made = stamp, made
         self._readers, self._everyone, self._replaced = None, {}, 0
+        self._part_at = None
 
     def _readers_of(self, namespace: str, position: int) -> list[int]:
         """The parts whose candidates include the Application at ``position`` of
@@ -264,9 +267,10 @@ class KeptCollection:
             indexes[namespace] = indexes[namespace].renewed(found_apps)
             views.renewed_index(namespace, indexes[namespace])
         parts = list(made.parts)
-        by_key = {(part.cr.namespace, part.cr.name): i for i, part in enumerate(parts)}
+        if updaters and self._part_at is None:
+            self._part_at = {(p.cr.namespace, p.cr.name): i for i, p in enumerate(parts)}
         for key, obj in updaters.items():
-            i = by_key.get(key)
+            i = self._part_at.get(key) if self._part_at is not None else None
             if i is None:
                 return None  # it could not be read before
             try:

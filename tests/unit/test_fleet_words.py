@@ -287,3 +287,58 @@ def test_a_vouched_copy_scanned_with_metadata_is_reused_without_a_task_counted_a
 
 async def _no_metadata(*args: object, **kwargs: object) -> list[object]:
     return []
+
+
+class Credentials:
+    """A stand-in for the credentials cache, counting what it is asked."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def for_job(self, endpoint: object, pull_secret: object, namespace: str) -> None:
+        self.asked += 1
+
+
+def test_a_scan_not_answered_at_once_is_scanned_with_the_request_made_for_it() -> None:
+    """A sharded replica's scans: those of a copy reused are answered at once, the others
+    listed, each with the one request made for it (the credentials asked once per scan)."""
+    from types import SimpleNamespace
+
+    from argocd_image_updater.controller.scan import _Scans
+    from argocd_image_updater.plan.choices import ScanResults
+    from argocd_image_updater.plan.scans import ScanKey
+
+    endpoint = RegistryEndpoint("registry.example", "example", "https://registry.example")
+    witness, client, credentials = Witness(), Client(), Credentials()
+    jobs = {
+        ScanKey(endpoint.api_url, f"team/app-{i}", "", False, (), ()): SimpleNamespace(
+            endpoint=endpoint, pull_secret=None, repository=f"team/app-{i}"
+        )
+        for i in range(4)
+    }
+
+    async def scenario() -> None:
+        scanner = Scanner()
+        scanner.vouched = VouchedLists(witness)
+        scanner.client = lambda endpoint: client  # type: ignore[method-assign, assignment, return-value]
+        first = scanner.new_round(full=True)
+        for key in jobs:  # copies of every listing
+            await scanner.scan(ScanRequest(endpoint, key.repository), first)
+        witness.vouched = {
+            Scanner.tag_list_key(ScanRequest(endpoint, "team/app-0")),
+            Scanner.tag_list_key(ScanRequest(endpoint, "team/app-1")),
+        }
+        second = scanner.new_round(full=True)
+        assert second > first
+        results = ScanResults()
+        scans = _Scans(scanner, credentials, 4, results)  # type: ignore[arg-type]
+        waiting = [key for key, job in jobs.items() if not scans.at_once(key, job, "ns", second)]  # type: ignore[arg-type]
+        assert [key.repository for key in waiting] == ["team/app-2", "team/app-3"]
+        await asyncio.gather(*(scans.run(key, jobs[key], "ns", second) for key in waiting))  # type: ignore[arg-type]
+        assert credentials.asked == len(jobs)  # once per scan
+        assert client.lists == len(jobs) + 2
+        assert all(not isinstance(result, Exception) for result in results.values())
+        assert len(results) == len(jobs)
+        await scanner.aclose()
+
+    asyncio.run(scenario())

@@ -261,12 +261,11 @@ class Scanner:
         def fetch() -> Awaitable[list[str]]:
             return client.list_tags(repository, req.credentials)
 
-        names = self._vouched_copy(key, scan_round)
-        if names is None:
-            if self.vouched is not None:
-                full = scan_round is not None and scan_round == self._full_round
-                fetch = self.vouched.fetcher(key, fetch, full=full, asked=full)
-            names = await self._tag_lists.get(key, fetch, scan_round)
+        copy = None
+        if self.vouched is not None:
+            full = scan_round is not None and scan_round == self._full_round
+            fetch, copy = self.vouched.listing(key, fetch, full=full)
+        names = await self._tag_lists.get(key, fetch, scan_round, copy)
         # Time-sorted registries need no metadata; the digest strategy (only_tags) still needs
         # the digest of its tag.
         if not req.metadata or (
@@ -300,22 +299,6 @@ class Scanner:
             copy = self.vouched.reuse(key)
             names = self._tag_lists.put(key, copy) if copy is not None else None
         return self._named(req, key, names) if names is not None else None
-
-    def _vouched_copy(self, key: TagListKey, scan_round: int | None) -> tuple[str, ...] | None:
-        """In a full round of a sharded fleet, when the round has no listing of ``key`` yet:
-        this replica's copy if the repository's owner vouches for it (:attr:`vouched`), held
-        as the round's listing (counted as the miss the listing it replaces would have been),
-        else None (then asked no more: the listing made instead does not ask again). Spares
-        the task of a listing (and interning its names again) for each copy reused."""
-        if (
-            self.vouched is None
-            or scan_round is None
-            or scan_round != self._full_round
-            or self._tag_lists.usable(key, scan_round)
-        ):
-            return None
-        copy = self.vouched.reuse(key)
-        return self._tag_lists.put(key, copy, hit=False) if copy is not None else None
 
     def _named(self, req: ScanRequest, key: TagListKey, names: tuple[str, ...]) -> ScanResult:
         """The result of a scan of tag names only."""

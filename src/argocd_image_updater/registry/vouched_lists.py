@@ -102,16 +102,17 @@ class VouchedLists:
         self._reused.inc()
         return copy.names
 
-    def fetcher(
-        self,
-        key: TagListKey,
-        fetch: Callable[[], Awaitable[list[str]]],
-        *,
-        full: bool,
-        asked: bool = False,
-    ) -> Callable[[], Awaitable[list[str]]]:
-        """``fetch`` of the tags of ``key`` through :meth:`names`."""
-        return lambda: self.names(key, fetch, full=full, asked=asked)
+    def listing(
+        self, key: TagListKey, fetch: Callable[[], Awaitable[list[str]]], *, full: bool
+    ) -> tuple[
+        Callable[[], Awaitable[list[str]]], Callable[[TagListKey], tuple[str, ...] | None] | None
+    ]:
+        """How the round's tag-list cache gets the tags of ``key``: in a full round, this
+        replica's copy (:meth:`reuse`), asked first (the cache then starts no listing task for
+        it), else ``fetch`` through :meth:`names` (which then asks for no copy again)."""
+        return (lambda: self.names(key, fetch, full=full, asked=full)), (
+            self.reuse if full else None
+        )
 
     async def names(
         self,

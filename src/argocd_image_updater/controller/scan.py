@@ -117,6 +117,9 @@ class _Scans:
         self.credentials = credentials
         self.limit = asyncio.Semaphore(concurrency)
         self.results = results
+        self._requests: dict[ScanKey, ScanRequest] = {}
+        """The requests :meth:`at_once` made and could not answer, by scan: made once (a
+        sharded replica makes the request of each scan there, a third of which it then lists)."""
 
     def at_once(
         self, key: ScanKey, job: ImageJob | ChartJob, namespace: str, scan_round: int | None
@@ -131,17 +134,22 @@ class _Scans:
             result = self.scanner.scan_at_once(request, scan_round)
         except Exception:  # scanned as usual, which reports it
             return False
-        if result is not None:
-            self.results[key] = result
-        return result is not None
+        if result is None:
+            self._requests[key] = request
+            return False
+        self.results[key] = result
+        return True
 
     async def run(
         self, key: ScanKey, job: ImageJob | ChartJob, namespace: str, scan_round: int | None
     ) -> None:
         async with self.limit:
             try:
-                self.results[key] = await scan_one(
-                    self.scanner, self.credentials, job, namespace, scan_round
+                request = self._requests.pop(key, None)
+                self.results[key] = await (
+                    scan_one(self.scanner, self.credentials, job, namespace, scan_round)
+                    if request is None
+                    else self.scanner.scan(request, scan_round)
                 )
             except Exception as err:  # every failure is reported per image, never fatal
                 endpoint = job.endpoint

@@ -261,10 +261,11 @@ class Scanner:
         def fetch() -> Awaitable[list[str]]:
             return client.list_tags(repository, req.credentials)
 
+        copy = None
         if self.vouched is not None:
             full = scan_round is not None and scan_round == self._full_round
-            fetch = self.vouched.fetcher(key, fetch, full=full)
-        names = await self._tag_lists.get(key, fetch, scan_round)
+            fetch, copy = self.vouched.listing(key, fetch, full=full)
+        names = await self._tag_lists.get(key, fetch, scan_round, copy)
         # Time-sorted registries need no metadata; the digest strategy (only_tags) still needs
         # the digest of its tag.
         if not req.metadata or (

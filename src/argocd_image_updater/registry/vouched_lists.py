@@ -18,6 +18,7 @@ rounds always list.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ class _Copy:
     round: int
     """The last full round that listed or used it."""
     names: tuple[str, ...]
+    """Interned (as the tag-list cache holds a listing: a reused copy is held as it is)."""
 
 
 class VouchedLists:
@@ -100,18 +102,30 @@ class VouchedLists:
         self._reused.inc()
         return copy.names
 
-    def fetcher(
+    def listing(
         self, key: TagListKey, fetch: Callable[[], Awaitable[list[str]]], *, full: bool
-    ) -> Callable[[], Awaitable[list[str]]]:
-        """``fetch`` of the tags of ``key`` through :meth:`names`."""
-        return lambda: self.names(key, fetch, full=full)
+    ) -> tuple[
+        Callable[[], Awaitable[list[str]]], Callable[[TagListKey], tuple[str, ...] | None] | None
+    ]:
+        """How the round's tag-list cache gets the tags of ``key``: in a full round, this
+        replica's copy (:meth:`reuse`), asked first (the cache then starts no listing task for
+        it), else ``fetch`` through :meth:`names` (which then asks for no copy again)."""
+        return (lambda: self.names(key, fetch, full=full, asked=full)), (
+            self.reuse if full else None
+        )
 
     async def names(
-        self, key: TagListKey, fetch: Callable[[], Awaitable[list[str]]], *, full: bool
+        self,
+        key: TagListKey,
+        fetch: Callable[[], Awaitable[list[str]]],
+        *,
+        full: bool,
+        asked: bool = False,
     ) -> list[str]:
         """The tags of ``key``: this replica's copy when ``full`` (a full round) and the owner
-        vouches for it, else listed by ``fetch`` (and the owner side told)."""
-        if full and (reused := self.reuse(key)) is not None:
+        vouches for it, else listed by ``fetch`` (and the owner side told); ``asked``: the
+        caller asked :meth:`reuse` for this listing just before (and got nothing)."""
+        if full and not asked and (reused := self.reuse(key)) is not None:
             return list(reused)
         copy = self._copies.get(key)
         now = self._wall()
@@ -121,7 +135,7 @@ class VouchedLists:
         except BaseException:
             self.witness.listed(key, None, before, full=full)
             raise
-        listed = tuple(names)
+        listed = tuple(map(sys.intern, names))
         self.witness.listed(key, listed, before, full=full)
         # A webhook round's listing is fresh, but says nothing of the full rounds' needs.
         used = self._round if full else (copy.round if copy is not None else -1)

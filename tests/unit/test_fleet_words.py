@@ -1,0 +1,344 @@
+"""What an owner's word vouches for, worked out once per owner
+(:meth:`~argocd_image_updater.controller.fleet_tag_lists.FleetTagLists.vouches`), against the
+per-copy computation it replaces, across heartbeats, member lists, listings expected, missed
+heartbeats, changes, failures, the clock and the membership settling; and a copy reused by a
+scan, held as the round's listing without a task (:class:`~argocd_image_updater.registry.scanner.
+Scanner`)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+from collections.abc import Callable, Collection, Mapping
+
+import pytest
+
+from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
+from argocd_image_updater.controller.shards import owner
+from argocd_image_updater.model.list_heartbeat import list_id, set_hash
+from argocd_image_updater.model.registry import RegistryEndpoint
+from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES, FLEET_TAG_LISTS
+from argocd_image_updater.registry.cache import TagListKey
+from argocd_image_updater.registry.scanner import Scanner, ScanRequest
+from argocd_image_updater.registry.vouched_lists import VouchedLists
+
+KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(16)]
+NAMES = ("a", "b", "c", "d")
+MAX_AGE = 30.0
+
+
+class Members:
+    """What :class:`FleetTagLists` reads of the membership."""
+
+    def __init__(self, member: str, view: Collection[str]) -> None:
+        self.member, self.view = member, frozenset(view)
+        self.annotations: dict[str, str] = {}
+        self.on_leases: Callable[[Mapping[str, Mapping[str, str]]], None] | None = None
+        self.is_settled = True
+
+    def settled(self) -> bool:
+        return self.is_settled
+
+    def annotate(self, key: str, value: str) -> None:
+        self.annotations[key] = value
+
+
+def _key_id(key: TagListKey) -> str:
+    return list_id(key.api_url, key.repository, key.credentials_key)
+
+
+class Reference:
+    """The per-copy computation of every check, from scratch (no owner, hash or word kept),
+    over what the member heard (its heartbeats and changes) and the listings it expected of
+    each owner when its last full cycle began."""
+
+    def __init__(self, lists: FleetTagLists) -> None:
+        self.lists = lists
+        self.expected: dict[str, str] = {}
+
+    def round_begun(self, needed: Collection[TagListKey]) -> None:
+        members = self.lists.membership.view | {self.lists.membership.member}
+        by_owner: dict[str, list[str]] = {}
+        for key in needed:
+            by = owner(_key_id(key), members)
+            if by is not None:
+                by_owner.setdefault(by, []).append(_key_id(key))
+        self.expected = {by: set_hash(ids) for by, ids in by_owner.items()}
+
+    def vouches(self, key: TagListKey, listed_at: float, now: float) -> bool:
+        lists, membership = self.lists, self.lists.membership
+        if not membership.settled():
+            return False
+        members = membership.view | {membership.member}
+        key_id = _key_id(key)
+        by = owner(key_id, members)
+        if by is None or by == membership.member:
+            return False
+        beat = lists._beats.get(by)
+        return (
+            beat is not None
+            and beat.view == set_hash(members)
+            and beat.listed == self.expected.get(by)
+            and now - beat.at <= MAX_AGE
+            and listed_at >= beat.since
+            and listed_at >= lists._heard_all.get(by, 0.0)
+            and listed_at >= lists._heard.get(key_id, 0.0)
+        )
+
+
+class Fleet:
+    """Four replicas with a shared wall clock, each with a view of the fleet of its own."""
+
+    def __init__(self) -> None:
+        self.clock = [1000.0]
+        self.members = {name: Members(name, NAMES) for name in NAMES}
+        self.lists = {
+            name: FleetTagLists(
+                m,  # type: ignore[arg-type]
+                lambda: MAX_AGE,
+                announce=lambda event: None,
+                wall=lambda: self.clock[0],
+            )
+            for name, m in self.members.items()
+        }
+        self.reference = {name: Reference(lists) for name, lists in self.lists.items()}
+        self.needed: dict[str, set[TagListKey]] = {name: set(KEYS[:12]) for name in NAMES}
+
+    def exchange(self) -> None:
+        seen = {name: dict(m.annotations) for name, m in self.members.items()}
+        for m in self.members.values():
+            assert m.on_leases is not None
+            m.on_leases(seen)
+
+    def cycle(self, name: str, rng: random.Random, *, done: bool = True) -> None:
+        lists = self.lists[name]
+        needed = self.needed[name]
+        lists.round_begun(needed)
+        self.reference[name].round_begun(needed)
+        for key in needed:
+            if lists.owns(key):
+                fate = rng.random()
+                names = None if fate < 0.05 else ("1.0.0",)
+                before = ("0.9.0",) if fate > 0.9 else ("1.0.0",)
+                lists.listed(key, names, before, full=True)
+        if done:
+            lists.round_done()
+
+
+def _step(fleet: Fleet, rng: random.Random) -> None:
+    name = rng.choice(NAMES)
+    what = rng.random()
+    if what < 0.35:
+        fleet.cycle(name, rng)
+    elif what < 0.5:
+        fleet.exchange()
+    elif what < 0.65:
+        fleet.clock[0] += rng.choice((0.5, 1.0, 5.0, 12.0, 31.0))
+    elif what < 0.72:
+        fleet.cycle(name, rng, done=False)  # a heartbeat missed
+    elif what < 0.8:  # its view changes (a member seen gone, or back)
+        others = [n for n in NAMES if n != name]
+        fleet.members[name].view = frozenset(
+            {name, *rng.sample(others, rng.randint(1, len(others)))}
+        )
+    elif what < 0.86:
+        fleet.members[name].is_settled = not fleet.members[name].is_settled
+    elif what < 0.93:  # another ImageUpdater seen, or one gone: other listings needed
+        fleet.needed[name] = set(rng.sample(KEYS, rng.randint(8, len(KEYS))))
+    else:  # the same listings, as another object
+        fleet.needed[name] = set(fleet.needed[name])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_an_owners_word_vouches_for_exactly_what_each_check_per_copy_did(seed: int) -> None:
+    rng = random.Random(seed)
+    fleet = Fleet()
+    vouched = 0
+    for _ in range(250):
+        _step(fleet, rng)
+        now = fleet.clock[0]
+        times = (now - 40.0, now - 12.0, now - 5.0, now - 1.0, now - 0.5, now)
+        for name, lists in fleet.lists.items():
+            reference = fleet.reference[name]
+            for key in KEYS:
+                for listed_at in times:
+                    expected = reference.vouches(key, listed_at, now)
+                    assert lists.vouches(key, listed_at) == expected, (name, key, listed_at)
+                    vouched += expected
+    assert vouched > 0  # the scenario vouches for copies, not only refuses them
+
+
+def test_the_word_turns_with_the_clock_and_the_membership_at_each_call() -> None:
+    """A word kept for an owner still checks, at each call, that its heartbeat is fresh and
+    that this member is settled: no copy is reused after either turned within a cycle."""
+    fleet, rng = Fleet(), random.Random(1)
+    for _ in range(2):
+        for name in NAMES:
+            fleet.cycle(name, rng)
+        fleet.exchange()
+        fleet.clock[0] += 1
+    b = fleet.lists["b"]
+    key = next(k for k in KEYS[:12] if not b.owns(k) and b.vouches(k, fleet.clock[0] - 1))
+    copy = fleet.clock[0] - 1
+    fleet.members["b"].is_settled = False
+    assert not b.vouches(key, copy)
+    fleet.members["b"].is_settled = True
+    assert b.vouches(key, copy)
+    fleet.clock[0] += MAX_AGE
+    assert not b.vouches(key, copy)  # the owner's heartbeat is too old now
+
+
+def test_the_listings_expected_are_worked_out_again_for_another_object_or_member_list() -> None:
+    fleet, rng = Fleet(), random.Random(2)
+    b = fleet.lists["b"]
+    needed = fleet.needed["b"]
+    fleet.cycle("b", rng)
+    expected = b._expected
+    fleet.cycle("b", rng)
+    assert b._expected is expected  # the same listings: not worked out again
+    fleet.needed["b"] = set(needed)
+    fleet.cycle("b", rng)
+    assert b._expected is not expected and b._expected == expected
+    expected = b._expected
+    fleet.members["b"].view = frozenset({"a", "b"})
+    fleet.cycle("b", rng)
+    assert b._expected != expected
+
+
+# --- a reused copy, held as the round's listing -------------------------------------------------
+
+
+class Witness:
+    def __init__(self) -> None:
+        self.vouched: set[TagListKey] = set()
+        self.asked = 0
+
+    def vouches(self, key: TagListKey, listed_at: float) -> bool:
+        self.asked += 1
+        return key in self.vouched
+
+    def listed(
+        self,
+        key: TagListKey,
+        names: tuple[str, ...] | None,
+        before: tuple[str, ...] | None,
+        *,
+        full: bool,
+    ) -> None:
+        pass
+
+
+class Client:
+    def __init__(self) -> None:
+        self.lists = 0
+
+    async def list_tags(self, repository: str, credentials: object = None) -> list[str]:
+        self.lists += 1
+        await asyncio.sleep(0)
+        return ["".join(("1.", "0.0")), "".join(("1.", "1.0"))]  # strings not interned
+
+
+def _count(counter: object, label: str) -> float:
+    return counter.labels(label)._value.get()  # type: ignore[attr-defined, no-any-return]
+
+
+def test_a_vouched_copy_scanned_with_metadata_is_reused_without_a_task_counted_as_before() -> None:
+    endpoint = RegistryEndpoint("registry.example", "example", "https://registry.example")
+    request = ScanRequest(endpoint, "team/app-0", metadata=True)
+    key = Scanner.tag_list_key(request)
+    witness, client = Witness(), Client()
+
+    async def scenario() -> None:
+        scanner = Scanner()
+        scanner.vouched = VouchedLists(witness)
+        scanner.client = lambda endpoint: client  # type: ignore[method-assign, assignment, return-value]
+        scanner._fetch_all = _no_metadata  # type: ignore[method-assign, assignment]
+        first = scanner.new_round(full=True)
+        await scanner.scan(request, first)
+        assert client.lists == 1 and witness.asked == 0  # no copy yet: nothing asked
+        witness.vouched.add(key)
+        second = scanner.new_round(full=True)
+        misses, hits = _count(CACHE_MISSES, "tags"), _count(CACHE_HITS, "tags")
+        reused = _count(FLEET_TAG_LISTS, "reused")
+        tasks = len(asyncio.all_tasks())
+        found = await scanner.scan(request, second)
+        assert len(asyncio.all_tasks()) == tasks  # no listing task
+        assert client.lists == 1 and found.listed == 2
+        assert _count(CACHE_MISSES, "tags") == misses + 1  # the miss the listing would have been
+        assert _count(CACHE_HITS, "tags") == hits
+        assert _count(FLEET_TAG_LISTS, "reused") == reused + 1
+        names = scanner._tag_lists.finished(key, second)
+        assert names is not None and all(name is sys.intern(name) for name in names)
+        again = await scanner.scan(request, second)  # the round's listing, asked no more
+        assert again.listed == 2 and witness.asked == 1
+        witness.vouched.clear()
+        third = scanner.new_round(full=True)
+        await scanner.scan(request, third)
+        assert client.lists == 2 and witness.asked == 2  # asked once, then listed
+        webhook = scanner.new_round()
+        witness.vouched.add(key)
+        await scanner.scan(request, webhook)
+        assert client.lists == 3 and witness.asked == 2  # webhook rounds always list
+        await scanner.aclose()
+
+    asyncio.run(scenario())
+
+
+async def _no_metadata(*args: object, **kwargs: object) -> list[object]:
+    return []
+
+
+class Credentials:
+    """A stand-in for the credentials cache, counting what it is asked."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def for_job(self, endpoint: object, pull_secret: object, namespace: str) -> None:
+        self.asked += 1
+
+
+def test_a_scan_not_answered_at_once_is_scanned_with_the_request_made_for_it() -> None:
+    """A sharded replica's scans: those of a copy reused are answered at once, the others
+    listed, each with the one request made for it (the credentials asked once per scan)."""
+    from types import SimpleNamespace
+
+    from argocd_image_updater.controller.scan import _Scans
+    from argocd_image_updater.plan.choices import ScanResults
+    from argocd_image_updater.plan.scans import ScanKey
+
+    endpoint = RegistryEndpoint("registry.example", "example", "https://registry.example")
+    witness, client, credentials = Witness(), Client(), Credentials()
+    jobs = {
+        ScanKey(endpoint.api_url, f"team/app-{i}", "", False, (), ()): SimpleNamespace(
+            endpoint=endpoint, pull_secret=None, repository=f"team/app-{i}"
+        )
+        for i in range(4)
+    }
+
+    async def scenario() -> None:
+        scanner = Scanner()
+        scanner.vouched = VouchedLists(witness)
+        scanner.client = lambda endpoint: client  # type: ignore[method-assign, assignment, return-value]
+        first = scanner.new_round(full=True)
+        for key in jobs:  # copies of every listing
+            await scanner.scan(ScanRequest(endpoint, key.repository), first)
+        witness.vouched = {
+            Scanner.tag_list_key(ScanRequest(endpoint, "team/app-0")),
+            Scanner.tag_list_key(ScanRequest(endpoint, "team/app-1")),
+        }
+        second = scanner.new_round(full=True)
+        assert second > first
+        results = ScanResults()
+        scans = _Scans(scanner, credentials, 4, results)  # type: ignore[arg-type]
+        waiting = [key for key, job in jobs.items() if not scans.at_once(key, job, "ns", second)]  # type: ignore[arg-type]
+        assert [key.repository for key in waiting] == ["team/app-2", "team/app-3"]
+        await asyncio.gather(*(scans.run(key, jobs[key], "ns", second) for key in waiting))  # type: ignore[arg-type]
+        assert credentials.asked == len(jobs)  # once per scan
+        assert client.lists == len(jobs) + 2
+        assert all(not isinstance(result, Exception) for result in results.values())
+        assert len(results) == len(jobs)
+        await scanner.aclose()
+
+    asyncio.run(scenario())

@@ -51,6 +51,10 @@ def test_the_listings_follow_what_changed_and_are_kept_while_nothing_did() -> No
     first = scans._needed(mine, others, cycle(registries))
     assert repositories(first) == (["team/a", "team/b"], ["team/b"])
     assert scans._needed(mine, list(others), cycle(registries)) is first  # the same objects
+    needs = scans._mine, scans._theirs
+    scans._mine = scans._theirs = None  # type: ignore[assignment]  # not looked at again
+    assert scans._needed(list(mine), list(others), cycle(registries)) is first
+    scans._mine, scans._theirs = needs
     moved = [config("b", "registry.example.com/team/c")]  # another member's app changed
     assert repositories(scans._needed(mine, moved, cycle(registries))) == (
         ["team/a", "team/c"],

@@ -271,6 +271,10 @@ class ControllerState:
         return True
 
     # --- tags no longer in the registry ----------------------------------------------------------
+    def remembers_tags(self, repo: str) -> bool:
+        """Whether anything is remembered of the tags of ``repo`` (first-seen times, digests)."""
+        return repo in self._first_seen or repo in self._digests
+
     def prune_tags(self, repo: str, present: Collection[str]) -> None:
         """Forget the tags of ``repo`` that its full tag listing no longer holds."""
         listed = frozenset(present)

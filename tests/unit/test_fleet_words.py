@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection
 
 import pytest
 
@@ -22,26 +22,11 @@ from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES, FLEET
 from argocd_image_updater.registry.cache import TagListKey
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.registry.vouched_lists import VouchedLists
+from argocd_image_updater_testing.fleet_members import Members
 
 KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(16)]
 NAMES = ("a", "b", "c", "d")
 MAX_AGE = 30.0
-
-
-class Members:
-    """What :class:`FleetTagLists` reads of the membership."""
-
-    def __init__(self, member: str, view: Collection[str]) -> None:
-        self.member, self.view = member, frozenset(view)
-        self.annotations: dict[str, str] = {}
-        self.on_leases: Callable[[Mapping[str, Mapping[str, str]]], None] | None = None
-        self.is_settled = True
-
-    def settled(self) -> bool:
-        return self.is_settled
-
-    def annotate(self, key: str, value: str) -> None:
-        self.annotations[key] = value
 
 
 def _key_id(key: TagListKey) -> str:

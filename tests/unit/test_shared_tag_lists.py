@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 
 import pytest
 
@@ -24,6 +24,7 @@ from argocd_image_updater.model.list_heartbeat import (
 from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.registry.cache import TagListKey
 from argocd_image_updater.registry.vouched_lists import COPY_MAX_AGE, VouchedLists
+from argocd_image_updater_testing.fleet_members import Members
 
 KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(12)]
 
@@ -167,22 +168,6 @@ def test_a_failed_listing_is_told_and_raised() -> None:
 
 
 # --- vouching -----------------------------------------------------------------------------------
-
-
-class Members:
-    """What :class:`FleetTagLists` reads of the membership."""
-
-    def __init__(self, member: str, view: set[str]) -> None:
-        self.member, self.view = member, frozenset(view)
-        self.annotations: dict[str, str] = {}
-        self.on_leases: Callable[[Mapping[str, Mapping[str, str]]], None] | None = None
-        self.is_settled = True
-
-    def settled(self) -> bool:
-        return self.is_settled
-
-    def annotate(self, key: str, value: str) -> None:
-        self.annotations[key] = value
 
 
 class Fleet:

@@ -151,6 +151,29 @@ class _Split:
         return set(self.keys)
 
 
+def _outcome(
+    pair: tuple[AppUpdateConfig, CRState | None],
+    by_id: Mapping[int, tuple[bool, bool]],
+    cr_keys: Collection[str],
+    selector: str | None,
+    owns: Callable[[str], bool] | None,
+) -> _Outcome:
+    """What the split makes of one selected configuration: its ImageUpdater's verdict (by
+    identity, else by key: ``cr_keys`` are those kept), or its own as a v0.x Application."""
+    config, state = pair
+    app = f"{config.app.namespace}/{config.app.name}"
+    if state is not None:
+        verdict = by_id.get(id(state))
+        if verdict is None:  # equal to a listed one, not the same object
+            key = f"{state.namespace}/{state.name}"
+            verdict = (shard_matches(selector, _labels(state.raw)), key in cr_keys)
+        ours, mine = verdict
+    else:
+        ours = shard_matches(selector, config.app.labels)
+        mine = ours and (owns is None or owns(app))
+    return (config, mine, ours and not mine, app)
+
+
 @dataclass(frozen=True, slots=True)
 class _Positions:
     """What a split made of each place of its selection: each listed state's verdict (by
@@ -263,18 +286,7 @@ class ShardKeeper:
         if places:
             outcomes = list(outcomes)
         for i in places:
-            config, state = pairs[i]
-            app = f"{config.app.namespace}/{config.app.name}"
-            if state is not None:
-                found = by_id.get(id(state))
-                if found is None:  # equal to a listed one, not the same object
-                    key = f"{state.namespace}/{state.name}"
-                    found = (shard_matches(selector, _labels(state.raw)), key in known.cr_keys)
-                ours, mine = found
-            else:
-                ours = shard_matches(selector, config.app.labels)
-                mine = ours and (owns is None or owns(app))
-            outcome = (config, mine, ours and not mine, app)
+            outcome = _outcome(pairs[i], by_id, known.cr_keys, selector, owns)
             if outcome[1:] != outcomes[i][1:]:
                 return None
             outcomes[i] = outcome
@@ -326,20 +338,9 @@ class ShardKeeper:
             found[i] = None  # v0.x annotations, or an ImageUpdater not a listed object
         keys = set(cr_keys)
         for i in compress(range(len(found)), map(operator.not_, found)):
-            config, state = pairs[i]
-            app = f"{config.app.namespace}/{config.app.name}"
-            if state is not None:
-                verdict = by_id.get(id(state))
-                if verdict is None:  # equal to a listed one, not the same object
-                    key = f"{state.namespace}/{state.name}"
-                    verdict = (shard_matches(selector, _labels(state.raw)), key in cr_keys)
-                ours, mine = verdict
-            else:
-                ours = shard_matches(selector, config.app.labels)
-                mine = ours and (owns is None or owns(app))
-                if mine:
-                    keys.add(app)
-            found[i] = (config, mine, ours and not mine, app)
+            outcome = found[i] = _outcome(pairs[i], by_id, cr_keys, selector, owns)
+            if outcome[1] and pairs[i][1] is None:  # an Application of its own key, kept
+                keys.add(outcome[3])
         done = cast(list[_Outcome], found)  # each one is worked out now
         self._outcomes = dict(zip(idents, done, strict=True))
         cr_flags = [by_id[id(cr)][1] for cr in collected.crs]

@@ -22,7 +22,7 @@ from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES, FLEET
 from argocd_image_updater.registry.cache import TagListKey
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.registry.vouched_lists import VouchedLists
-from argocd_image_updater_testing.fleet_members import Members
+from argocd_image_updater_testing.fleet_members import Members, Witness
 
 KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(16)]
 NAMES = ("a", "b", "c", "d")
@@ -192,26 +192,6 @@ def test_the_listings_expected_are_worked_out_again_for_another_object_or_member
 
 
 # --- a reused copy, held as the round's listing -------------------------------------------------
-
-
-class Witness:
-    def __init__(self) -> None:
-        self.vouched: set[TagListKey] = set()
-        self.asked = 0
-
-    def vouches(self, key: TagListKey, listed_at: float) -> bool:
-        self.asked += 1
-        return key in self.vouched
-
-    def listed(
-        self,
-        key: TagListKey,
-        names: tuple[str, ...] | None,
-        before: tuple[str, ...] | None,
-        *,
-        full: bool,
-    ) -> None:
-        pass
 
 
 class Client:

@@ -24,7 +24,7 @@ from argocd_image_updater.model.list_heartbeat import (
 from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.registry.cache import TagListKey
 from argocd_image_updater.registry.vouched_lists import COPY_MAX_AGE, VouchedLists
-from argocd_image_updater_testing.fleet_members import Members
+from argocd_image_updater_testing.fleet_members import Members, Witness
 
 KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(12)]
 
@@ -82,27 +82,6 @@ def test_a_heartbeat_is_bounded() -> None:
 
 
 # --- reusing a copy -----------------------------------------------------------------------------
-
-
-class Witness:
-    def __init__(self) -> None:
-        self.vouched: set[TagListKey] = set()
-        self.told: list[
-            tuple[TagListKey, tuple[str, ...] | None, tuple[str, ...] | None, bool]
-        ] = []
-
-    def vouches(self, key: TagListKey, listed_at: float) -> bool:
-        return key in self.vouched
-
-    def listed(
-        self,
-        key: TagListKey,
-        names: tuple[str, ...] | None,
-        before: tuple[str, ...] | None,
-        *,
-        full: bool,
-    ) -> None:
-        self.told.append((key, names, before, full))
 
 
 class Registry:

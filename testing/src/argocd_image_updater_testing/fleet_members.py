@@ -1,10 +1,13 @@
-"""What ``controller.fleet_tag_lists.FleetTagLists`` reads of a sharded replica's membership,
-held by hand: its member name and list, whether it is settled, the annotations it puts on its
-member Lease."""
+"""Held by hand for tests of a sharded fleet's shared tag lists: what
+``controller.fleet_tag_lists.FleetTagLists`` reads of a replica's membership (its member name
+and list, whether it is settled, the annotations it puts on its member Lease), and a witness of
+``registry.vouched_lists.VouchedLists`` that vouches for the keys it is given."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+
+from argocd_image_updater.registry.cache import TagListKey
 
 
 class Members:
@@ -21,3 +24,29 @@ class Members:
 
     def annotate(self, key: str, value: str) -> None:
         self.annotations[key] = value
+
+
+class Witness:
+    """Vouches for the keys in :attr:`vouched`; counts the questions and keeps what it is
+    told."""
+
+    def __init__(self) -> None:
+        self.vouched: set[TagListKey] = set()
+        self.asked = 0
+        self.told: list[
+            tuple[TagListKey, tuple[str, ...] | None, tuple[str, ...] | None, bool]
+        ] = []
+
+    def vouches(self, key: TagListKey, listed_at: float) -> bool:
+        self.asked += 1
+        return key in self.vouched
+
+    def listed(
+        self,
+        key: TagListKey,
+        names: tuple[str, ...] | None,
+        before: tuple[str, ...] | None,
+        *,
+        full: bool,
+    ) -> None:
+        self.told.append((key, names, before, full))

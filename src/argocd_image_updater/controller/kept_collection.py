@@ -27,6 +27,7 @@ EPYC, CPython 3.11).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -280,7 +281,7 @@ class KeptCollection:
             if memory is not parts[i].memory:  # another spec: its candidates are found anew
                 self._readers = None
             state = _state(obj, parts[i].state.apps)
-            parts[i] = Part(state, cr, memory, *_rest(parts[i]))
+            parts[i] = dataclasses.replace(parts[i], state=state, cr=cr, memory=memory)
             touched.add(i)
         configs = list(made.collected.configs)
         crs = list(made.collected.crs)
@@ -301,10 +302,7 @@ class KeptCollection:
             ]
             configs[part.start : part.start + len(segment)] = segment
             crs[part.at] = part.state
-            parts[i] = Part(
-                part.state, part.cr, part.memory, names, part.taken, part.start, part.at,
-                quiet.lines,
-            )  # fmt: skip
+            parts[i] = dataclasses.replace(part, names=names, lines=quiet.lines)
         lines = made.said.lines
         said = Said(
             [
@@ -329,10 +327,6 @@ class KeptCollection:
         self._stamp = stamp
         self.mended += 1
         return _copy(collected, list(configs), list(crs))
-
-
-def _rest(part: Part) -> tuple[tuple[str, ...], tuple[int, ...], int, int, list[_Line]]:
-    return part.names, part.taken, part.start, part.at, part.lines
 
 
 def cr_state(obj: Any) -> CRState:

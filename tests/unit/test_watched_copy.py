@@ -3,6 +3,7 @@ writes by hand (the watch itself runs against the API fake in the integration te
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from argocd_image_updater.controller.spec_watch import SpecChanges
@@ -151,13 +152,46 @@ def test_the_stamp_changes_with_what_is_served_only() -> None:
     again = copy.objects()
     assert again is not None and served is not None
     assert all(map(lambda x, y: x is y, again, served))
-    for change in (
+    changes: list[Callable[[], None]] = [
         lambda: copy._observe("MODIFIED", app("a", "8", "2.0")),
         lambda: copy.written(app("b", "9", "2.0")),
         lambda: copy._observe("ADDED", app("d", "10")),
         lambda: copy._observe("DELETED", app("d", "11")),
         lambda: copy._begin(),  # listed again
-    ):
+    ]
+    for change in changes:
         before = copy.revision
         change()
         assert copy.revision > before
+
+
+def test_the_store_tells_what_was_replaced_in_place_since_a_stamp() -> None:
+    from argocd_image_updater.controller.stores import KubeStore
+
+    fleet = WatchedFleet(cast(KubeClient, None), ["argocd"], image_updaters=False)
+    copy = fleet.applications["argocd"]
+    store = KubeStore(cast(KubeClient, None))
+    assert store.revision(["argocd"], False) is None  # no watched copy: listed
+    store.watched = fleet
+    assert store.revision(["argocd"], False) is None  # not listed yet
+    copy._begin()
+    for obj in (app("a", "5"), app("b", "6")):
+        copy._observe("ADDED", obj)
+    copy._observe("BOOKMARK", {"metadata": {"resourceVersion": "10"}})
+    stamp = store.revision(["argocd"], False)
+    assert stamp is not None and store.replaced_since(stamp, ["argocd"], False) == ({}, {})
+    copy._observe("MODIFIED", app("a", "11", "2.0"))
+    copy.written(app("b", "12", "2.0"))
+    found = store.replaced_since(stamp, ["argocd"], False)
+    assert found is not None
+    assert {key: o["metadata"]["resourceVersion"] for key, o in found[0].items()} == {
+        ("argocd", "a"): "11",
+        ("argocd", "b"): "12",
+    }
+    later = store.revision(["argocd"], False)
+    assert later != stamp and store.replaced_since(later, ["argocd"], False) == ({}, {})
+    copy._observe("ADDED", app("c", "13"))  # added: not only replaced
+    assert store.replaced_since(later, ["argocd"], False) is None
+    assert store.replaced_since(stamp, ["argocd"], False) is None
+    assert store.replaced_since(("another",), ["argocd"], False) is None  # not its stamp
+    assert store.revision(["argocd"], True) is None  # no copy of the ImageUpdaters

@@ -63,6 +63,8 @@ class KubeStore:
         copies = self._copies(scopes, image_updaters)
         if copies is None or not isinstance(stamp, tuple) or len(stamp) != len(copies):
             return None
+        if not all(isinstance(since, int) for since in stamp):
+            return None
         found: Replaced = ({}, {})
         for (kind, copy), since in zip(copies, stamp, strict=True):
             keys = copy.replaced_since(since)

@@ -83,8 +83,6 @@ class FleetTagLists:
         self._announce, self._wall = announce, wall
         self._ids: dict[TagListKey, str] = {}
         self._view: tuple[frozenset[str], str] = (frozenset(), set_hash(()))
-        self._owners: dict[str, str | None] = {}
-        """By repository id, under the member list of ``_view``."""
         self._placed: dict[TagListKey, tuple[str, str | None]] = {}
         """By key: its repository id and owner, under the member list of ``_view``."""
         self._source: frozenset[str] | None = None
@@ -128,7 +126,7 @@ class FleetTagLists:
         if view is not self._source:
             members = view | {self.membership.member}
             if members != self._view[0]:
-                self._view, self._owners = (members, set_hash(members)), {}
+                self._view = (members, set_hash(members))
                 self._placed, self._words = {}, {}
             self._source = view
         return self._view
@@ -137,24 +135,14 @@ class FleetTagLists:
         """The repository id of ``key`` and its owner under the member list as it is now (kept
         by key while the member list holds: a sharded replica asks it of every listing a cycle,
         twice of those it lists)."""
-        if self.membership.view is not self._source:
-            self._members()
+        members = self._members()[0]  # first: a new member list drops the places kept
         placed = self._placed.get(key)
         if placed is None:
             if len(self._placed) > 100_000:  # repositories no longer used
                 self._placed.clear()
             key_id = self._key_id(key)
-            placed = self._placed[key] = (key_id, self._owner(key_id))
+            placed = self._placed[key] = (key_id, owner(key_id, members))
         return placed
-
-    def _owner(self, key_id: str) -> str | None:
-        """The owner of repository ``key_id`` under the member list as it is now."""
-        members = self._members()[0]  # first: a new member list drops the owners kept
-        if key_id not in self._owners:
-            if len(self._owners) > 100_000:  # repositories no longer used
-                self._owners.clear()
-            self._owners[key_id] = owner(key_id, members)
-        return self._owners[key_id]
 
     def owns(self, key: TagListKey) -> bool:
         """Whether this member lists ``key`` for the fleet."""

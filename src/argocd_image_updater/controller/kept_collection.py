@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from argocd_image_updater.config.app_index import AppIndex
 from argocd_image_updater.config.imageupdater import ImageUpdater
@@ -152,6 +152,16 @@ class Made:
     legacy: bool
 
 
+class Stamp(NamedTuple):
+    """What a collection was made from: the store's revision and the controller's flags."""
+
+    revision: Hashable
+    scopes: tuple[str | None, ...]
+    legacy: Hashable
+    """The v0.x annotations' filter (``sources.LegacyFilter``)."""
+    image_updaters: bool
+
+
 def _copy(collected: Collected, configs: list[Any], crs: list[CRState]) -> Collected:
     return Collected(
         configs=configs,
@@ -167,7 +177,7 @@ class KeptCollection:
     what it read (see the module)."""
 
     def __init__(self) -> None:
-        self._stamp: tuple[Hashable, ...] | None = None
+        self._stamp: Stamp | None = None
         self._made: Made | None = None
         self._readers: dict[tuple[str, int], list[int]] | None = None
         self._everyone: dict[str, list[int]] = {}
@@ -179,7 +189,7 @@ class KeptCollection:
         self.mended = 0
         """How many were mended where objects were replaced."""
 
-    def again(self, stamp: tuple[Hashable, ...] | None) -> Collected | None:
+    def again(self, stamp: Stamp | None) -> Collected | None:
         """The last collection again, its lines said again, when ``stamp`` (None: unknown) is
         the one it was made under; None: collect."""
         made = self._made
@@ -191,7 +201,7 @@ class KeptCollection:
         kept = made.collected
         return _copy(kept, list(kept.configs), list(kept.crs))
 
-    def keep(self, stamp: tuple[Hashable, ...] | None, made: Made) -> None:
+    def keep(self, stamp: Stamp | None, made: Made) -> None:
         """Keep a whole collection (made under ``stamp``; None: nothing is kept) as made: the
         stages after it narrow a collection by binding new lists, never by changing these."""
         if stamp is None:
@@ -228,7 +238,7 @@ class KeptCollection:
     def mend(
         self,
         store: RevisionedStore,
-        stamp: tuple[Hashable, ...] | None,
+        stamp: Stamp | None,
         scopes: Sequence[str | None],
         views: ApplicationViews,
         cr_views: ImageUpdaterViews,
@@ -237,11 +247,13 @@ class KeptCollection:
         said), when that is all that changed and every ImageUpdater concerned selects what it
         selected before; None: collect (see the module)."""
         made, last = self._made, self._stamp
-        if stamp is None or made is None or last is None or last[1:] != stamp[1:]:
+        if stamp is None or made is None or last is None:
+            return None
+        if last._replace(revision=None) != stamp._replace(revision=None):  # other flags
             return None
         if any(part.failed for part in made.parts):
             return None
-        found = store.replaced_since(last[0], scopes, stamp[3] is True)
+        found = store.replaced_since(last.revision, scopes, stamp.image_updaters)
         if found is None:
             return None
         apps, updaters = found

@@ -34,6 +34,7 @@ from argocd_image_updater.controller.kept_collection import (
     Made,
     Part,
     Said,
+    Stamp,
     cr_state,
     part_lines,
 )
@@ -137,7 +138,7 @@ async def collect(
     stamp = None
     if kept is not None and isinstance(store, RevisionedStore):
         revision = store.revision(scopes, read_crs)
-        stamp = (revision, tuple(scopes), legacy, read_crs) if revision is not None else None
+        stamp = Stamp(revision, tuple(scopes), legacy, read_crs) if revision is not None else None
         again = kept.again(stamp)
         if again is None and views is not None and cr_views is not None:
             again = kept.mend(store, stamp, scopes, views, cr_views)

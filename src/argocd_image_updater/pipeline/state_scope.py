@@ -105,7 +105,11 @@ class Layouts:
         if snapshot is not self._snapshot:
             self._snapshot, self._kept, self._last = snapshot, {}, None
         last, full = self._last, bool(collected.listed)
-        if last is not None and last[2] == full and self._same(collected, last, snapshot):
+        if (
+            last is not None
+            and last[2] == full
+            and self._lays_out_as_last(collected, last, snapshot)
+        ):
             self._last = (list(collected.crs), list(collected.configs), full, last[3], last[4])
             return last[3]
         known = self._kept
@@ -132,7 +136,7 @@ class Layouts:
         self._last = (list(collected.crs), list(collected.configs), full, layout, places)
         return layout
 
-    def _same(
+    def _lays_out_as_last(
         self,
         collected: Collected,
         last: tuple[list[CRState], list[Any], bool, Layout, list[_Place]],
@@ -140,7 +144,7 @@ class Layouts:
     ) -> bool:
         """Whether ``collected`` lays out as the selection of ``last``: the same
         configurations, or others in their places with the same Application, key and
-        repositories (those are kept from now on)."""
+        repositories (those are kept from now on, in place of the ones they replace)."""
         configs, before = collected.configs, last[1]
         if len(configs) != len(before):
             return False

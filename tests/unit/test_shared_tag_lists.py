@@ -331,11 +331,11 @@ def test_a_vouched_copy_is_scanned_at_once_and_shared_by_the_round() -> None:
         assert scanner.scan_at_once(request, second) is None  # not vouched for
         witness.vouched.add(key)
         found = scanner.scan_at_once(request, second)
-        assert found is not None and [t.name for t in found.tags] == ["1.0.0"]
+        assert found is not None and [t.name for t in found.result.tags] == ["1.0.0"]
         metadata = ScanRequest(endpoint, "team/app-0", metadata=True)
         assert scanner.scan_at_once(metadata, second) is None  # metadata: asked for
         shared = await scanner.scan(request, second)  # the round's listing, no request
-        assert shared.tags == found.tags
+        assert shared.tags == found.result.tags
         webhook = scanner.new_round()
         assert scanner.scan_at_once(request, webhook) is None  # webhook rounds always list
         await scanner.aclose()

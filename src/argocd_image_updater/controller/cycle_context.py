@@ -11,6 +11,7 @@ from typing import Protocol
 
 from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.config.reloading import ReloadingRegistryConfig
+from argocd_image_updater.controller.at_once import AtOnceMemory
 from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.plan_reuse import PlanReuse
 from argocd_image_updater.model.controller_state import ControllerState
@@ -26,6 +27,11 @@ from argocd_image_updater.verify.verifier import Verifier
 
 class FleetScanning(Protocol):
     """A sharded fleet member's part in the scan stage (``controller.fleet_scans.FleetScans``)."""
+
+    @property
+    def at_once(self) -> AtOnceMemory:
+        """The requests and answers at once of its last full cycle's scans."""
+        ...
 
     async def around(
         self,

@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
 
+from argocd_image_updater.controller.at_once import AtOnceMemory
 from argocd_image_updater.controller.cycle_context import Cycle
 from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
 from argocd_image_updater.controller.plan_reuse import scan_jobs
@@ -95,6 +96,8 @@ class FleetScans:
 
     def __init__(self, lists: FleetTagLists) -> None:
         self.lists = lists
+        self.at_once = AtOnceMemory()
+        """The requests and answers at once of the last full cycle's scans."""
         self._mine = _Needs()
         self._theirs = _Needs()
         self._registries: object = None

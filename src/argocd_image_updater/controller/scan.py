@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from argocd_image_updater.controller.at_once import AtOnceMemory
 from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.cycle_context import Cycle
 from argocd_image_updater.controller.cycle_log import failed
@@ -60,6 +61,7 @@ async def scan_repositories(
         context.credentials,
         scan_round=cycle.scan_round,
         memory=context.choices,
+        at_once=context.fleet.at_once if context.fleet is not None else None,
     )
     fleet = context.fleet
     scans = await own if fleet is None else await fleet.around(own, apps, others, cycle)
@@ -112,11 +114,14 @@ class _Scans:
         credentials: CredentialsCache,
         concurrency: int,
         results: ScanResults,
+        memory: AtOnceMemory | None = None,
     ) -> None:
         self.scanner = scanner
         self.credentials = credentials
         self.limit = asyncio.Semaphore(concurrency)
         self.results = results
+        self.memory = memory
+        """A full cycle's: the last full cycle's requests and answers at once, asked again."""
         self._requests: dict[ScanKey, ScanRequest] = {}
         """The requests :meth:`at_once` made and could not answer, by scan: made once (a
         sharded replica makes the request of each scan there, a third of which it then lists)."""
@@ -126,18 +131,23 @@ class _Scans:
     ) -> bool:
         """Record the scan of ``key`` if it needs no request (``Scanner.scan_at_once``: a
         sharded replica's copy that the repository's owner vouches for)."""
-        if job.endpoint is None or scan_round is None or self.scanner.vouched is None:
+        endpoint = job.endpoint
+        if endpoint is None or scan_round is None or self.scanner.vouched is None:
             return False
+        memory = self.memory
         try:
-            provider = self.credentials.for_job(job.endpoint, job.pull_secret, namespace)
-            request = scan_request(key, job.repository, job.endpoint, provider)
-            result = self.scanner.scan_at_once(request, scan_round)
+            provider = self.credentials.for_job(endpoint, job.pull_secret, namespace)
+            kept = memory.last(key, endpoint, job.repository, provider) if memory else None
+            request, last = kept or (scan_request(key, job.repository, endpoint, provider), None)
+            found = self.scanner.scan_at_once(request, scan_round, last)
         except Exception:  # scanned as usual, which reports it
             return False
-        if result is None:
+        if memory is not None:
+            memory.keep(key, request, found)
+        if found is None:
             self._requests[key] = request
             return False
-        self.results[key] = result
+        self.results[key] = found.result
         return True
 
     async def run(
@@ -172,6 +182,7 @@ async def run_scans(
     concurrency: int = 16,
     scan_round: int | None = None,
     memory: ChoiceMemory | None = None,
+    at_once: AtOnceMemory | None = None,
 ) -> ScanResults:
     """Run every distinct scan once; the value is a ScanResult or the exception it raised.
 
@@ -184,9 +195,11 @@ async def run_scans(
         for job in all_jobs:
             firsts.setdefault(job.scan_key, (job, namespace))
     results = ScanResults(memory=memory)
-    scans = _Scans(scanner, credentials, concurrency, results)
+    scans = _Scans(scanner, credentials, concurrency, results, at_once)
     waiting = [
         (k, j, ns) for k, (j, ns) in firsts.items() if not scans.at_once(k, j, ns, scan_round)
     ]
+    if at_once is not None:
+        at_once.cycle_done()
     await asyncio.gather(*(scans.run(k, job, ns, scan_round) for k, job, ns in waiting))
     return results

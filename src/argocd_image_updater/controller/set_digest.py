@@ -15,7 +15,6 @@ window of :data:`WINDOW`.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
@@ -75,7 +74,7 @@ async def tag_for_digest(
     key = scan_key_for(policy, endpoint, repository, pull_secret)
     pins = spec.settings.effective_pin_digest or policy.strategy.pins_digest
     if key.only_tags:  # the digest strategy: every tag is a candidate, none needs metadata
-        key = dataclasses.replace(key, metadata=False, platforms=(), only_tags=())
+        key = key._replace(metadata=False, platforms=(), only_tags=())
     provider = credentials.for_job(endpoint, pull_secret or None, config.app.namespace)
     try:
         scan = await scanner.scan(scan_request(key, repository, endpoint, provider))

@@ -29,9 +29,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import httpx
@@ -59,6 +57,10 @@ from argocd_image_updater.registry.fleet_budget import FleetBudget
 from argocd_image_updater.registry.listed_tags import ListedTags
 from argocd_image_updater.registry.ratelimit import DEFAULT_MAX_CONCURRENCY, EndpointLimits
 from argocd_image_updater.registry.revalidate import RepositoryTags, Revalidation
+from argocd_image_updater.registry.scan_values import AtOnce as AtOnce
+from argocd_image_updater.registry.scan_values import ScanRequest as ScanRequest
+from argocd_image_updater.registry.scan_values import ScanResult as ScanResult
+from argocd_image_updater.registry.scan_values import order_hint
 from argocd_image_updater.registry.stats import RequestStats
 from argocd_image_updater.registry.transport import TlsKey, http_client
 from argocd_image_updater.registry.vouched_lists import VouchedLists
@@ -74,46 +76,6 @@ MAX_METADATA_CONCURRENCY = 20
 """Concurrent metadata fetches per scan (as in the original)."""
 
 _ATTESTATION = "attestation-manifest"
-
-
-@dataclass(frozen=True, slots=True)
-class ScanRequest:
-    """What to find out about one repository.
-
-    ``repository`` is the image name as configured; the scanner applies the endpoint's
-    ``defaultns``. ``platforms`` selects the index children whose config is fetched (empty = all);
-    ``only_tags`` restricts the scan to these tags (``digest`` strategy).
-    """
-
-    endpoint: RegistryEndpoint
-    repository: str
-    metadata: bool = False
-    platforms: tuple[Platform, ...] = ()
-    only_tags: frozenset[str] | None = None
-    credentials: CredentialProvider | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ScanResult:
-    """Tags in registry order. ``order_hint`` is set for time-sorted registries: a larger number
-    means a newer tag (latest-first: ``len - i``; latest-last: ``i``)."""
-
-    request: ScanRequest
-    tags: tuple[TagInfo, ...]
-    order_hint: Mapping[str, int] | None = None
-    listed: int = 0
-    """How many tags the repository has (``tags`` holds only ``only_tags`` when given)."""
-
-
-def order_hint(names: tuple[str, ...], endpoint: RegistryEndpoint) -> Mapping[str, int] | None:
-    mode = endpoint.tag_sort_mode
-    if not mode.is_time_sorted:
-        return None
-    count = len(names)
-    latest_first = mode.value == "latest-first"
-    return MappingProxyType(
-        {name: (count - i if latest_first else i) for i, name in enumerate(names)}
-    )
 
 
 def _is_image_entry(entry: Descriptor) -> bool:
@@ -286,19 +248,29 @@ class Scanner:
         infos = await self._fetch_all(client, repository, names, req, state, check, asked)
         return ScanResult(req, tuple(i for i in infos if i is not None), hint, listed)
 
-    def scan_at_once(self, req: ScanRequest, scan_round: int) -> ScanResult | None:
+    def scan_at_once(
+        self, req: ScanRequest, scan_round: int, last: AtOnce | None = None
+    ) -> AtOnce | None:
         """The scan of ``req`` (tag names only) when it needs neither a request nor a wait: the
         round holds its tag list already, or, in a full round of a sharded fleet, the
         repository's owner vouches for this replica's copy (:attr:`vouched`); else None (scan
-        it). Spares a task per scan where most repositories are another replica's to list."""
+        it). Spares a task per scan where most repositories are another replica's to list.
+        ``last``: the answer of this very request in an earlier round, handed out again while
+        the round holds the very same names (its tag-list key and result not made again)."""
         if req.metadata:
             return None
-        key = self.tag_list_key(req)
+        if last is not None and last.request is not req:
+            last = None
+        key = self.tag_list_key(req) if last is None else last.key
         names = self._tag_lists.finished(key, scan_round)
         if names is None and self.vouched is not None and scan_round == self._full_round:
             copy = self.vouched.reuse(key)
             names = self._tag_lists.put(key, copy) if copy is not None else None
-        return self._named(req, key, names) if names is not None else None
+        if names is None:
+            return None
+        if last is not None and last.names is names:
+            return last
+        return AtOnce(req, key, names, self._named(req, key, names))
 
     def _named(self, req: ScanRequest, key: TagListKey, names: tuple[str, ...]) -> ScanResult:
         """The result of a scan of tag names only."""

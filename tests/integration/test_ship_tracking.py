@@ -582,3 +582,55 @@ async def test_a_revision_is_fetched_once_and_then_answers_from_the_clone(
         await fetcher.fetch_revisions(url, [last], since, "repocreds", NS)
     assert git_runs("fetch") == before + 1
     assert await cache.contains_commit(url, first, last) is True
+
+
+def stored_state(kube: KubeApiServer) -> dict[str, str]:
+    return dict(kube.store.get("configmaps", NS, "argocd-image-updater-state")["data"])
+
+
+def state_writes(kube: KubeApiServer) -> int:
+    return kube.request_count("create", "configmaps") + kube.request_count("update", "configmaps")
+
+
+async def test_the_writing_cycle_stores_its_writes_and_the_change_followed_in_one_save(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    kube.store.put(kustomize_app("shop", image, "1.0.0"))
+    kube.store.put(updater("shop", "shop", image))
+    controller, closers = await make_controller(kube, registry, tmp_path)
+    try:
+        before = state_writes(kube)
+        assert (await controller.cycle()).images_updated == 1
+        assert state_writes(kube) == before + 1
+        data = stored_state(kube)
+        assert f"{NS}/shop" in data["writes.json"] and f"{NS}/shop" in data["shipments.json"]
+    finally:
+        await close_all(closers)
+
+
+async def test_a_change_followed_whose_cycle_could_not_save_is_stored_by_the_next(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    """The writing cycle's save fails: the change followed, handed to that cycle's record, is
+    set again in the next cycle's record (though it did not change since) and stored then."""
+    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
+    image = f"{registry.host}/{repo}"
+    kube.store.put(kustomize_app("shop", image, "1.0.0"))
+    kube.store.put(updater("shop", "shop", image))
+    controller, closers = await make_controller(kube, registry, tmp_path)
+    try:
+        kube.fail_next(10, verb="create", resource="configmaps", status=403)
+        assert (await controller.cycle()).images_updated == 1
+        names = [cm["metadata"]["name"] for cm in kube.store.list("configmaps", NS)]
+        assert "argocd-image-updater-state" not in names  # nothing stored
+        kube.clear_faults()
+        # Argo CD has not synced: the change followed is as it was.
+        set_app_status(kube, "shop", sync="OutOfSync", health="Healthy", images=[f"{image}:1.0.0"])
+        await controller.cycle()
+        [entry] = shipments(kube, "shop")
+        assert entry["state"] == "Written"
+        assert f"{NS}/shop" in stored_state(kube)["shipments.json"]
+    finally:
+        await close_all(closers)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.notify.dispatcher import Notifier
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
@@ -18,6 +19,7 @@ from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import REASON_TAG_MOVED, EventRecorder
 from argocd_image_updater.report.installed_crd import InstalledCrd
 from argocd_image_updater.report.ship_tracker import ShipTracker, announce
+from argocd_image_updater.report.shipping import Shipment
 from argocd_image_updater.report.status import (
     StatusWriter,
     compute_status,
@@ -43,6 +45,8 @@ class Reporter:
     """The statuses last computed, reused for ImageUpdaters whose inputs did not change."""
     crd: InstalledCrd | None = None
     """What the installed CRD lacks: said in each status's ``Ready`` condition."""
+    _followed: list[Shipment] | None = None
+    """The changes a full cycle's :meth:`follow` saw become final, announced by its report."""
 
     async def reconciling(self, collected: Collected) -> None:
         """Mark ``Reconciling=True`` on the ImageUpdaters whose spec changed since their last
@@ -69,6 +73,18 @@ class Reporter:
 
         await asyncio.gather(*(one(i) for i in range(len(changed))))
 
+    async def follow(
+        self, collected: Collected, result: CycleResult, *, dry_run: bool, into: ControllerState
+    ) -> None:
+        """Move the changes followed on with a full cycle's ``result`` before its record
+        ``into`` is saved, which then stores them too (one save of the writing cycle's objects,
+        not two); the :meth:`report` of the cycle announces those that became final."""
+        if self.shipping is not None:
+            with _contained("follow the written changes of", None):
+                self._followed = await self.shipping.observe(
+                    collected, result, dry_run=dry_run, into=into
+                )
+
     async def report(
         self, collected: Collected, result: CycleResult, *, dry_run: bool, partial: bool = False
     ) -> None:
@@ -82,8 +98,11 @@ class Reporter:
         shipping = self.shipping
         if shipping is not None:
             with _contained("follow the written changes of", None):
-                finished = await shipping.observe(
-                    collected, result, dry_run=dry_run, partial=partial
+                followed, self._followed = self._followed, None
+                finished = (
+                    followed
+                    if followed is not None and not partial
+                    else await shipping.observe(collected, result, dry_run=dry_run, partial=partial)
                 )
                 await announce(finished, collected.crs, self.events, self.notifier)
         limit = asyncio.Semaphore(MAX_PARALLEL_WRITES)

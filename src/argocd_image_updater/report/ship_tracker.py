@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
+from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.model.image import ImageRef, ImageRefError
 from argocd_image_updater.model.notifications import EventKind
 from argocd_image_updater.notify.dispatcher import Notifier
@@ -127,6 +128,9 @@ class ShipTracker:
         self._mine: set[str] = set()
         """The Applications of the last full cycle (whose changes this replica follows)."""
         self._saved: dict[str, Any] | None = None
+        self._handed: ControllerState | None = None
+        """The cycle's record the changes followed were last set in (stored when it was
+        saved: while it still has changes, it was not)."""
         self._pending: dict[tuple[str, str], Shipment] = {}
         self._plans: dict[tuple[str, str], AppPlan] = {}
         self._done: dict[tuple[str, str], Shipment] = {}
@@ -138,11 +142,18 @@ class ShipTracker:
         return dict(self._pending)
 
     async def observe(
-        self, collected: Collected, result: CycleResult, *, dry_run: bool, partial: bool = False
+        self,
+        collected: Collected,
+        result: CycleResult,
+        *,
+        dry_run: bool,
+        partial: bool = False,
+        into: ControllerState | None = None,
     ) -> list[Shipment]:
         """Move the followed changes on; return those that just became final. Then follow the
         changes this cycle wrote. ``partial`` (a webhook event's cycle): only the Applications
-        it listed are looked at."""
+        it listed are looked at. ``into``: the cycle's own record, saved after this call, which
+        then stores what is followed (else this tracker stores it itself)."""
         now = self._clock()
         self._index = None
         if not self._restored:
@@ -196,7 +207,7 @@ class ShipTracker:
                 self._follow(outcome, now, git=git.get(outcome.app))
         self._index = None
         if self._state is not None and not dry_run:
-            await self._persist()
+            await self._persist(into)
         return finished
 
     def _table(self) -> dict[str, Any]:
@@ -247,11 +258,19 @@ class ShipTracker:
                     self._plans[shipment.key] = plan
         self._saved = self._table()
 
-    async def _persist(self) -> None:
-        """Store the changes followed when they changed since last stored."""
+    async def _persist(self, into: ControllerState | None) -> None:
+        """Store the changes followed when they changed since last stored: in ``into`` (the
+        cycle's record, saved next), or by a save of their own."""
         assert self._state is not None
+        handed, self._handed = self._handed, None
+        if handed is not None and handed.changed:  # the record handed last was not saved
+            self._saved = None
         table = self._table()
         if table == self._saved or not self.may_save():
+            return
+        if into is not None:
+            into.set_shipments(table, self._mine | set(table))
+            self._saved, self._handed = table, into
             return
         try:
             state = await self._state.load()

@@ -18,7 +18,8 @@ from argocd_image_updater.plan.model import Outcome
 from argocd_image_updater.report.cycle_metrics import record_cycle
 from argocd_image_updater.report.events import REASON_TAG_MOVED, EventRecorder
 from argocd_image_updater.report.installed_crd import InstalledCrd
-from argocd_image_updater.report.ship_tracker import ShipTracker, announce
+from argocd_image_updater.report.ship_announce import announce
+from argocd_image_updater.report.ship_tracker import ShipTracker
 from argocd_image_updater.report.shipping import Shipment
 from argocd_image_updater.report.status import (
     StatusWriter,

@@ -21,16 +21,11 @@ from typing import Any, Final
 from argocd_image_updater.config.durations import DurationError, parse_go_duration
 from argocd_image_updater.model.controller_state import ControllerState
 from argocd_image_updater.model.image import ImageRef, ImageRefError
-from argocd_image_updater.model.notifications import EventKind
-from argocd_image_updater.notify.dispatcher import Notifier
-from argocd_image_updater.notify.events import Event
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.pipeline.ports import RevisionFetcher, RevisionHistory, StateStore
 from argocd_image_updater.pipeline.records import AppOutcome, Collected, CRState, CycleResult
 from argocd_image_updater.plan.model import AppPlan, ImageChange, ParamEdit, RevisionEdit
 from argocd_image_updater.plan.patch import PatchError, json_patch_ops
-from argocd_image_updater.report.cycle_metrics import NOT_SHIPPED, TIME_TO_LIVE
-from argocd_image_updater.report.events import EventRecorder
 from argocd_image_updater.report.shipping import (
     DEFAULT_TIMEOUT,
     AppView,
@@ -44,8 +39,6 @@ log = get_logger("shipping")
 
 STATUS_LIMIT: Final = 100
 """Entries kept in ``status.shipments``."""
-REASON_SHIPPED: Final = "ImageShipped"
-REASON_NOT_SHIPPED: Final = "ImageNotShipped"
 
 
 def ship_timeout(cr: CRState | None) -> timedelta:
@@ -433,74 +426,4 @@ def _apps(collected: Collected) -> set[str]:
     return {f"{config.app.namespace}/{config.app.name}" for config, _ in collected.configs}
 
 
-def _stamp(moment: datetime | None) -> str:
-    return moment.strftime("%H:%M:%SZ") if moment is not None else "never"
-
-
-def describe(shipment: Shipment) -> str:
-    """The event message of a final shipment."""
-    what = f"image '{shipment.alias}' {shipment.reference}"
-    times = (
-        f"written {shipment.written_at.strftime('%Y-%m-%dT%H:%M:%SZ')}, "
-        f"synced {_stamp(shipment.synced_at)}, healthy {_stamp(shipment.healthy_at)}"
-    )
-    if shipment.stage is Stage.SHIPPED:
-        return f"{what} is live after {shipment.time_to_live or 0:.0f}s ({times})"
-    return (
-        f"{what} is not live {shipment.timeout.total_seconds():.0f}s after it was written "
-        f"({times}): {shipment.message}"
-    )
-
-
-async def announce(
-    finished: list[Shipment],
-    crs: list[CRState],
-    events: EventRecorder | None,
-    notifier: Notifier | None,
-) -> None:
-    """``ImageShipped``/``ImageNotShipped`` events on the Applications, the time-to-live
-    histogram and the not-shipped counter, and the ``shipped`` notifications of the changes that just became final."""
-    for shipment in finished:
-        if shipment.time_to_live is not None:
-            TIME_TO_LIVE.labels(shipment.method).observe(shipment.time_to_live)
-        elif shipment.stage is Stage.NOT_SHIPPED:
-            NOT_SHIPPED.labels(shipment.method).inc()
-        log.info(
-            "%s",
-            describe(shipment),
-            application=shipment.app,
-            image_alias=shipment.alias,
-            state=shipment.stage.value,
-        )
-    if events is not None:
-        for shipment in finished:
-            await events.on_application(
-                shipment.app,
-                shipment.uid,
-                warning=shipment.stage is Stage.NOT_SHIPPED,
-                reason=REASON_SHIPPED if shipment.stage is Stage.SHIPPED else REASON_NOT_SHIPPED,
-                message=describe(shipment),
-            )
-    shipped = [s for s in finished if s.stage is Stage.SHIPPED]
-    if notifier is not None and shipped:
-        by_scope = {_scope(cr): cr for cr in crs}
-        notifier.submit_events(
-            [
-                (
-                    by_scope.get(s.scope),
-                    Event(
-                        EventKind.SHIPPED,
-                        application=s.app,
-                        image_updater=s.scope,
-                        alias=s.alias,
-                        image=s.image,
-                        new=s.new_tag,
-                        message=describe(s),
-                    ),
-                )
-                for s in shipped
-            ]
-        )
-
-
-__all__ = ["ShipTracker", "Stage", "announce", "describe", "ship_timeout"]
+__all__ = ["ShipTracker", "Stage", "ship_timeout"]

@@ -341,3 +341,46 @@ def test_a_vouched_copy_is_scanned_at_once_and_shared_by_the_round() -> None:
         await scanner.aclose()
 
     run(scenario())
+
+
+def test_an_owners_first_listing_of_a_repository_counts_as_a_change() -> None:
+    """Its word cannot cover what happened before it listed the repository: a copy another
+    member listed before that listing is not vouched for (the repository may have changed in
+    between), a copy listed after it is."""
+    fleet = Fleet()
+    listings = {k: ("1.0.0",) for k in KEYS}
+    fleet.cycle(listings)
+    fleet.exchange()
+    key = owned_by("a")
+    a, b = fleet.lists["a"], fleet.lists["b"]
+    early = fleet.clock[0]  # b's own copy, listed before a first lists the repository
+    fleet.clock[0] += 1
+    a.round_begun(listings)
+    a.listed(key, ("1.0.0",), None, full=True)  # a's first copy of it
+    a.round_done()
+    fleet.exchange()
+    fleet.cycle(listings)
+    fleet.exchange()
+    assert not b.vouches(key, early)
+    assert b.vouches(key, fleet.clock[0] - 1)
+
+
+def test_a_heartbeat_missed_of_one_member_ends_the_vouching_of_every_owner() -> None:
+    """The repositories a member owned may have moved to another owner since: a copy listed
+    before a missed heartbeat of any member is not vouched for."""
+    fleet = Fleet()
+    listings = {k: ("1.0.0",) for k in KEYS}
+    fleet.cycle(listings)
+    fleet.exchange()
+    copy = fleet.clock[0]
+    fleet.cycle(listings)
+    fleet.exchange()
+    key, b, c = owned_by("a"), fleet.lists["b"], fleet.lists["c"]
+    assert b.vouches(key, copy)
+    for _ in range(2):  # c's heartbeats: the first is never seen
+        c.round_begun(listings)
+        c.round_done()
+    fleet.exchange()
+    assert not b.vouches(key, copy)
+    fleet.clock[0] += 1
+    assert b.vouches(key, fleet.clock[0])

@@ -3,8 +3,10 @@ every replica whose keys use it: this replica's side of
 :mod:`argocd_image_updater.registry.vouched_lists`.
 
 Ownership: a repository listing (registry API, path, credentials) belongs to the live member
-that rendezvous hashing gives it (:func:`~argocd_image_updater.controller.shards.owner`, as for
-shard keys, over the same member list). In each full cycle the owner lists every repository it
+that rendezvous hashing with a bound on each member's load gives it among the listings the
+static shard needs (:mod:`~argocd_image_updater.controller.listing_owners`, over the same member
+list as shard keys; rendezvous hashing alone for a listing outside them). In each full cycle the
+owner lists every repository it
 owns that any Application of its static shard uses — its own keys' and, through
 :func:`~argocd_image_updater.controller.scan.scan_repositories`, the other replicas' — and
 afterwards puts a heartbeat on its member Lease (:mod:`argocd_image_updater.model.list_heartbeat`:
@@ -16,8 +18,11 @@ would be: the replicas whose keys use it update them without waiting for their n
 Vouching: another replica reuses its own last listing of a repository in a full cycle only
 when the owner's last heartbeat is fresh (at most two intervals plus a lease duration old),
 given under the same member list as its own, its copy is not older than the owner's ownership,
-and no change or failure of the repository (nor a missed heartbeat) was heard since its copy
-was listed. Anything else — no heartbeat yet, a silent or new owner, a member list that differs
+and no change or failure of the repository (nor a missed heartbeat of any member: the
+repositories it owned may have moved to another) was heard since its copy was listed. An
+owner's first listing of a repository it has no copy of counts as a change (its word cannot
+cover what happened before it), so a repository that moves to another owner is never vouched
+for across the gap between their listings. Anything else — no heartbeat yet, a silent or new owner, a member list that differs
 for a moment, a malformed annotation — and it lists the repository itself, as without sharing.
 What this costs: a change seen by a replica that does not own the repository comes with the
 owner's listing (plus the time its heartbeat and the event take to arrive, the Lease retry
@@ -31,6 +36,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from argocd_image_updater.controller.listing_owners import bounded_owners, ranked
 from argocd_image_updater.controller.membership import Membership
 from argocd_image_updater.controller.shards import owner
 from argocd_image_updater.model.list_heartbeat import (
@@ -63,8 +69,9 @@ class _Word(NamedTuple):
     at: float
     """When the owner's cycle began (wall-clock seconds)."""
     since: float
-    """The oldest copy vouched for: the owner's ``since``, or when every repository it owns was
-    last heard to have changed, whichever is later."""
+    """The oldest copy vouched for: the owner's ``since``, or when every repository of any
+    member was last heard to have changed (a repository may move between owners), whichever is
+    later."""
 
 
 class FleetTagLists:
@@ -85,6 +92,11 @@ class FleetTagLists:
         self._view: tuple[frozenset[str], str] = (frozenset(), set_hash(()))
         self._placed: dict[TagListKey, tuple[str, str | None]] = {}
         """By key: its repository id and owner, under the member list of ``_view``."""
+        self._assigned: tuple[frozenset[str], dict[str, str]] = (frozenset(), {})
+        """The owner of each repository id needed, under a member list
+        (:func:`~argocd_image_updater.controller.listing_owners.bounded_owners`)."""
+        self._ranks: dict[str, tuple[str, ...]] = {}
+        """By repository id: the members by weight, under the member list of ``_view``."""
         self._source: frozenset[str] | None = None
         """The membership's view ``_view`` was made from."""
         self._words: dict[str, _Word | None] = {}
@@ -108,6 +120,8 @@ class FleetTagLists:
         """By repository id: when this replica last heard it changed."""
         self._heard_all: dict[str, float] = {}
         """By member: when this replica last heard that every repository it owns may have."""
+        self._heard_any = 0.0
+        """The latest of ``_heard_all``."""
         membership.on_leases = self.observe
 
     def _key_id(self, key: TagListKey) -> str:
@@ -127,7 +141,7 @@ class FleetTagLists:
             members = view | {self.membership.member}
             if members != self._view[0]:
                 self._view = (members, set_hash(members))
-                self._placed, self._words = {}, {}
+                self._placed, self._words, self._ranks = {}, {}, {}
             self._source = view
         return self._view
 
@@ -141,8 +155,20 @@ class FleetTagLists:
             if len(self._placed) > 100_000:  # repositories no longer used
                 self._placed.clear()
             key_id = self._key_id(key)
-            placed = self._placed[key] = (key_id, owner(key_id, members))
+            assigned = self._assigned[1] if self._assigned[0] == members else {}
+            placed = self._placed[key] = (
+                key_id,
+                assigned.get(key_id) or owner(key_id, members),
+            )
         return placed
+
+    def _ranked(self, key_id: str) -> tuple[str, ...]:
+        found = self._ranks.get(key_id)
+        if found is None:
+            if len(self._ranks) > 100_000:  # repositories no longer used
+                self._ranks.clear()
+            found = self._ranks[key_id] = ranked(key_id, self._view[0])
+        return found
 
     def owns(self, key: TagListKey) -> bool:
         """Whether this member lists ``key`` for the fleet."""
@@ -160,12 +186,16 @@ class FleetTagLists:
         now, view = self._wall(), self._members()[1]
         if view != self._epoch:
             self._epoch, self._since = view, now
-        if self._needed is None or self._needed[0] is not needed or self._needed[1] != view:
-            by_owner: dict[str | None, list[str]] = {}
-            for key in needed:
-                key_id, by = self._place(key)
+        last = self._needed
+        if last is None or last[1] != view or (last[0] is not needed and last[0] != needed):
+            members = self._members()[0]
+            ids = {self._key_id(key) for key in needed}
+            owners = bounded_owners(ids, members, self._ranked)
+            self._assigned, self._placed = (members, owners), {}
+            by_owner: dict[str, list[str]] = {}
+            for key_id, by in owners.items():
                 by_owner.setdefault(by, []).append(key_id)
-            self._expected = {member: set_hash(ids) for member, ids in by_owner.items() if member}
+            self._expected = {member: set_hash(ids) for member, ids in by_owner.items()}
             self._needed = (needed, view)
         self._words = {}  # checked against the listings expected now
         self._round = (now, view, self._expected.get(self.membership.member, set_hash(())))
@@ -180,7 +210,7 @@ class FleetTagLists:
     ) -> None:
         """Note a change (or failure) of a repository this member owns for the next heartbeat;
         announce a change found by a full cycle (a webhook event's was announced already)."""
-        if not self.owns(key) or (names is not None and (before is None or names == before)):
+        if not self.owns(key) or (names is not None and names == before):
             return
         metrics.FLEET_TAG_LISTS.labels("changed").inc()
         if len(self._changed) >= MAX_CHANGED:
@@ -236,6 +266,8 @@ class FleetTagLists:
                 continue
             if last is None or beat.seq != last.seq + 1 or beat.changed is None:
                 self._heard_all[member] = now  # what it said before is unknown
+                self._heard_any = max(self._heard_any, now)
+                self._words = {}  # its repositories may be another's now
             else:
                 for found_id in beat.changed:
                     self._heard[found_id] = now
@@ -274,4 +306,4 @@ class FleetTagLists:
         beat = self._beats.get(by)
         if beat is None or beat.view != self._view[1] or beat.listed != self._expected.get(by):
             return None
-        return _Word(beat.at, max(beat.since, self._heard_all.get(by, 0.0)))
+        return _Word(beat.at, max(beat.since, self._heard_any))

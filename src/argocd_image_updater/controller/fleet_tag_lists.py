@@ -209,14 +209,19 @@ class FleetTagLists:
         full: bool,
     ) -> None:
         """Note a change (or failure) of a repository this member owns for the next heartbeat;
-        announce a change found by a full cycle (a webhook event's was announced already)."""
+        announce a change found by a full cycle (a webhook event's was announced already). A
+        first listing (no copy ``before``) is noted as a change, neither counted nor announced:
+        nothing is known to have changed, only that this member's word cannot cover the time
+        before it."""
         if not self.owns(key) or (names is not None and names == before):
             return
-        metrics.FLEET_TAG_LISTS.labels("changed").inc()
         if len(self._changed) >= MAX_CHANGED:
             self._overflow = True
         else:
             self._changed.add(self._place(key)[0])
+        if before is None and names is not None:
+            return
+        metrics.FLEET_TAG_LISTS.labels("changed").inc()
         if full and names is not None and self._announce is not None:
             self._announce(RegistryEvent(urlsplit(key.api_url).netloc, key.repository, ""))
 

@@ -124,13 +124,20 @@ def updater(name: str, pattern: str, image: str, **spec: Any) -> dict[str, Any]:
     )
 
 
-async def test_argocd_method_change_is_followed_until_it_is_live(
-    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
-) -> None:
+async def shop(kube: KubeApiServer, registry: RegistryServer, repo: str, **spec: Any) -> str:
+    """Application ``shop`` at 1.0.0 of ``repo`` (1.0.0 and 1.0.1 pushed), its ImageUpdater with
+    ``spec``; the image."""
     await push_tags(registry, repo, ["1.0.0", "1.0.1"])
     image = f"{registry.host}/{repo}"
     kube.store.put(kustomize_app("shop", image, "1.0.0"))
-    kube.store.put(updater("shop", "shop", image))
+    kube.store.put(updater("shop", "shop", image, **spec))
+    return image
+
+
+async def test_argocd_method_change_is_followed_until_it_is_live(
+    kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
+) -> None:
+    image = await shop(kube, registry, repo)
     before = observed("argocd")
     controller, closers = await make_controller(kube, registry, tmp_path)
     try:
@@ -165,10 +172,7 @@ async def test_argocd_method_change_is_followed_until_it_is_live(
 async def test_change_not_live_after_ship_timeout_is_a_warning_with_the_apps_message(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
 ) -> None:
-    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
-    image = f"{registry.host}/{repo}"
-    kube.store.put(kustomize_app("shop", image, "1.0.0"))
-    kube.store.put(updater("shop", "shop", image, shipTimeout="1ms"))
+    image = await shop(kube, registry, repo, shipTimeout="1ms")
     not_shipped = REGISTRY.get_sample_value(NOT_SHIPPED, {"method": "argocd"}) or 0.0
     controller, closers = await make_controller(kube, registry, tmp_path)
     try:
@@ -197,10 +201,7 @@ async def test_change_not_live_after_ship_timeout_is_a_warning_with_the_apps_mes
 async def test_a_newer_write_replaces_the_change_followed(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
 ) -> None:
-    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
-    image = f"{registry.host}/{repo}"
-    kube.store.put(kustomize_app("shop", image, "1.0.0"))
-    kube.store.put(updater("shop", "shop", image))
+    image = await shop(kube, registry, repo)
     controller, closers = await make_controller(kube, registry, tmp_path)
     try:
         assert (await controller.cycle()).images_updated == 1
@@ -474,10 +475,7 @@ async def test_unknown_revisions_cost_no_git_process(tmp_path: Path) -> None:
 async def test_a_restart_goes_on_following_the_changes_written_before(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path, store: str
 ) -> None:
-    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
-    image = f"{registry.host}/{repo}"
-    kube.store.put(kustomize_app("shop", image, "1.0.0"))
-    kube.store.put(updater("shop", "shop", image))
+    image = await shop(kube, registry, repo)
     flags = {"state_dir": str(tmp_path / "state")} if store == "state-dir" else {}
 
     async def cycle() -> None:  # a new controller process each time
@@ -595,10 +593,7 @@ def state_writes(kube: KubeApiServer) -> int:
 async def test_the_writing_cycle_stores_its_writes_and_the_change_followed_in_one_save(
     kube: KubeApiServer, registry: RegistryServer, repo: str, tmp_path: Path
 ) -> None:
-    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
-    image = f"{registry.host}/{repo}"
-    kube.store.put(kustomize_app("shop", image, "1.0.0"))
-    kube.store.put(updater("shop", "shop", image))
+    await shop(kube, registry, repo)
     controller, closers = await make_controller(kube, registry, tmp_path)
     try:
         before = state_writes(kube)
@@ -615,10 +610,7 @@ async def test_a_change_followed_whose_cycle_could_not_save_is_stored_by_the_nex
 ) -> None:
     """The writing cycle's save fails: the change followed, handed to that cycle's record, is
     set again in the next cycle's record (though it did not change since) and stored then."""
-    await push_tags(registry, repo, ["1.0.0", "1.0.1"])
-    image = f"{registry.host}/{repo}"
-    kube.store.put(kustomize_app("shop", image, "1.0.0"))
-    kube.store.put(updater("shop", "shop", image))
+    image = await shop(kube, registry, repo)
     controller, closers = await make_controller(kube, registry, tmp_path)
     try:
         kube.fail_next(10, verb="create", resource="configmaps", status=403)

@@ -6,8 +6,7 @@ Ownership: a repository listing (registry API, path, credentials) belongs to the
 that rendezvous hashing with a bound on each member's load gives it among the listings the
 static shard needs (:mod:`~argocd_image_updater.controller.listing_owners`, over the same member
 list as shard keys; rendezvous hashing alone for a listing outside them). In each full cycle the
-owner lists every repository it
-owns that any Application of its static shard uses — its own keys' and, through
+owner lists every repository it owns that any Application of its static shard uses — its own keys' and, through
 :func:`~argocd_image_updater.controller.scan.scan_repositories`, the other replicas' — and
 afterwards puts a heartbeat on its member Lease (:mod:`argocd_image_updater.model.list_heartbeat`:
 when that cycle began, since when it has owned them, under which member list, which of them
@@ -22,8 +21,9 @@ and no change or failure of the repository (nor a missed heartbeat of any member
 repositories it owned may have moved to another) was heard since its copy was listed. An
 owner's first listing of a repository it has no copy of counts as a change (its word cannot
 cover what happened before it), so a repository that moves to another owner is never vouched
-for across the gap between their listings. Anything else — no heartbeat yet, a silent or new owner, a member list that differs
-for a moment, a malformed annotation — and it lists the repository itself, as without sharing.
+for across the gap between their listings. Anything else — no heartbeat yet, a silent or new
+owner, a member list that differs for a moment, a malformed annotation — and it lists the
+repository itself, as without sharing.
 What this costs: a change seen by a replica that does not own the repository comes with the
 owner's listing (plus the time its heartbeat and the event take to arrive, the Lease retry
 period at most twice) instead of this replica's own listing.

@@ -294,8 +294,9 @@ class Controller:
         result = await run_cycle(prepared, context)
         if full:
             state.prune_apps(collected.listed, self.namespaces)
-            if self.reporter is not None and keep:  # the changes followed: saved with the rest
-                await self.reporter.follow(collected, result, dry_run=self.dry_run, into=state)
+            if self.reporter is not None:  # the changes followed: saved with the rest
+                into = state if keep else None
+                await self.reporter.follow(collected, result, dry_run=self.dry_run, into=into)
         if keep and not self.dry_run and self.is_leader():
             try:
                 await self.state_store.save(state)  # type: ignore[union-attr]

@@ -75,11 +75,17 @@ class Reporter:
         await asyncio.gather(*(one(i) for i in range(len(changed))))
 
     async def follow(
-        self, collected: Collected, result: CycleResult, *, dry_run: bool, into: ControllerState
+        self,
+        collected: Collected,
+        result: CycleResult,
+        *,
+        dry_run: bool,
+        into: ControllerState | None,
     ) -> None:
         """Move the changes followed on with a full cycle's ``result`` before its record
         ``into`` is saved, which then stores them too (one save of the writing cycle's objects,
-        not two); the :meth:`report` of the cycle announces those that became final."""
+        not two; None: no record is saved, the tracker stores them itself); the :meth:`report`
+        of the cycle announces those that became final."""
         if self.shipping is not None:
             with _contained("follow the written changes of", None):
                 self._followed = await self.shipping.observe(
@@ -99,10 +105,12 @@ class Reporter:
         shipping = self.shipping
         if shipping is not None:
             with _contained("follow the written changes of", None):
-                followed, self._followed = self._followed, None
+                followed = None
+                if not partial:  # a full cycle's: followed already (a webhook event's: not)
+                    followed, self._followed = self._followed, None
                 finished = (
                     followed
-                    if followed is not None and not partial
+                    if followed is not None
                     else await shipping.observe(collected, result, dry_run=dry_run, partial=partial)
                 )
                 await announce(finished, collected.crs, self.events, self.notifier)

@@ -1,31 +1,32 @@
-"""Each repository of a sharded fleet (``run --sharding``) listed by one replica a cycle, not by every
-replica whose keys use it: this replica's side of
+"""Each repository of a sharded fleet (``run --sharding``) listed by one replica a cycle, not by
+every replica whose keys use it: this replica's side of
 :mod:`argocd_image_updater.registry.vouched_lists`.
 
-Ownership: a repository listing (registry API, path, credentials) belongs to the live member that
-rendezvous hashing with a bound on each member's load gives it among the listings the static shard
-needs (:mod:`~argocd_image_updater.controller.listing_owners`, over the same member list as shard
-keys; rendezvous hashing alone for a listing outside them). In each full cycle the owner lists every
-repository it owns that any Application of its static shard uses — its own keys' and, through
-:func:`~argocd_image_updater.controller.scan.scan_repositories`, the other replicas' — and
-afterwards puts a heartbeat on its member Lease (:mod:`argocd_image_updater.model.list_heartbeat`:
-when that cycle began, since when it has owned them, under which member list, which of them changed
-or failed). A repository whose tags a full cycle found changed is also announced at once through the
-events ConfigMap (:mod:`~argocd_image_updater.controller.fleet_events`), as a webhook call would be:
-the replicas whose keys use it update them without waiting for their next cycle.
+Ownership: a repository listing (registry API, path, credentials) belongs to the live member
+that rendezvous hashing with a bound on each member's load gives it among the listings the
+static shard needs (:mod:`~argocd_image_updater.controller.listing_owners`, over the same member
+list as shard keys; rendezvous hashing alone for a listing outside them). In each full cycle the
+owner lists every repository it owns that any Application of its static shard uses — its own
+keys' and, through :func:`~argocd_image_updater.controller.scan.scan_repositories`, the other
+replicas' — and afterwards puts a heartbeat on its member Lease
+(:mod:`argocd_image_updater.model.list_heartbeat`: when that cycle began, since when it has
+owned them, under which member list, which of them changed or failed). A repository whose tags a
+full cycle found changed is also announced at once through the events ConfigMap
+(:mod:`~argocd_image_updater.controller.fleet_events`), as a webhook call would be: the replicas
+whose keys use it update them without waiting for their next cycle.
 
-Vouching: another replica reuses its own last listing of a repository in a full cycle only when the
-owner's last heartbeat is fresh (at most two intervals plus a lease duration old), given under the
-same member list as its own, its copy is not older than the owner's ownership, and no change or
-failure of the repository (nor a missed heartbeat of any member: the repositories it owned may have
-moved to another) was heard since its copy was listed. An owner's first listing of a repository it
-has no copy of counts as a change (its word cannot cover what happened before it), so a repository
-that moves to another owner is never vouched for across the gap between their listings. Anything
-else — no heartbeat yet, a silent or new owner, a member list that differs for a moment, a malformed
-annotation — and it lists the repository itself, as without sharing. What this costs: a change seen
-by a replica that does not own the repository comes with the owner's listing (plus the time its
-heartbeat and the event take to arrive, the Lease retry period at most twice) instead of this
-replica's own listing.
+Vouching: another replica reuses its own last listing of a repository in a full cycle only when
+the owner's last heartbeat is fresh (at most two intervals plus a lease duration old), given
+under the same member list as its own, its copy is not older than the owner's ownership, and no
+change or failure of the repository (nor a missed heartbeat of any member: the repositories it
+owned may have moved to another) was heard since its copy was listed. An owner's first listing
+of a repository it has no copy of counts as a change (its word cannot cover what happened before
+it), so a repository that moves to another owner is never vouched for across the gap between
+their listings. Anything else — no heartbeat yet, a silent or new owner, a member list that
+differs for a moment, a malformed annotation — and it lists the repository itself, as without
+sharing. What this costs: a change seen by a replica that does not own the repository comes with
+the owner's listing (plus the time its heartbeat and the event take to arrive, the Lease retry
+period at most twice) instead of this replica's own listing.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 import pytest
 
 from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
-from argocd_image_updater.controller.shards import owner
+from argocd_image_updater.controller.listing_owners import bounded_owners, ranked
 from argocd_image_updater.model.list_heartbeat import (
     HEARTBEAT_ANNOTATION,
     MAX_CHANGED,
@@ -189,14 +189,24 @@ class Fleet:
             lists.round_done()
         self.clock[0] += 1
 
+    def warmed(self, listings: Mapping[TagListKey, tuple[str, ...]]) -> float:
+        """Two full cycles of every member, each heard by the others: when a copy was listed
+        that the second one's heartbeats vouch for."""
+        self.cycle(listings)
+        self.exchange()
+        copy = self.clock[0]
+        self.cycle(listings)
+        self.exchange()
+        return copy
+
 
 def owned_by(member: str, others: set[str] | None = None) -> TagListKey:
-    members = others or {"a", "b", "c"}
-    return next(
-        k
-        for k in KEYS
-        if owner(list_id(k.api_url, k.repository, k.credentials_key), members) == member
-    )
+    """The first of ``KEYS`` that ``member`` lists when every key is needed, among ``others``
+    (else ``a``, ``b`` and ``c``)."""
+    members = frozenset(others or {"a", "b", "c"})
+    ids = {list_id(k.api_url, k.repository, k.credentials_key): k for k in KEYS}
+    owners = bounded_owners(ids, members, lambda key_id: ranked(key_id, members))
+    return next(k for key_id, k in ids.items() if owners[key_id] == member)
 
 
 def test_a_copy_is_vouched_for_once_its_owner_listed_it_after_it_was_first_heard() -> None:
@@ -220,11 +230,7 @@ def test_a_change_a_failure_or_a_missed_heartbeat_ends_the_vouching() -> None:
     fleet = Fleet()
     key, other = owned_by("a"), next(k for k in KEYS if k != owned_by("a"))
     listings = {k: ("1.0.0",) for k in KEYS}
-    fleet.cycle(listings)
-    fleet.exchange()
-    copy = fleet.clock[0]
-    fleet.cycle(listings)
-    fleet.exchange()
+    copy = fleet.warmed(listings)
     b = fleet.lists["b"]
     assert b.vouches(key, copy)
     fleet.cycle(listings, changed={key})
@@ -255,10 +261,7 @@ def test_no_vouching_when_the_owner_is_silent_sees_other_members_or_other_listin
     fleet = Fleet()
     key = owned_by("a")
     listings = {k: ("1.0.0",) for k in KEYS}
-    for _ in range(2):
-        fleet.cycle(listings)
-        fleet.exchange()
-    copy = fleet.clock[0] - 1
+    copy = fleet.warmed(listings)
     b = fleet.lists["b"]
     assert b.vouches(key, copy)
     fleet.clock[0] += 31  # older than max_age
@@ -294,11 +297,8 @@ def test_a_malformed_heartbeat_is_no_heartbeat() -> None:
 def test_changes_beyond_the_bound_end_every_vouching_of_the_owner() -> None:
     fleet = Fleet()
     listings = {k: ("1.0.0",) for k in KEYS}
-    for _ in range(2):
-        fleet.cycle(listings)
-        fleet.exchange()
+    copy = fleet.warmed(listings)
     a = fleet.lists["a"]
-    copy = fleet.clock[0] - 1
     a.round_begun(listings)
     key = owned_by("a")
     many = (TagListKey("https://registry.example", f"many/{i}", "") for i in range(5000))
@@ -370,11 +370,7 @@ def test_a_heartbeat_missed_of_one_member_ends_the_vouching_of_every_owner() -> 
     before a missed heartbeat of any member is not vouched for."""
     fleet = Fleet()
     listings = {k: ("1.0.0",) for k in KEYS}
-    fleet.cycle(listings)
-    fleet.exchange()
-    copy = fleet.clock[0]
-    fleet.cycle(listings)
-    fleet.exchange()
+    copy = fleet.warmed(listings)
     key, b, c = owned_by("a"), fleet.lists["b"], fleet.lists["c"]
     assert b.vouches(key, copy)
     for _ in range(2):  # c's heartbeats: the first is never seen

@@ -528,3 +528,31 @@ async def test_loopback_tls_server_is_verified_with_the_full_context(client_for)
                 await client.get(peer.url)
     assert isinstance(caught.value.__cause__, ssl.SSLCertVerificationError)
     assert len(peer.exchanges) == 1
+
+
+async def test_the_registry_client_reuses_a_connection_idle_between_two_cycles():
+    """A registry connection idle for a minute (as between two cycles) is reused; one idle
+    longer than the registry client keeps them is let go and a new one made."""
+    from argocd_image_updater.model.registry import RegistryEndpoint
+    from argocd_image_updater.registry.transport import KEEPALIVE_SECONDS, http_client
+
+    def idle_for(client: httpx.AsyncClient, seconds: float) -> None:
+        transport = client._transport
+        assert isinstance(transport, AsyncHTTP1Transport)
+        for connections in transport._idle.values():
+            for conn in connections:
+                conn.idle_since -= seconds
+
+    async with Peer(lambda ex: always(ok())) as peer:
+        endpoint = RegistryEndpoint("registry.example", "", peer.url)
+        client = http_client(endpoint)
+        try:
+            await client.get(f"{peer.url}/v2/")
+            idle_for(client, 60)
+            await client.get(f"{peer.url}/v2/")
+            assert peer.connections == 1
+            idle_for(client, KEEPALIVE_SECONDS)
+            await client.get(f"{peer.url}/v2/")
+            assert peer.connections == 2
+        finally:
+            await client.aclose()

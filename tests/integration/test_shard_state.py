@@ -766,3 +766,31 @@ async def test_a_key_taken_over_is_read_not_taken_from_the_watched_copy(
     finally:
         stop.set()
         await task
+
+
+async def test_a_key_let_go_is_read_again_and_a_steady_scope_lets_go_of_nothing(
+    store: KubeStore, fronts: list[tuple[KubeApiServer, KubeClient]]
+) -> None:
+    """A full cycle's scope lets go of the objects of the keys no longer held (read again,
+    never taken from the watched copy, when they come back); the same selection again lets go
+    of nothing and reads nothing."""
+    (api, client), _ = fronts
+    stop = asyncio.Event()
+    replica, task = await cached(client, stop)
+    both = of(KEYS[0], KEYS[1])
+    try:
+        with replica.scoped(both):
+            await replica.load()
+        gets = api.request_count("get", "configmaps")
+        for _ in range(2):  # the very same selection: the same layout, nothing let go
+            with replica.scoped(both):
+                await replica.load()
+        assert api.request_count("get", "configmaps") == gets
+        with replica.scoped(of(KEYS[0])):  # KEYS[1] is let go
+            await replica.load()
+        with replica.scoped(of(KEYS[0], KEYS[1])):
+            await replica.load()
+        assert api.request_count("get", "configmaps") - gets == 1 + 3  # the key, its repos
+    finally:
+        stop.set()
+        await task

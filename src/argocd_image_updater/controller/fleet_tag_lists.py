@@ -60,6 +60,10 @@ def _id(key: TagListKey) -> str:
     return list_id(key.api_url, key.repository, key.credentials_key)
 
 
+def _never(key: TagListKey, listed_at: float) -> bool:
+    return False
+
+
 class _Word(NamedTuple):
     """What an owner's last heartbeat says of every copy of the repositories it owns, checked
     once (its view and listings against this member's, made into one bound): a copy listed at
@@ -286,10 +290,7 @@ class FleetTagLists:
         key_id, by = self._place(key)
         if by is None or by == self.membership.member:
             return False
-        try:
-            word = self._words[by]
-        except KeyError:  # once per owner while its word holds
-            word = self._words[by] = self._word(by)
+        word = self._word_of(by)
         return (
             word is not None
             and listed_at >= word.since
@@ -297,6 +298,39 @@ class FleetTagLists:
             and self._wall() - word.at <= self.max_age()
             and self.membership.settled()
         )
+
+    def checker(self) -> Callable[[TagListKey, float], bool]:
+        """:meth:`vouches` for many keys at this instant, nothing heard in between (a full
+        cycle's scans answered at once): whether this member settled, the clock and how old a
+        heartbeat may be are read once, and each owner's word is made into the oldest copy it
+        covers now once."""
+        if not self.membership.settled():
+            return _never
+        now, max_age, me = self._wall(), self.max_age(), self.membership.member
+        floors: dict[str, float | None] = {}
+        place, heard = self._place, self._heard
+
+        def vouches(key: TagListKey, listed_at: float) -> bool:
+            key_id, by = place(key)
+            if by is None or by == me:
+                return False
+            try:
+                floor = floors[by]
+            except KeyError:
+                word, floor = self._word_of(by), None
+                if word is not None and now - word.at <= max_age:
+                    floor = word.since
+                floors[by] = floor
+            return floor is not None and listed_at >= floor and listed_at >= heard.get(key_id, 0.0)
+
+        return vouches
+
+    def _word_of(self, by: str) -> _Word | None:
+        try:
+            return self._words[by]
+        except KeyError:  # once per owner while its word holds
+            word = self._words[by] = self._word(by)
+            return word
 
     def _word(self, by: str) -> _Word | None:
         """What the last heartbeat of ``by`` vouches for under this member's member list and

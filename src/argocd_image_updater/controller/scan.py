@@ -196,9 +196,10 @@ async def run_scans(
             firsts.setdefault(job.scan_key, (job, namespace))
     results = ScanResults(memory=memory)
     scans = _Scans(scanner, credentials, concurrency, results, at_once)
-    waiting = [
-        (k, j, ns) for k, (j, ns) in firsts.items() if not scans.at_once(k, j, ns, scan_round)
-    ]
+    with scanner.answering_at_once():
+        waiting = [
+            (k, j, ns) for k, (j, ns) in firsts.items() if not scans.at_once(k, j, ns, scan_round)
+        ]
     if at_once is not None:
         at_once.cycle_done()
     await asyncio.gather(*(scans.run(k, job, ns, scan_round) for k, job, ns in waiting))

@@ -16,10 +16,11 @@ handed to everyone waiting and not kept.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import sys
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -31,12 +32,12 @@ from argocd_image_updater.registry.singleflight import SingleFlight
 _COUNTS: dict[tuple[bool, str], Any] = {}
 
 
-def _count(hit: bool, cache: str) -> None:
-    """Count a hit or a miss of ``cache`` (its series looked up once)."""
+def _count(hit: bool, cache: str, amount: int = 1) -> None:
+    """Count hits or misses of ``cache`` (its series looked up once)."""
     series = _COUNTS.get((hit, cache))
     if series is None:
         series = _COUNTS[(hit, cache)] = (CACHE_HITS if hit else CACHE_MISSES).labels(cache)
-    series.inc()
+    series.inc(amount)
 
 
 K = TypeVar("K", bound=Hashable)
@@ -163,6 +164,32 @@ class TagListCache:
     def __init__(self, max_entries: int = 10_000) -> None:
         self._sequence = itertools.count(1)
         self._lists: LruDict[TagListKey, tuple[int, Listing]] = LruDict(max_entries)
+        self._deferred: Counter[bool] | None = None
+        """The hits and misses not counted yet, while :meth:`counted_together`."""
+
+    def _count(self, hit: bool) -> None:
+        deferred = self._deferred
+        if deferred is None:
+            _count(hit, "tags")
+        else:
+            deferred[hit] += 1
+
+    @contextlib.contextmanager
+    def counted_together(self) -> Iterator[None]:
+        """Hits and misses counted once at the end of the block, not one by one: a sharded
+        replica's scans answered at once take a few hundred held listings in a row, and each
+        count is a locked increment of the metric's series."""
+        if self._deferred is not None:  # already inside such a block
+            yield
+            return
+        deferred: Counter[bool] = Counter()
+        self._deferred = deferred
+        try:
+            yield
+        finally:
+            self._deferred = None
+            for hit, amount in deferred.items():
+                _count(hit, "tags", amount)
 
     def new_round(self) -> int:
         """A round number: listings started from now on belong to it."""
@@ -185,18 +212,18 @@ class TagListCache:
             started, task = entry
             if isinstance(task, tuple):  # held finished: never in flight
                 if since is not None and started > since:
-                    _count(True, "tags")
+                    self._count(True)
                     return task
             else:
                 usable = (since is None and not task.done()) or (
                     since is not None and started > since
                 )
                 if usable and not (task.done() and (task.cancelled() or task.exception())):
-                    _count(True, "tags")
+                    self._count(True)
                     return await asyncio.shield(task)
         if copy is not None and (names := copy(key)) is not None:
             return self.put(key, names, hit=False)
-        _count(False, "tags")
+        self._count(False)
 
         async def load() -> tuple[str, ...]:
             # Interned: a repository lists mostly the same names every cycle, and the names
@@ -219,11 +246,11 @@ class TagListCache:
             return None
         task = entry[1]
         if isinstance(task, tuple):
-            _count(True, "tags")
+            self._count(True)
             return task
         if not task.done() or task.cancelled() or task.exception() is not None:
             return None
-        _count(True, "tags")
+        self._count(True)
         return task.result()
 
     def put(self, key: TagListKey, names: tuple[str, ...], *, hit: bool = True) -> tuple[str, ...]:
@@ -233,7 +260,7 @@ class TagListCache:
         Holding the names themselves, not a finished future, and interning nothing again: a
         sharded replica's 330 copies reused a cycle cost 0.21 ms here instead of 0.55 ms
         (``timeit``, 20 tags each, 2 vCPU AMD EPYC, CPython 3.11)."""
-        _count(hit, "tags")
+        self._count(hit)
         self._lists.put(key, (next(self._sequence), names))
         return names
 

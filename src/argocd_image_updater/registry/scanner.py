@@ -27,8 +27,9 @@ by digest is cached and never goes stale.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -247,6 +248,19 @@ class Scanner:
         asked = (key, scan_round) if scan_round is not None else None
         infos = await self._fetch_all(client, repository, names, req, state, check, asked)
         return ScanResult(req, tuple(i for i in infos if i is not None), hint, listed)
+
+    @contextlib.contextmanager
+    def answering_at_once(self) -> Iterator[None]:
+        """A block of many :meth:`scan_at_once` calls with no wait in between: the copies
+        :attr:`vouched` for are checked at one instant and the listings they give counted once
+        (:meth:`VouchedLists.asked_together`, :meth:`TagListCache.counted_together`)."""
+        vouched = self.vouched
+        with self._tag_lists.counted_together():
+            if vouched is None:
+                yield
+                return
+            with vouched.asked_together():
+                yield
 
     def scan_at_once(
         self, req: ScanRequest, scan_round: int, last: AtOnce | None = None

@@ -41,6 +41,9 @@ class Witness:
         self.asked += 1
         return key in self.vouched
 
+    def checker(self) -> Callable[[TagListKey, float], bool]:
+        return self.vouches
+
     def listed(
         self,
         key: TagListKey,

@@ -533,8 +533,9 @@ async def test_loopback_tls_server_is_verified_with_the_full_context(client_for)
 async def test_the_registry_client_reuses_a_connection_idle_between_two_cycles():
     """A registry connection idle for a minute (as between two cycles) is reused; one idle
     longer than the registry client keeps them is let go and a new one made."""
+    from argocd_image_updater.http1.transport import KEEPALIVE_SECONDS
     from argocd_image_updater.model.registry import RegistryEndpoint
-    from argocd_image_updater.registry.transport import KEEPALIVE_SECONDS, http_client
+    from argocd_image_updater.registry.transport import http_client
 
     def idle_for(client: httpx.AsyncClient, seconds: float) -> None:
         transport = client._transport

@@ -41,7 +41,19 @@ from argocd_image_updater.http1.wire import (
     encode_request_head,
 )
 
-DEFAULT_LIMITS: Final = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+KEEPALIVE_SECONDS: Final = 90.0
+"""How long an idle connection is kept for the next request to its host, as in Go's default
+transport (the original's): a cycle that follows the last within that time reuses its
+connections to the registries, Helm repositories and the Argo CD API instead of connecting
+(and, over TLS, shaking hands) again. httpx's 5 seconds let every registry connection go
+between two cycles even at a 5-second interval: a dozen connections made again each cycle,
+about a tenth of a steady cycle's CPU for one of three replicas in ``benchmarks/sharding.py``.
+A connection the server closed meanwhile is not reused (its close was seen), and a request
+that may be sent twice (GET, HEAD, OPTIONS) on one it closes just then is sent again on a new
+one."""
+DEFAULT_LIMITS: Final = httpx.Limits(
+    max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_SECONDS
+)
 _PORTS: Final = {b"http": 80, b"https": 443}
 _WHOLE_BODY: Final = 1024 * 1024
 """Bodies of a known length up to this size are read in one piece."""

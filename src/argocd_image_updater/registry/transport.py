@@ -12,23 +12,12 @@ from dataclasses import dataclass
 
 import httpx
 
-from argocd_image_updater.http1 import ProxyConfigError, async_client
+from argocd_image_updater.http1 import DEFAULT_LIMITS, ProxyConfigError, async_client
 from argocd_image_updater.kits.tlstrust import CABundleError, client_context
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.registry.errors import RegistryConfigError
 
 TIMEOUT = httpx.Timeout(connect=10.0, read=30.0, write=30.0, pool=30.0)
-KEEPALIVE_SECONDS = 90.0
-"""How long an idle connection to a registry is kept for the next request, as in Go's default
-transport (the original's): the next cycle within that time reuses the last one's connections
-instead of connecting (and, over TLS, shaking hands) again. httpx's 5 seconds let every
-connection go between two cycles even at a 5-second interval: a dozen connections made again
-each cycle, about a tenth of a steady cycle's CPU for one of three replicas in
-``benchmarks/sharding.py``. A connection the registry closed meanwhile is not reused (its close
-was seen), and a GET on one it closes just then is sent again on a new one."""
-LIMITS = httpx.Limits(
-    max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_SECONDS
-)
 USER_AGENT = "argocd-image-updater"
 
 
@@ -83,7 +72,7 @@ def http_client(endpoint: RegistryEndpoint) -> httpx.AsyncClient:
         return async_client(
             ssl_context=ssl_context(endpoint),
             timeout=TIMEOUT,
-            limits=LIMITS,
+            limits=DEFAULT_LIMITS,
             headers={"User-Agent": USER_AGENT},
             follow_redirects=False,
         )

@@ -26,7 +26,10 @@ Each round (a new Kubernetes fake, new processes):
    as by default) on a copy of the fleet in a namespace of its own, and three replicas
    (``--sharding``) on the fleet, at the same time, so that the machine's load is the same for
    both. Once the keys are split and every replica warmed up: new tags in ``--new-repos``
-   repositories, then ``--cycles`` measured cycles of each replica: CPU time, tag lists;
+   repositories, then ``--cycles`` measured cycles of each replica: CPU time, tag lists. With
+   ``--apart`` the one replica is measured first and stopped before the three start (each
+   configuration then has the machine to itself; at the same time, a replica whose cycles fall
+   on the one replica's keeps competing with it for the CPUs for the whole measurement);
 2. **kill -9** of one of the three (with new tags in ``--kill-repos`` repositories its keys use,
    at the same moment): how long until the survivors' cycles held (and finished) all of its
    keys, against the lease duration plus one interval; the writes its front served after its
@@ -45,7 +48,7 @@ repository's newest tag.
 
 Run: ``.venv/bin/python benchmarks/sharding.py [--rounds N] [--quick] [--updaters N]
 [--apps-per N] [--repos N] [--repos-per-updater N] [--tags N] [--interval S] [--cycles N]
-[--sample N] [--trace DIR]``
+[--apart] [--sample N] [--trace DIR]``
 """
 
 from __future__ import annotations
@@ -976,10 +979,18 @@ async def one_round(
         f"  seeded {fleet.updaters} ImageUpdaters in {time.time() - began:.1f} s", file=sys.stderr
     )
     try:
-        # One replica on its copy of the fleet and three on theirs, at the same time.
-        started = time.time()
-        solo = await bench.start("solo", sharded=False)
+        # One replica on its copy of the fleet and three on theirs, at the same time (or, with
+        # --apart, the one replica first, stopped before the three start).
         three = ["r1", "r2", "r3"]
+        if args.apart:
+            solo = await bench.start("solo", sharded=False)
+            await bench.until(lambda: len(solo.done_after(0)) >= 2, "one replica warmed up", 600)
+            (single,) = await measure(bench, ["solo"], args.new_repos, args.cycles)
+            behind = bench.behind(SOLO_NS)
+            await bench.stop("solo")
+        started = time.time()
+        if not args.apart:
+            solo = await bench.start("solo", sharded=False)
         for name in three:
             await bench.start(name)
         split = await bench.until(
@@ -987,15 +998,18 @@ async def one_round(
         )
         await bench.until(
             lambda: (
-                len(solo.done_after(0)) >= 2
+                (args.apart or len(solo.done_after(0)) >= 2)
                 and all(bench.replicas[n].done_after(split) for n in three)
             ),
             "every replica warmed up",
             600,
         )
-        single, *sharded = await measure(bench, ["solo", *three], args.new_repos, args.cycles)
-        behind = bench.behind(SOLO_NS)
-        await bench.stop("solo")
+        if args.apart:
+            sharded = await measure(bench, three, args.new_repos, args.cycles)
+        else:
+            single, *sharded = await measure(bench, ["solo", *three], args.new_repos, args.cycles)
+            behind = bench.behind(SOLO_NS)
+            await bench.stop("solo")
         profiles["one replica"] = bench.profile("solo")
         profiles["r1, one of 3 replicas"] = bench.profile("r1")
         print(f"  one replica, {single}", file=sys.stderr)
@@ -1397,6 +1411,13 @@ def main() -> None:
         help="repositories of the killed replica's keys with a new tag",
     )
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--apart",
+        action="store_true",
+        help="measure the one replica first and stop it before the three start, instead of "
+        "all four at the same time (then none competes with the other configuration for the "
+        "machine's CPUs, and no replica's cycles keep overlapping the one replica's)",
+    )
     parser.add_argument(
         "--sample",
         type=int,

@@ -13,7 +13,8 @@ replicas' — and afterwards puts a heartbeat on its member Lease
 owned them, under which member list, which of them changed or failed). A repository whose tags a
 full cycle found changed is also announced at once through the events ConfigMap
 (:mod:`~argocd_image_updater.controller.fleet_events`), as a webhook call would be: the replicas
-whose keys use it update them without waiting for their next cycle.
+whose keys use it and that run the webhook server update them without waiting for their next
+cycle (the others in their next cycle, their copy no longer vouched for).
 
 Vouching: another replica reuses its own last listing of a repository in a full cycle only when
 the owner's last heartbeat is fresh (at most two intervals plus a lease duration old), given

@@ -127,7 +127,8 @@ SHARD_OWNERSHIP_CHANGES: Final = Counter(
 FLEET_EVENTS_FORWARDED: Final = Counter(
     _P + "webhook_events_forwarded",
     "Registry events passed to the other replicas through the events ConfigMap: sent "
-    "(received as a webhook call here), received (from another replica)",
+    "(received as a webhook call here, or a change found in a repository this replica lists "
+    "for the fleet), received (from another replica)",
     ["direction"],
     registry=REGISTRY,
 )

@@ -285,26 +285,16 @@ class FleetTagLists:
 
     def vouches(self, key: TagListKey, listed_at: float) -> bool:
         """Whether the owner of ``key``, another member, vouches for a copy listed at
-        ``listed_at``: its word (:meth:`_word`, kept per owner) then, per copy, when it was
-        listed, and at each call whether the heartbeat is still fresh and this member settled
-        (both turn by the clock alone)."""
-        key_id, by = self._place(key)
-        if by is None or by == self.membership.member:
-            return False
-        word = self._word_of(by)
-        return (
-            word is not None
-            and listed_at >= word.since
-            and listed_at >= self._heard.get(key_id, 0.0)
-            and self._wall() - word.at <= self.max_age()
-            and self.membership.settled()
-        )
+        ``listed_at``: :meth:`checker`'s answer now."""
+        return self.checker()(key, listed_at)
 
     def checker(self) -> Callable[[TagListKey, float], bool]:
-        """:meth:`vouches` for many keys at this instant, nothing heard in between (a full
-        cycle's scans answered at once): whether this member settled, the clock and how old a
-        heartbeat may be are read once, and each owner's word is made into the oldest copy it
-        covers now once."""
+        """Whether owners vouch for copies (``(key, listed_at)``), at this instant: this
+        member is settled and the owner's heartbeat fresh, the copy listed no earlier than the
+        owner's word covers (:meth:`_word`, kept per owner) and than the last change heard of
+        its repository. What turns by the clock alone is read once, and each owner's word made
+        into the oldest copy it covers once, for the keys asked with nothing heard in between
+        (a full cycle's scans answered at once: a few hundred)."""
         if not self.membership.settled():
             return _never
         now, max_age, me = self._wall(), self.max_age(), self.membership.member
@@ -318,20 +308,15 @@ class FleetTagLists:
             try:
                 floor = floors[by]
             except KeyError:
-                word, floor = self._word_of(by), None
-                if word is not None and now - word.at <= max_age:
-                    floor = word.since
+                try:  # after place(): a new member list lets go of the words kept
+                    word = self._words[by]
+                except KeyError:  # once per owner while its word holds
+                    word = self._words[by] = self._word(by)
+                floor = word.since if word is not None and now - word.at <= max_age else None
                 floors[by] = floor
             return floor is not None and listed_at >= floor and listed_at >= heard.get(key_id, 0.0)
 
         return vouches
-
-    def _word_of(self, by: str) -> _Word | None:
-        try:
-            return self._words[by]
-        except KeyError:  # once per owner while its word holds
-            word = self._words[by] = self._word(by)
-            return word
 
     def _word(self, by: str) -> _Word | None:
         """What the last heartbeat of ``by`` vouches for under this member's member list and

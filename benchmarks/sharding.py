@@ -23,13 +23,13 @@ the command line as the console script does.
 Each round (a new Kubernetes fake, new processes):
 
 1. **one replica against three**: one replica (``run`` without ``--sharding``, leader election
-   as by default) on a copy of the fleet in a namespace of its own, and three replicas
-   (``--sharding``) on the fleet, at the same time, so that the machine's load is the same for
-   both. Once the keys are split and every replica warmed up: new tags in ``--new-repos``
-   repositories, then ``--cycles`` measured cycles of each replica: CPU time, tag lists. With
-   ``--apart`` the one replica is measured first and stopped before the three start (each
-   configuration then has the machine to itself; at the same time, a replica whose cycles fall
-   on the one replica's keeps competing with it for the CPUs for the whole measurement);
+   as by default) on a copy of the fleet in a namespace of its own, measured first and stopped,
+   then three replicas (``--sharding``) on the fleet, so that each configuration has the
+   machine to itself, as a replica has its node. Once the replicas warmed up (and the keys are
+   split): new tags in ``--new-repos`` repositories, then ``--cycles`` measured cycles of each
+   replica: CPU time, tag lists. With ``--together`` the one replica runs at the same time as
+   the three (a replica whose cycles fall on the one replica's then competes with it for the
+   CPUs for the whole measurement);
 2. **kill -9** of one of the three (with new tags in ``--kill-repos`` repositories its keys use,
    at the same moment): how long until the survivors' cycles held (and finished) all of its
    keys, against the lease duration plus one interval; the writes its front served after its
@@ -48,7 +48,7 @@ repository's newest tag.
 
 Run: ``.venv/bin/python benchmarks/sharding.py [--rounds N] [--quick] [--updaters N]
 [--apps-per N] [--repos N] [--repos-per-updater N] [--tags N] [--interval S] [--cycles N]
-[--apart] [--sample N] [--trace DIR]``
+[--together] [--sample N] [--trace DIR]``
 """
 
 from __future__ import annotations
@@ -979,8 +979,8 @@ async def one_round(
         f"  seeded {fleet.updaters} ImageUpdaters in {time.time() - began:.1f} s", file=sys.stderr
     )
     try:
-        # One replica on its copy of the fleet and three on theirs, at the same time (or, with
-        # --apart, the one replica first, stopped before the three start).
+        # One replica on its copy of the fleet, then three on theirs (or, with --together, all
+        # four at the same time).
         three = ["r1", "r2", "r3"]
         if args.apart:
             solo = await bench.start("solo", sharded=False)
@@ -1412,11 +1412,19 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument(
+        "--together",
+        dest="apart",
+        action="store_false",
+        help="measure the one replica at the same time as the three, instead of first and "
+        "stopped before the three start (then they compete for the machine's CPUs, and "
+        "replicas whose cycles fall on the one replica's keep overlapping it)",
+    )
+    parser.add_argument(
         "--apart",
+        dest="apart",
         action="store_true",
-        help="measure the one replica first and stop it before the three start, instead of "
-        "all four at the same time (then none competes with the other configuration for the "
-        "machine's CPUs, and no replica's cycles keep overlapping the one replica's)",
+        default=True,
+        help="the one replica first, stopped before the three start (the default)",
     )
     parser.add_argument(
         "--sample",

@@ -20,6 +20,7 @@ from argocd_image_updater.config.registries import RegistryConfig
 from argocd_image_updater.controller.credentials import CredentialsCache
 from argocd_image_updater.controller.cycle import CycleContext, run_cycle
 from argocd_image_updater.controller.cycle_context import FleetScanning
+from argocd_image_updater.controller.cycle_slots import next_slot
 from argocd_image_updater.controller.kept_collection import KeptCollection
 from argocd_image_updater.controller.leading import Leadership, LeadershipLost, run_as_leader
 from argocd_image_updater.controller.plan_reuse import PlanReuse
@@ -362,12 +363,21 @@ class Controller:
                     )
                 if once or self.interval <= timedelta(0):
                     return
-                await _wait_any(stop, wake, self.interval.total_seconds())
+                await _wait_any(stop, wake, self._pause())
         finally:
             if watcher is not None:
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
+
+    def _pause(self) -> float:
+        """Seconds until the next cycle: the interval, or in a sharded fleet until this
+        member's slot of it (:mod:`.cycle_slots`)."""
+        interval = self.interval.total_seconds()
+        if self.shards is None:
+            return interval
+        now = self.clock().timestamp()
+        return next_slot(now, interval, self.shards.member, self.shards.view) - now
 
     async def _watch_specs(self, wake: asyncio.Event, stop: asyncio.Event) -> None:
         """Wake the loop when an ImageUpdater's spec changes (:mod:`.spec_watch`)."""

@@ -1279,7 +1279,8 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
         f"{fleet.updaters * fleet.apps_per:,} Applications, {fleet.repos} repositories × "
         f"{fleet.tags} tags (each used by {apps:g} Applications of {updaters:g} ImageUpdaters); "
         f"interval {args.interval:g} s, lease {LEASE:g} s / renew {RENEW:g} s / retry "
-        f"{RETRY:g} s; one replica on a copy of the fleet at the same time as three on theirs, "
+        f"{RETRY:g} s; one replica on a copy of the fleet "
+        f"{'at the same time as' if not args.apart else 'measured before'} three on theirs, "
         f"{args.cycles} measured cycles each after new tags in {args.new_repos} "
         f"repositories{how}.",
         "",

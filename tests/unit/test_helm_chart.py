@@ -339,8 +339,8 @@ def configmap_verbs_of_any_name(objs: list[dict[str, Any]]) -> set[str]:
     }
 
 
-def test_a_sharded_release_may_create_and_update_the_state_configmaps_named_after_a_hash() -> None:
-    state_verbs = {"get", "list", "watch", "create", "update"}
+def test_a_sharded_release_may_create_update_and_delete_the_state_configmaps() -> None:
+    state_verbs = {"get", "list", "watch", "create", "update", "delete"}
     for sharded in ({"replicaCount": 3}, {"sharding": {"enabled": True}}):
         assert state_verbs <= configmap_verbs_of_any_name(render(sharded)), sharded
     for unsharded in (None, {"replicaCount": 3, "sharding": {"enabled": False}}):

@@ -303,7 +303,7 @@ def test_sharded_overlay_runs_three_replicas_sharing_the_work() -> None:
         if "configmaps" in rule["resources"] and not rule.get("resourceNames")
         for v in rule["verbs"]
     }
-    assert {"get", "list", "watch", "create", "update"} <= any_name
+    assert {"get", "list", "watch", "create", "update", "delete"} <= any_name
     default_rules = [rule for o in objects() if o["kind"] == "Role" for rule in o["rules"]]
     assert not [
         rule

@@ -36,6 +36,7 @@ from argocd_image_updater.controller.secrets import KubeSecretReader
 from argocd_image_updater.controller.shard_state import ShardedStateStore
 from argocd_image_updater.controller.shards import leader_lease_name
 from argocd_image_updater.controller.state_store import ConfigMapStateStore
+from argocd_image_updater.controller.state_sweep import StateSweep
 from argocd_image_updater.controller.stores import ArgoCDStore, KubeStatusStore, KubeStore
 from argocd_image_updater.controller.watched_objects import WatchedFleet
 from argocd_image_updater.kube.client import KubeClient, KubeError
@@ -192,6 +193,7 @@ async def build_cluster_controller(
             status_store.written = watched.image_updater_written
     if sharded_state is not None:
         controller.state_scope = sharded_state.scoped
+        controller.sweep = StateSweep(sharded_state.kube, sharded_state.namespace)
     tracker = controller.reporter.shipping if controller.reporter is not None else None
     if tracker is not None:
         tracker.may_save = controller.is_leader  # what it follows is stored by the leader

@@ -53,6 +53,7 @@ from argocd_image_updater.verify.verifier import Verifier
 if TYPE_CHECKING:  # the Kubernetes client is loaded only where a cluster is used
     from argocd_image_updater.controller.fleet_events import FleetEvents
     from argocd_image_updater.controller.membership import Membership
+    from argocd_image_updater.controller.state_sweep import StateSweep
     from argocd_image_updater.controller.watched_objects import WatchedFleet
     from argocd_image_updater.kube.client import KubeClient
 
@@ -200,6 +201,8 @@ class Controller:
     watch_restarts: Restarts = field(default_factory=Restarts)
     """The backoff before a watch (of ImageUpdaters, of Applications) starts again after a
     failure."""
+    sweep: StateSweep | None = None
+    """``run --sharding``: deletes the state ConfigMaps of keys that are gone."""
     watched: WatchedFleet | None = None
     """The watched copy of Applications and ImageUpdaters the store serves from (Applications
     from the Kubernetes API), kept while the loop runs (not with ``--once``)."""
@@ -232,8 +235,33 @@ class Controller:
             self.cr_views,
             self.kept_collection,
         )
+        present = self._present_if_sweeping(collected)  # before the shard narrows it
         with self.shard(collected, full=True):
-            return await self._process(collected)
+            result = await self._process(collected)
+        if present is not None and self.sweep is not None and self.is_leader():
+            await self.sweep.sweep(time.monotonic(), present, self._sweeps)
+        return result
+
+    def _present_if_sweeping(self, collected: Collected) -> set[str] | None:
+        """The keys that exist (every ImageUpdater and Application listed) when this cycle
+        sweeps the state ConfigMaps of gone keys (:mod:`.state_sweep`): not when it read no
+        ImageUpdaters, or skipped an object it could not read (a key would look gone)."""
+        sweep = self.sweep
+        if sweep is None or self.shards is None or self.dry_run:
+            return None
+        if not self.read_crs or collected.problems:
+            return None
+        if not sweep.due(time.monotonic()):
+            return None
+        return {f"{cr.namespace}/{cr.name}" for cr in collected.crs} | collected.listed
+
+    def _sweeps(self, key: str) -> bool:
+        """Whether this replica sweeps the state ConfigMap of ``key``: in a namespace it
+        watches, and its own under its member list."""
+        namespace = key.partition("/")[0]
+        if self.namespaces is not None and namespace not in self.namespaces:
+            return False
+        return self.shards is not None and self.shards.owns(key)
 
     def shard(
         self, collected: Collected, *, full: bool = False

@@ -297,7 +297,12 @@ class KubeClient:
         return items, str((result.get("metadata") or {}).get("resourceVersion", ""))
 
     async def list_pages(
-        self, kind: Kind, namespace: str | None, *, limit: int = LIST_PAGE_SIZE
+        self,
+        kind: Kind,
+        namespace: str | None,
+        *,
+        limit: int = LIST_PAGE_SIZE,
+        label_selector: str = "",
     ) -> AsyncIterator[list[dict[str, Any]]]:
         """List objects ``limit`` at a time (the API's ``limit`` and ``continue``), so that a
         caller can reduce each page before the next one is read. The pages are read back to
@@ -307,6 +312,8 @@ class KubeClient:
         token = ""
         while True:
             params = {"limit": str(limit)}
+            if label_selector:
+                params["labelSelector"] = label_selector
             if token:
                 params["continue"] = token
             result = await self.request("GET", path, params=params)

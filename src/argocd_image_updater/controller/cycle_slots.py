@@ -11,15 +11,22 @@ NTP; the cycles are spread over the interval and stay spread however long each t
 whose cycles overlapped at 0.28–0.35 s of wall time against 0.17–0.20 s alone, and up to a tenth
 more CPU (``benchmarks/RESULTS.md``).
 
-The next slot is at least half an interval after the cycle ended, so two cycles never run back
-to back: a steady member starts a cycle every interval, one woken early (the member list
-changed, an ImageUpdater's spec changed) returns to its slot within one and a half intervals.
+The next slot is at least a quarter of an interval after the cycle ended (:data:`LEAST_PAUSE`),
+so two cycles never run back to back: a member whose cycles take less than three quarters of the
+interval starts one every interval; one whose cycles take longer, every other interval (without
+slots: the cycle's time plus the interval, which is at most an eighth shorter while the cycle
+takes less than one interval); one woken early (the member list changed, an ImageUpdater's spec
+changed) returns to its slot within one and a quarter intervals.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection
+from typing import Final
+
+LEAST_PAUSE: Final = 0.25
+"""The least pause after a cycle, as a part of the interval."""
 
 
 def next_slot(ended: float, interval: float, member: str, members: Collection[str]) -> float:
@@ -27,5 +34,5 @@ def next_slot(ended: float, interval: float, member: str, members: Collection[st
     given when its last one ``ended`` and the live ``members`` (``member`` among them or not)."""
     fleet = sorted({*members, member})
     offset = fleet.index(member) * interval / len(fleet)
-    turns = math.ceil((ended + interval / 2 - offset) / interval)
+    turns = math.ceil((ended + interval * LEAST_PAUSE - offset) / interval)
     return turns * interval + offset

@@ -4,6 +4,7 @@ gone from one sweep to the next, and nothing else."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fleet import registries_conf
 from replicas import start_replicas
@@ -24,6 +25,22 @@ from argocd_image_updater_testing.registry import RegistryServer
 NS = "argocd"
 
 
+def put_managed(kube: KubeApiServer, name: str, image: str) -> dict[str, Any]:
+    """An Application ``<name>-app`` running ``1.0.0`` and the ImageUpdater ``<name>-updater``
+    managing it (returned)."""
+    running = f"{image}:1.0.0"
+    kube.store.put(
+        objects.application(
+            f"{name}-app", NS, source_type="Kustomize", images=[running], kustomize_images=[running]
+        )
+    )
+    images = [{"alias": "web", "imageName": f"{image}:~1.0"}]
+    spec = {"applicationRefs": [{"namePattern": f"{name}-app", "images": images}]}
+    updater = objects.image_updater(f"{name}-updater", NS, spec)
+    kube.store.put(updater)
+    return updater
+
+
 def state_names(kube: KubeApiServer) -> set[str]:
     return {
         cm["metadata"]["name"]
@@ -39,22 +56,7 @@ async def test_the_state_configmap_of_a_deleted_imageupdater_goes_at_the_next_sw
     image = f"{registry.host}/{repo}"
     async with KubeApiServer(namespaces=(NS, "elsewhere")) as kube:
         for name in ("kept", "gone"):
-            kube.store.put(
-                objects.application(
-                    f"{name}-app",
-                    NS,
-                    source_type="Kustomize",
-                    images=[f"{image}:1.0.0"],
-                    kustomize_images=[f"{image}:1.0.0"],
-                )
-            )
-            refs = [
-                {
-                    "namePattern": f"{name}-app",
-                    "images": [{"alias": "web", "imageName": f"{image}:~1.0"}],
-                }
-            ]
-            kube.store.put(objects.image_updater(f"{name}-updater", NS, {"applicationRefs": refs}))
+            put_managed(kube, name, image)
         # The record of a key in a namespace this fleet does not watch: never its to delete.
         foreign = object_name("elsewhere/updater")
         kube.store.put(
@@ -105,18 +107,7 @@ async def test_a_key_that_comes_back_before_the_next_sweep_keeps_its_record(
     await push_tags(registry, repo, ["1.0.0", "1.0.1"])
     image = f"{registry.host}/{repo}"
     async with KubeApiServer(namespaces=(NS,)) as kube:
-        kube.store.put(
-            objects.application(
-                "shop",
-                NS,
-                source_type="Kustomize",
-                images=[f"{image}:1.0.0"],
-                kustomize_images=[f"{image}:1.0.0"],
-            )
-        )
-        refs = [{"namePattern": "shop", "images": [{"alias": "web", "imageName": f"{image}:~1.0"}]}]
-        updater = objects.image_updater("shop-updater", NS, {"applicationRefs": refs})
-        kube.store.put(updater)
+        updater = put_managed(kube, "shop", image)
         conf = registries_conf(tmp_path, registry)
         fleet = await start_replicas(2, kube, tmp_path, registries_conf_path=str(conf))
         try:

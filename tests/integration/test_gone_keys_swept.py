@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fleet import registries_conf
 from replicas import start_replicas
 from test_controller_argocd import push_tags
 from test_shard_state import configmap_verbs_granted
 
+from argocd_image_updater.controller import state_sweep
 from argocd_image_updater.controller.state_objects import (
     PER_KEY,
     SHARD_KEY_ANNOTATION,
@@ -18,6 +20,7 @@ from argocd_image_updater.controller.state_objects import (
     object_name,
 )
 from argocd_image_updater.controller.state_sweep import StateSweep
+from argocd_image_updater.kube.client import KubeClient
 from argocd_image_updater_testing import objects
 from argocd_image_updater_testing.kube import KubeApiServer
 from argocd_image_updater_testing.registry import RegistryServer
@@ -41,6 +44,21 @@ def put_managed(kube: KubeApiServer, name: str, image: str) -> dict[str, Any]:
     return updater
 
 
+def key_configmap(key: str) -> dict[str, Any]:
+    """A key's state ConfigMap as the store writes it (empty)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": object_name(key),
+            "namespace": NS,
+            "labels": {STATE_KIND_LABEL: PER_KEY},
+            "annotations": {SHARD_KEY_ANNOTATION: key},
+        },
+        "data": {},
+    }
+
+
 def state_names(kube: KubeApiServer) -> set[str]:
     return {
         cm["metadata"]["name"]
@@ -59,19 +77,7 @@ async def test_the_state_configmap_of_a_deleted_imageupdater_goes_at_the_next_sw
             put_managed(kube, name, image)
         # The record of a key in a namespace this fleet does not watch: never its to delete.
         foreign = object_name("elsewhere/updater")
-        kube.store.put(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {
-                    "name": foreign,
-                    "namespace": NS,
-                    "labels": {STATE_KIND_LABEL: PER_KEY},
-                    "annotations": {SHARD_KEY_ANNOTATION: "elsewhere/updater"},
-                },
-                "data": {},
-            }
-        )
+        kube.store.put(key_configmap("elsewhere/updater"))
         conf = registries_conf(tmp_path, registry)
         fleet = await start_replicas(2, kube, tmp_path, registries_conf_path=str(conf))
         try:
@@ -126,3 +132,24 @@ async def test_a_key_that_comes_back_before_the_next_sweep_keeps_its_record(
             assert not any(c.sweep.deleted for c in fleet.controllers if c.sweep)
         finally:
             await fleet.close()
+
+
+async def test_a_sweep_deletes_a_bounded_number_and_leaves_the_rest_to_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state_sweep, "MAX_DELETES", 2)
+    async with KubeApiServer(namespaces=(NS,)) as kube:
+        for n in range(3):
+            kube.store.put(key_configmap(f"{NS}/gone-{n}"))
+        kube.store.put(key_configmap(f"{NS}/kept"))
+        config = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=NS)
+        async with await KubeClient.connect(str(config)) as client:
+            sweep = StateSweep(client, NS, every=0.0)
+            present = {f"{NS}/kept"}
+            await sweep.sweep(0.0, present, lambda key: True)  # marked
+            assert len(state_names(kube)) == 4
+            await sweep.sweep(1.0, present, lambda key: True)
+            assert len(state_names(kube)) == 2
+            await sweep.sweep(2.0, present, lambda key: True)
+            assert state_names(kube) == {object_name(f"{NS}/kept")}
+            assert sweep.deleted == 3

@@ -13,9 +13,10 @@ more CPU (``benchmarks/RESULTS.md``).
 
 The next slot is at least a quarter of an interval after the cycle ended (:data:`LEAST_PAUSE`),
 so two cycles never run back to back: a member whose cycles take less than three quarters of the
-interval starts one every interval; one whose cycles take longer, every other interval (without
-slots: the cycle's time plus the interval, which is at most an eighth shorter while the cycle
-takes less than one interval); one woken early (the member list changed, an ImageUpdater's spec
+interval starts one every interval; one whose cycles take longer, at the first of its slots a
+quarter of an interval after (every other interval while a cycle takes less than one and three
+quarters; without slots, the cycle's time plus the interval, at most an eighth shorter while a
+cycle takes less than one interval); one woken early (the member list changed, an ImageUpdater's spec
 changed) returns to its slot within one and a quarter intervals.
 """
 

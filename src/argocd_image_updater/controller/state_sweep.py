@@ -15,7 +15,8 @@ ConfigMap of a key that is gone, once it has been gone for a while:
   over its member list (so one replica in a static shard deletes it);
 - a candidate of the sweep before, still at the same ``resourceVersion``, is deleted,
   conditionally on that ``resourceVersion``: a key gone for at least :data:`SWEEP_EVERY`, whose
-  record nobody wrote meanwhile (a key that came back and was processed is kept).
+  record nobody wrote meanwhile (a key that came back and was processed is kept); at most
+  :data:`MAX_DELETES` a sweep, so that the cycle it follows stays short.
 
 A cycle that read no ImageUpdaters (the CRD is missing) sweeps nothing: every key would look
 gone. Repository ConfigMaps are not swept (another static shard's keys may use a repository
@@ -41,6 +42,10 @@ log = get_logger("state")
 
 SWEEP_EVERY: Final = 600.0
 """Seconds between two sweeps, and the least time a key is gone before its ConfigMap goes."""
+
+MAX_DELETES: Final = 100
+"""ConfigMaps deleted by one sweep at most (one request each, in the cycle): the others wait
+for the next sweep."""
 
 KeyObject = tuple[str, str, str]
 """A key's state ConfigMap: its name, its key (``namespace/name``), its resourceVersion."""
@@ -84,11 +89,9 @@ def to_delete(
 class StateSweep:
     """One replica's sweeps of the key ConfigMaps of gone keys (see the module)."""
 
-    def __init__(
-        self, kube: KubeClient, namespace: str, every: float = SWEEP_EVERY, first: float = 0.0
-    ) -> None:
+    def __init__(self, kube: KubeClient, namespace: str, every: float = SWEEP_EVERY) -> None:
         self.kube, self.namespace, self.every = kube, namespace, every
-        self._next = first
+        self._next = 0.0
         """When the next sweep is due (the clock of :meth:`due`)."""
         self._marked: dict[str, str] = {}
         self._forbidden = False
@@ -113,7 +116,9 @@ class StateSweep:
             log.warning("could not list the state ConfigMaps to sweep: %s", str(err))
             return
         doomed, self._marked = to_delete(objects, present, ours, self._marked)
-        for name, key, version in doomed:
+        for name, _, version in doomed[MAX_DELETES:]:  # the next sweep's, still marked
+            self._marked[name] = version
+        for name, key, version in doomed[:MAX_DELETES]:
             await self._delete(name, key, version)
 
     async def _delete(self, name: str, key: str, version: str) -> None:

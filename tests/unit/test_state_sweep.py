@@ -38,7 +38,6 @@ def test_a_configmap_written_since_it_was_marked_is_marked_again_not_deleted() -
 
 
 def test_another_replicas_or_an_unwatched_namespaces_key_is_left_alone() -> None:
-    _, marked = to_delete([THEIRS], set(), ours, {THEIRS[0]: "9"})
     now, marked = to_delete([THEIRS], set(), ours, {THEIRS[0]: "9"})
     assert (now, marked) == ([], {})
 

@@ -16,8 +16,8 @@ so two cycles never run back to back: a member whose cycles take less than three
 interval starts one every interval; one whose cycles take longer, at the first of its slots a
 quarter of an interval after (every other interval while a cycle takes less than one and three
 quarters; without slots, the cycle's time plus the interval, at most an eighth shorter while a
-cycle takes less than one interval); one woken early (the member list changed, an ImageUpdater's spec
-changed) returns to its slot within one and a quarter intervals.
+cycle takes less than one interval); one woken early (the member list changed, an
+ImageUpdater's spec changed) returns to its slot within one and a quarter intervals.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ from argocd_image_updater.controller.shards import (
     Ownership,
     leader_lease_name,
 )
-from argocd_image_updater.kube.client import LEASES, KubeClient, KubeError, resource_path
+from argocd_image_updater.kube.client import LEASES, KubeClient, KubeError
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
 
@@ -310,11 +310,7 @@ class Membership:
         if name == self.lease_name:
             return
         try:
-            await self._kube.request(
-                "DELETE",
-                resource_path(LEASES, self.namespace, name),
-                body={"preconditions": {"resourceVersion": record.resource_version}},
-            )
+            await self._kube.delete_unchanged(LEASES, self.namespace, name, record.resource_version)
         except KubeError as err:
             log.debug("could not delete the member Lease %s: %s", name, str(err))
             return

@@ -34,7 +34,7 @@ from argocd_image_updater.controller.state_objects import (
     SHARD_KEY_ANNOTATION,
     STATE_KIND_LABEL,
 )
-from argocd_image_updater.kube.client import CONFIGMAPS, KubeClient, resource_path
+from argocd_image_updater.kube.client import CONFIGMAPS, KubeClient
 from argocd_image_updater.kube.errors import KubeError
 from argocd_image_updater.observe.log import get_logger
 
@@ -123,11 +123,7 @@ class StateSweep:
 
     async def _delete(self, name: str, key: str, version: str) -> None:
         try:
-            await self.kube.request(
-                "DELETE",
-                resource_path(CONFIGMAPS, self.namespace, name),
-                body={"preconditions": {"resourceVersion": version}},
-            )
+            await self.kube.delete_unchanged(CONFIGMAPS, self.namespace, name, version)
         except KubeError as err:
             if err.status == 403 and not self._forbidden:
                 self._forbidden = True

@@ -340,6 +340,11 @@ class KubeClient:
         path = resource_path(kind, namespace, name)
         return dict(await self.request("PUT", path, body=dict(body)))
 
+    async def delete_unchanged(self, kind: Kind, namespace: str, name: str, version: str) -> None:
+        """DELETE the object unless it changed since resourceVersion ``version`` (409 then)."""
+        body = {"preconditions": {"resourceVersion": version}}
+        await self.request("DELETE", resource_path(kind, namespace, name), body=body)
+
     async def json_patch(
         self, kind: Kind, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]
     ) -> dict[str, Any]:

@@ -176,6 +176,13 @@ class Registry:
     def running(self, r: int) -> str:
         return f"{self.fleet.image(r)}:{tag(self.newest[r])}"
 
+    def add(self) -> int:
+        """A repository more, with the fleet's tags: its number."""
+        r = len(self.newest)
+        write_tag_name_storage(self.root, [self.fleet.repo(r)], self.fleet.tags, tag)
+        self.newest[r] = self.fleet.tags - 1
+        return r
+
 
 def seed(store: Any, fleet: Fleet, registry: Registry, namespace: str) -> None:
     from argocd_image_updater_testing import objects
@@ -968,9 +975,53 @@ CHANGES = "argocd_image_updater_shard_ownership_changes_total"
 
 
 @dataclass
+class Churn:
+    """A repository newly used (one Application of an ImageUpdater moved to it), then no
+    longer used (moved back): each replica sees the repositories needed change at its next
+    cycle, the first of them before the owners' next heartbeats."""
+
+    most: int
+    """The most tag lists in one cycle of one replica, in its first two after either change."""
+    together: int
+    """The tag lists of the replicas' first cycles after a change, added (the more of the two)."""
+
+
+async def newly_used(bench: Bench, names: Sequence[str]) -> Churn:
+    from argocd_image_updater_testing import objects
+
+    fleet, registry = bench.fleet, bench.registry
+    most = together = 0
+    for r in (registry.add(), fleet.repo_of(0, 0)):
+        updater = bench.store.get("imageupdaters", NS, fleet.updater(0))
+        updater["spec"]["applicationRefs"][0]["images"][0]["imageName"] = fleet.image(r)
+        running = registry.running(r)
+        changed = time.time()
+        bench.store.put(updater)
+        bench.store.put(
+            objects.application(fleet.app(0, 0), NS, images=[running], kustomize_images=[running])
+        )
+        await bench.until(
+            lambda at=changed: all(len(bench.replicas[n].done_after(at)) >= 2 for n in names),
+            "two cycles of each replica after the repositories needed changed",
+            within=2 * bench.interval + 120,
+        )
+        firsts = 0
+        for name in names:
+            replica = bench.replicas[name]
+            counts = [
+                sum(1 for t, _ in replica.tag_lists if c.start <= t <= c.end)
+                for c in replica.done_after(changed)[:2]
+            ]
+            most, firsts = max(most, *counts), firsts + counts[0]
+        together = max(together, firsts)
+    return Churn(most, together)
+
+
+@dataclass
 class Round:
     single: Share
     sharded: list[Share]
+    churn: Churn
     kill: Takeover
     paused: Takeover
     scale: Scale
@@ -1030,6 +1081,12 @@ async def one_round(
         print(f"  one replica, {single}", file=sys.stderr)
         print("  three replicas: " + "; ".join(map(str, sharded)), file=sys.stderr)
 
+        churn = await newly_used(bench, three)
+        print(
+            f"  a repository newly used, then no longer: at most {churn.most} tag lists in a "
+            f"cycle of one replica, {churn.together} in the first cycles after, added",
+            file=sys.stderr,
+        )
         kill = await take_over(bench, "r3", ["r1", "r2"], args.kill_repos)
         print(f"  kill -9: keys processed {kill.processed:.1f} s after", file=sys.stderr)
         replaced = time.time()
@@ -1053,6 +1110,7 @@ async def one_round(
         return Round(
             single,
             sharded,
+            churn,
             kill,
             paused,
             moved,
@@ -1163,6 +1221,21 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
             "tag lists a cycle, 3 replicas together (each replica's mean a cycle, added)",
             f"≤ {minimum} × 1.2 = {minimum * 1.2:.0f}",
             [sum(s.tag_lists for s in r.sharded) for r in rounds],
+            lambda x: x - minimum * 1.2,
+            0,
+        ),
+        (
+            "a repository newly used, then no longer: tag lists in one cycle of one of 3 "
+            "replicas, its first two after either (the most)",
+            "",
+            [r.churn.most for r in rounds],
+            None,
+            0,
+        ),
+        (
+            "… tag lists of the 3 replicas' first cycles after either, added",
+            f"≤ {minimum} × 1.2 = {minimum * 1.2:.0f}",
+            [r.churn.together for r in rounds],
             lambda x: x - minimum * 1.2,
             0,
         ),

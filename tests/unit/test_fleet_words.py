@@ -43,12 +43,20 @@ class Reference:
         self.lists = lists
         self.expected: dict[str, str] = {}
         self.owners: tuple[frozenset[str], dict[str, str]] = (frozenset(), {})
+        self.ids: set[str] | None = None
+        self.before: tuple[dict[str, str], dict[str, str]] | None = None
+        """The owners and listings expected before the listings needed last changed, under
+        the same member list."""
 
     def round_begun(self, needed: Collection[TagListKey]) -> None:
         members = self.lists.membership.view | {self.lists.membership.member}
         ids = {_key_id(key) for key in needed}
         owners = bounded_owners(ids, members, lambda key_id: ranked(key_id, members))
-        self.owners = (members, owners)
+        if members != self.owners[0]:
+            self.before = None
+        elif ids != self.ids:
+            self.before = (self.owners[1], self.expected)
+        self.owners, self.ids = (members, owners), ids
         by_owner: dict[str, list[str]] = {}
         for key_id, by in owners.items():
             by_owner.setdefault(by, []).append(key_id)
@@ -65,10 +73,19 @@ class Reference:
         if by is None or by == membership.member:
             return False
         beat = lists._beats.get(by)
+        before = self.before
         return (
             beat is not None
             and beat.view == set_hash(members)
-            and beat.listed == self.expected.get(by)
+            and (
+                beat.listed == self.expected.get(by)
+                # listed before the listings needed changed: what it owned then and owns now
+                or (
+                    before is not None
+                    and beat.listed == before[1].get(by)
+                    and before[0].get(key_id) == by
+                )
+            )
             and now - beat.at <= MAX_AGE
             and listed_at >= beat.since
             and listed_at >= max(lists._heard_all.values(), default=0.0)
@@ -199,6 +216,34 @@ def test_the_listings_expected_are_worked_out_again_for_other_listings_or_member
     fleet.members["b"].view = frozenset({"a", "b"})
     fleet.cycle("b", rng)
     assert b._expected != expected
+
+
+def test_a_heartbeat_from_before_the_needs_changed_vouches_for_what_kept_its_owner() -> None:
+    """A repository newly needed, seen by one member before the owners' next heartbeats,
+    changes what that member expects of the owner it goes to: the copies of the repositories
+    that owner listed then and owns still are vouched for (the member does not list them all
+    itself), those of the new repository and of any that moved are not."""
+    fleet, rng = Fleet(), random.Random(3)
+    for name in NAMES:
+        fleet.cycle(name, rng)
+    fleet.exchange()
+    b = fleet.lists["b"]
+    copy = fleet.clock[0]  # listed after every change heard
+    old = {key: b._place(key)[1] for key in KEYS[:12]}
+    assert all(b.vouches(key, copy) for key, by in old.items() if by != "b")
+    expected = dict(b._expected)
+
+    fleet.needed["b"] = set(KEYS[:13])  # seen by b alone: the others list as before
+    fleet.cycle("b", rng)
+    new = KEYS[12]
+    taker = b._place(new)[1]
+    assert taker != "b" and b._expected[taker] != expected[taker]  # what b expects changed
+    kept = [key for key, by in old.items() if by == taker and b._place(key)[1] == taker]
+    assert kept  # listed by the taker in its last heartbeat, and still its own
+    assert all(b.vouches(key, copy) for key in kept)
+    assert not b.vouches(new, copy)  # nobody listed it yet
+    moved = [key for key, by in old.items() if b._place(key)[1] not in (by, "b")]
+    assert not any(b.vouches(key, copy) for key in moved)
 
 
 # --- a reused copy, held as the round's listing -------------------------------------------------

@@ -23,7 +23,9 @@ change or failure of the repository (nor a missed heartbeat of any member: the r
 owned may have moved to another) was heard since its copy was listed. An owner's first listing
 of a repository it has no copy of counts as a change (its word cannot cover what happened before
 it), so a repository that moves to another owner is never vouched for across the gap between
-their listings. Anything else — no heartbeat yet, a silent or new owner, a member list that
+their listings. A heartbeat made before a change of the listings needed that this member saw
+first (a repository newly used, or no longer) still vouches for the repositories its owner
+listed then and owns now. Anything else — no heartbeat yet, a silent or new owner, a member list that
 differs for a moment, a malformed annotation — and it lists the repository itself, as without
 sharing. What this costs: a change seen by a replica that does not own the repository comes with
 the owner's listing (plus the time its heartbeat and the event take to arrive, the Lease retry
@@ -77,6 +79,10 @@ class _Word(NamedTuple):
     """The oldest copy vouched for: the owner's ``since``, or when every repository of any
     member was last heard to have changed (a repository may move between owners), whichever is
     later."""
+    only: Mapping[str, str] | None
+    """None: the owner listed what it owns now. Else it listed what it owned before the
+    listings needed last changed (its heartbeat is older than that change): the owners then, by
+    repository id; a copy is vouched for only where the owner was the same then."""
 
 
 class FleetTagLists:
@@ -116,6 +122,9 @@ class FleetTagLists:
         self._round: tuple[float, str, str] | None = None
         self._expected: dict[str, str] = {}
         """By member: the hash of the listings it should have made (see :meth:`round_begun`)."""
+        self._before: tuple[dict[str, str], dict[str, str]] | None = None
+        """The owners (by repository id) and ``_expected`` before the listings needed last
+        changed under the same member list (None: the member list changed since)."""
         self._changed: set[str] = set()
         self._overflow = False
         # what the others said
@@ -184,7 +193,8 @@ class FleetTagLists:
     def round_begun(self, needed: Collection[TagListKey]) -> None:
         """A full cycle's scans begin; ``needed``: every listing the static shard needs (this
         member lists those it owns; another member's heartbeat counts only when it listed
-        exactly those this member expects of it). ``needed`` is read, never changed, and must
+        exactly those this member expects of it, or expected before the listings needed last
+        changed: :meth:`_word`). ``needed`` is read, never changed, and must
         not be changed afterwards: the same object under the same member list is taken for the
         same listings (the fleet scans hand out last cycle's while nothing changed), whose
         hashes are not worked out again."""
@@ -196,6 +206,8 @@ class FleetTagLists:
             members = self._members()[0]
             ids = {self._key_id(key) for key in needed}
             owners = bounded_owners(ids, members, self._ranked)
+            same_members = last is not None and self._assigned[0] == members
+            self._before = (self._assigned[1], self._expected) if same_members else None
             self._assigned, self._placed = (members, owners), {}
             by_owner: dict[str, list[str]] = {}
             for key_id, by in owners.items():
@@ -298,7 +310,7 @@ class FleetTagLists:
         if not self.membership.settled():
             return _never
         now, max_age, me = self._wall(), self.max_age(), self.membership.member
-        floors: dict[str, float | None] = {}
+        fresh: dict[str, _Word | None] = {}
         place, heard = self._place, self._heard
 
         def vouches(key: TagListKey, listed_at: float) -> bool:
@@ -306,15 +318,19 @@ class FleetTagLists:
             if by is None or by == me:
                 return False
             try:
-                floor = floors[by]
+                word = fresh[by]
             except KeyError:
                 try:  # after place(): a new member list lets go of the words kept
                     word = self._words[by]
                 except KeyError:  # once per owner while its word holds
                     word = self._words[by] = self._word(by)
-                floor = word.since if word is not None and now - word.at <= max_age else None
-                floors[by] = floor
-            return floor is not None and listed_at >= floor and listed_at >= heard.get(key_id, 0.0)
+                word = fresh[by] = word if word is not None and now - word.at <= max_age else None
+            return (
+                word is not None
+                and listed_at >= word.since
+                and listed_at >= heard.get(key_id, 0.0)
+                and (word.only is None or word.only.get(key_id) == by)
+            )
 
         return vouches
 
@@ -327,8 +343,18 @@ class FleetTagLists:
         a replica of three asking for its 500 listings a cycle (330 copies reused, from two
         owners) spends 1.3 ms on its scans at once and their bookkeeping instead of 2.1 ms (a
         timed loop over :class:`~argocd_image_updater.registry.scanner.Scanner` with this
-        class, 2 vCPU AMD EPYC, CPython 3.11)."""
+        class, 2 vCPU AMD EPYC, CPython 3.11).
+
+        A heartbeat older than this member's last change of the listings needed (a repository
+        newly used, or no longer) lists what ``by`` owned before it: it vouches for the copies
+        of the repositories ``by`` owned then and owns now (``only``), not for all or none."""
         beat = self._beats.get(by)
-        if beat is None or beat.view != self._view[1] or beat.listed != self._expected.get(by):
+        if beat is None or beat.view != self._view[1]:
             return None
-        return _Word(beat.at, max(beat.since, self._heard_any))
+        since = max(beat.since, self._heard_any)
+        if beat.listed == self._expected.get(by):
+            return _Word(beat.at, since, None)
+        before = self._before
+        if before is not None and beat.listed == before[1].get(by):
+            return _Word(beat.at, since, before[0])
+        return None

@@ -10,7 +10,8 @@ shard keys) that still has room under a cap of :data:`SLACK` above an even share
 lists more than the cap, and a repository needed or no longer needed moves only the few whose
 first member was full. Every member works the owners out from the same member list and the same
 repositories needed, and so agrees on each; where two members' needs differ, the owner's hash of
-what it listed differs from what the other expected of it, and nothing of it is vouched for
+what it listed differs from what the other expects of it now, and only the repositories it
+owned under the other's needs before they last changed, and owns now, are vouched for
 (:mod:`~argocd_image_updater.controller.fleet_tag_lists`).
 """
 

@@ -267,11 +267,14 @@ def test_no_vouching_when_the_owner_is_silent_sees_other_members_or_other_listin
     fleet.clock[0] += 31  # older than max_age
     assert not b.vouches(key, copy)
     fleet.clock[0] -= 31
-    # b expects other listings of a (an ImageUpdater a has not seen yet)
-    b.round_begun({**listings, TagListKey("https://registry.example", "new/one", ""): ()})
-    assert not b.vouches(key, copy) or not fleet.lists["a"].owns(
-        TagListKey("https://registry.example", "new/one", "")
-    )
+    # b expects other listings of a (an ImageUpdater a has not seen yet): a's heartbeat, from
+    # before, vouches for what a owned then and owns still, never for the repository new to b
+    new = TagListKey("https://registry.example", "new/one", "")
+    b.round_begun({**listings, new: ()})
+    assert b._place(key)[1] == "a" and b.vouches(key, copy)
+    assert not b.vouches(new, copy)
+    b.round_begun({**listings, new: ()})  # the same listings once more: nothing forgotten
+    assert b.vouches(key, copy)
     b.round_begun(listings)
     assert b.vouches(key, copy)
     fleet.members["b"].view = frozenset({"a", "b"})  # b's view differs from a's for a moment

@@ -25,11 +25,11 @@ of a repository it has no copy of counts as a change (its word cannot cover what
 it), so a repository that moves to another owner is never vouched for across the gap between
 their listings. A heartbeat made before a change of the listings needed that this member saw
 first (a repository newly used, or no longer) still vouches for the repositories its owner
-listed then and owns now. Anything else — no heartbeat yet, a silent or new owner, a member list that
-differs for a moment, a malformed annotation — and it lists the repository itself, as without
-sharing. What this costs: a change seen by a replica that does not own the repository comes with
-the owner's listing (plus the time its heartbeat and the event take to arrive, the Lease retry
-period at most twice) instead of this replica's own listing.
+listed then and owns now. Anything else — no heartbeat yet, a silent or new owner, a member
+list that differs for a moment, a malformed annotation — and it lists the repository itself,
+as without sharing. What this costs: a change seen by a replica that does not own the
+repository comes with the owner's listing (plus the time its heartbeat and the event take to
+arrive, the Lease retry period at most twice) instead of this replica's own listing.
 """
 
 from __future__ import annotations
@@ -194,10 +194,10 @@ class FleetTagLists:
         """A full cycle's scans begin; ``needed``: every listing the static shard needs (this
         member lists those it owns; another member's heartbeat counts only when it listed
         exactly those this member expects of it, or expected before the listings needed last
-        changed: :meth:`_word`). ``needed`` is read, never changed, and must
-        not be changed afterwards: the same object under the same member list is taken for the
-        same listings (the fleet scans hand out last cycle's while nothing changed), whose
-        hashes are not worked out again."""
+        changed: :meth:`_word`). ``needed`` is read, never changed, and must not be changed
+        afterwards: the same object under the same member list is taken for the same listings
+        (the fleet scans hand out last cycle's while nothing changed), whose hashes are not
+        worked out again."""
         now, view = self._wall(), self._members()[1]
         if view != self._epoch:
             self._epoch, self._since = view, now

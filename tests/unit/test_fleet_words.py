@@ -89,6 +89,7 @@ class Reference:
             and now - beat.at <= MAX_AGE
             and listed_at >= beat.since
             and listed_at >= max(lists._heard_all.values(), default=0.0)
+            and listed_at >= lists._heard_of.get(by, 0.0)
             and listed_at >= lists._heard.get(key_id, 0.0)
         )
 

@@ -297,7 +297,11 @@ def test_a_malformed_heartbeat_is_no_heartbeat() -> None:
     assert not fleet.lists["b"].vouches(key, copy)
 
 
-def test_changes_beyond_the_bound_end_every_vouching_of_the_owner() -> None:
+def test_changes_beyond_the_bound_end_every_vouching_of_the_owner_and_no_other() -> None:
+    """A heartbeat that names no changes because there were too many (a base image rebuilt
+    for every service) ends the word of its owner for every copy listed before, and leaves the
+    other owners' words as they were: the other members list its repositories again, not the
+    whole fleet's."""
     fleet = Fleet()
     listings = {k: ("1.0.0",) for k in KEYS}
     copy = fleet.warmed(listings)
@@ -310,7 +314,13 @@ def test_changes_beyond_the_bound_end_every_vouching_of_the_owner() -> None:
     a.round_done()
     fleet.exchange()
     assert parse_heartbeat(fleet.members["a"].annotations[HEARTBEAT_ANNOTATION]).changed is None
-    assert not fleet.lists["b"].vouches(key, copy)
+    b = fleet.lists["b"]
+    assert not b.vouches(key, copy)
+    assert b.vouches(owned_by("c"), copy)  # c's word is untouched
+    fleet.cycle(listings)  # a's next heartbeat, with its changes named again
+    fleet.exchange()
+    assert not b.vouches(key, copy)  # still older than the changes a could not name
+    assert b.vouches(key, fleet.clock[0])
 
 
 def test_a_vouched_copy_is_scanned_at_once_and_shared_by_the_round() -> None:

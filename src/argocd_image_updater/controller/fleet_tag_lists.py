@@ -20,7 +20,8 @@ Vouching: another replica reuses its own last listing of a repository in a full 
 the owner's last heartbeat is fresh (at most two intervals plus a lease duration old), given
 under the same member list as its own, its copy is not older than the owner's ownership, and no
 change or failure of the repository (nor a missed heartbeat of any member: the repositories it
-owned may have moved to another) was heard since its copy was listed. An owner's first listing
+owned may have moved to another; nor, from the owner, more changes than a heartbeat names) was
+heard since its copy was listed. An owner's first listing
 of a repository it has no copy of counts as a change (its word cannot cover what happened before
 it), so a repository that moves to another owner is never vouched for across the gap between
 their listings. A heartbeat made before a change of the listings needed that this member saw
@@ -76,9 +77,9 @@ class _Word(NamedTuple):
     at: float
     """When the owner's cycle began (wall-clock seconds)."""
     since: float
-    """The oldest copy vouched for: the owner's ``since``, or when every repository of any
-    member was last heard to have changed (a repository may move between owners), whichever is
-    later."""
+    """The oldest copy vouched for: the owner's ``since``, when every repository of any member
+    was last heard to have changed (a repository may move between owners), or when every one of
+    the owner's was, whichever is later."""
     only: Mapping[str, str] | None
     """None: the owner listed what it owns now. Else it listed what it owned before the
     listings needed last changed (its heartbeat is older than that change): the owners then, by
@@ -136,6 +137,9 @@ class FleetTagLists:
         """By member: when this replica last heard that every repository it owns may have."""
         self._heard_any = 0.0
         """The latest of ``_heard_all``."""
+        self._heard_of: dict[str, float] = {}
+        """By member: when it last said more of its repositories changed than a heartbeat
+        names (any of those it owns may have)."""
         membership.on_leases = self.observe
 
     def _key_id(self, key: TagListKey) -> str:
@@ -286,10 +290,12 @@ class FleetTagLists:
             self._words.pop(member, None)
             if beat is None:
                 continue
-            if last is None or beat.seq != last.seq + 1 or beat.changed is None:
+            if last is None or beat.seq != last.seq + 1:
                 self._heard_all[member] = now  # what it said before is unknown
                 self._heard_any = max(self._heard_any, now)
                 self._words = {}  # its repositories may be another's now
+            elif beat.changed is None:  # too many named: any of its own, none of the others'
+                self._heard_of[member] = now
             else:
                 for found_id in beat.changed:
                     self._heard[found_id] = now
@@ -351,7 +357,7 @@ class FleetTagLists:
         beat = self._beats.get(by)
         if beat is None or beat.view != self._view[1]:
             return None
-        since = max(beat.since, self._heard_any)
+        since = max(beat.since, self._heard_any, self._heard_of.get(by, 0.0))
         if beat.listed == self._expected.get(by):
             return _Word(beat.at, since, None)
         before = self._before

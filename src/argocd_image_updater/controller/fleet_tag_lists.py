@@ -210,7 +210,7 @@ class FleetTagLists:
             members = self._members()[0]
             ids = {self._key_id(key) for key in needed}
             owners = bounded_owners(ids, members, self._ranked)
-            same_members = last is not None and self._assigned[0] == members
+            same_members = self._assigned[0] == members  # never at first: it holds this member
             self._before = (self._assigned[1], self._expected) if same_members else None
             self._assigned, self._placed = (members, owners), {}
             by_owner: dict[str, list[str]] = {}

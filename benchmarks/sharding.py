@@ -39,7 +39,8 @@ Each round (a new Kubernetes fake, new processes):
    nothing written (its fence) from its Lease's expiry until it holds keys again, one lease
    duration after it renewed its Lease;
 4. **scale 3 → 5**: two replicas join; which keys moved, and to whom (rendezvous hashing: about
-   2/5 of them, all to the new replicas), what was written meanwhile.
+   2/5 of them, all to the new replicas), what was written meanwhile, and how many repositories
+   the old replicas listed in their first cycles after (those whose owner changed, not all).
 
 Throughout: keys held by two replicas at once (their cycles' holds overlapping in time; a
 stopped process's hold ends when it was stopped) and Applications written by two replicas
@@ -900,6 +901,21 @@ class Scale:
     """Moved keys whose status lost a confirmation (a ``shipments`` entry ``Synced`` before;
     after, none for that image, or ``Unknown``/``NotShipped``: a newer write replacing it is no
     loss)."""
+    old_lists: int = 0
+    """The most tag lists in one cycle of an old replica, in its first three after the new
+    replicas started (each member list change among them)."""
+    new_lists: int = 0
+    """The most tag lists in one cycle of a new replica (it holds no copies yet)."""
+
+
+def most_lists(bench: Bench, names: Sequence[str], after: float, cycles: int) -> int:
+    """The most tag lists in one cycle of ``names``, in the first ``cycles`` after ``after``."""
+    most = 0
+    for name in names:
+        replica = bench.replicas[name]
+        for c in replica.done_after(after)[:cycles]:
+            most = max(most, sum(1 for t, _ in replica.tag_lists if c.start <= t <= c.end))
+    return most
 
 
 async def scale(bench: Bench, old: Sequence[str], new: Sequence[str]) -> Scale:
@@ -925,6 +941,11 @@ async def scale(bench: Bench, old: Sequence[str], new: Sequence[str]) -> Scale:
         lambda: bench.partitioned(everyone, joined() or 0.0),
         "the keys split five ways",
         within=300,
+    )
+    await bench.until(
+        lambda: all(len(bench.replicas[n].done_after(began)) >= 3 for n in everyone),
+        "three cycles of each replica after the new ones started",
+        within=3 * (bench.interval + 120),
     )
     after = bench.owners(everyone, joined() or 0.0)
     moved = {k for k in fleet.keys if before[k] != after[k]}
@@ -968,6 +989,8 @@ async def scale(bench: Bench, old: Sequence[str], new: Sequence[str]) -> Scale:
         len(set(rewritten) & updated),
         len(updated & moved),
         lost,
+        most_lists(bench, old, began, 3),
+        most_lists(bench, new, began, 3),
     )
 
 
@@ -1104,7 +1127,8 @@ async def one_round(
             f"  scale 3 → 5: {moved.moved} keys moved; the new owners rewrote the status of "
             f"{moved.status_moved} of them, {moved.status_moved_updated} of which had an "
             f"Application written earlier in the round (of {moved.moved_updated} such keys "
-            "that moved)",
+            f"that moved); at most {moved.old_lists} tag lists in a cycle of an old replica "
+            f"after, {moved.new_lists} of a new one",
             file=sys.stderr,
         )
         return Round(
@@ -1343,6 +1367,21 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
             "0",
             [r.scale.confirmations_lost for r in rounds],
             zero,
+            0,
+        ),
+        (
+            "scale 3 → 5: tag lists in one cycle of an old replica, its first three after the "
+            "new ones started (the most)",
+            "",
+            [r.scale.old_lists for r in rounds],
+            None,
+            0,
+        ),
+        (
+            "… of a new replica (no copies yet: every repository)",
+            "",
+            [r.scale.new_lists for r in rounds],
+            None,
             0,
         ),
         (

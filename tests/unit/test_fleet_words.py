@@ -14,9 +14,8 @@ from collections.abc import Collection
 
 import pytest
 
-from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
+from argocd_image_updater.controller.fleet_tag_lists import ASSIGNMENTS_KEPT, FleetTagLists
 from argocd_image_updater.controller.listing_owners import bounded_owners, ranked
-from argocd_image_updater.controller.shards import owner
 from argocd_image_updater.model.list_heartbeat import list_id, set_hash
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES, FLEET_TAG_LISTS
@@ -44,18 +43,17 @@ class Reference:
         self.expected: dict[str, str] = {}
         self.owners: tuple[frozenset[str], dict[str, str]] = (frozenset(), {})
         self.ids: set[str] | None = None
-        self.before: tuple[dict[str, str], dict[str, str]] | None = None
-        """The owners and listings expected before the listings needed last changed, under
-        the same member list."""
+        self.before: list[tuple[dict[str, str], dict[str, str], str]] = []
+        """The owners, listings expected and member list's hash before each of the last
+        changes of the listings needed or of the member list (the latest first)."""
 
     def round_begun(self, needed: Collection[TagListKey]) -> None:
         members = self.lists.membership.view | {self.lists.membership.member}
         ids = {_key_id(key) for key in needed}
         owners = bounded_owners(ids, members, lambda key_id: ranked(key_id, members))
-        if members != self.owners[0]:
-            self.before = None
-        elif ids != self.ids:
-            self.before = (self.owners[1], self.expected)
+        if self.ids is not None and (members != self.owners[0] or ids != self.ids):
+            before = (self.owners[1], self.expected, set_hash(self.owners[0]))
+            self.before = [before, *self.before][:ASSIGNMENTS_KEPT]
         self.owners, self.ids = (members, owners), ids
         by_owner: dict[str, list[str]] = {}
         for key_id, by in owners.items():
@@ -69,26 +67,26 @@ class Reference:
         members = membership.view | {membership.member}
         key_id = _key_id(key)
         assigned = self.owners[1] if self.owners[0] == members else {}
-        by = assigned.get(key_id) or owner(key_id, members)
+        by = assigned.get(key_id)  # a listing outside them: no owner lists it for the fleet
         if by is None or by == membership.member:
             return False
         beat = lists._beats.get(by)
         before = self.before
         return (
             beat is not None
-            and beat.view == set_hash(members)
             and (
-                beat.listed == self.expected.get(by)
-                # listed before the listings needed changed: what it owned then and owns now
-                or (
-                    before is not None
-                    and beat.listed == before[1].get(by)
-                    and before[0].get(key_id) == by
+                (beat.view == set_hash(members) and beat.listed == self.expected.get(by))
+                # listed before the listings needed or the member list changed: what it owned
+                # then and owns now
+                or any(
+                    beat.view == view
+                    and beat.listed == expected.get(by)
+                    and owners.get(key_id) == by
+                    for owners, expected, view in before
                 )
             )
             and now - beat.at <= MAX_AGE
             and listed_at >= beat.since
-            and listed_at >= max(lists._heard_all.values(), default=0.0)
             and listed_at >= lists._heard_of.get(by, 0.0)
             and listed_at >= lists._heard.get(key_id, 0.0)
         )
@@ -245,6 +243,65 @@ def test_a_heartbeat_from_before_the_needs_changed_vouches_for_what_kept_its_own
     assert not b.vouches(new, copy)  # nobody listed it yet
     moved = [key for key, by in old.items() if b._place(key)[1] not in (by, "b")]
     assert not any(b.vouches(key, copy) for key in moved)
+
+
+def _steady_cycle(fleet: Fleet, name: str) -> None:
+    """A full cycle of ``name`` whose listings all match its copies."""
+    lists = fleet.lists[name]
+    lists.round_begun(fleet.needed[name])
+    for key in fleet.needed[name]:
+        if lists.owns(key):
+            lists.listed(key, ("1.0.0",), ("1.0.0",), full=True)
+    lists.round_done()
+
+
+@pytest.mark.parametrize("lists", [("abc", "abcd"), ("abcd", "abd"), ("ab", "abc", "abcd")])
+def test_a_change_of_the_member_list_leaves_the_copies_of_what_kept_its_owner_vouched_for(
+    lists: tuple[str, ...],
+) -> None:
+    """Members join or leave (one after the other, each change seen by b before any heartbeat
+    under it): b's cycles still reuse its copies of the repositories whose owner is the same
+    (the owners' heartbeats under the member list before), and keep reusing them after the
+    owners' next heartbeats (an owner's word covers what it owned without a break); the copies
+    of the repositories that moved are not, until their new owner listed them (its first
+    listing of each is noted as a change, although its own copy matches)."""
+    first, *changes = lists
+    then = changes[-1]
+    fleet = Fleet()
+    for name in NAMES:
+        fleet.members[name].view = frozenset(first)
+    for name in first:
+        _steady_cycle(fleet, name)
+    fleet.exchange()
+    fleet.clock[0] += 1
+    copy = fleet.clock[0]  # b's copies, listed after every change heard
+    b = fleet.lists["b"]
+    old = {key: b._place(key)[1] for key in KEYS[:12]}
+    assert all(b.vouches(key, copy) for key, by in old.items() if by != "b")
+
+    for members in changes:
+        for name in NAMES:
+            fleet.members[name].view = frozenset(members)
+        fleet.clock[0] += 1
+        b.round_begun(fleet.needed["b"])  # before any heartbeat under the new member list
+    new = {key: b._place(key)[1] for key in KEYS[:12]}
+    kept = [key for key in KEYS[:12] if old[key] == new[key] != "b"]
+    moved = [key for key in KEYS[:12] if new[key] not in (old[key], "b")]
+    assert kept and moved
+    assert all(b.vouches(key, copy) for key in kept)
+    assert not any(b.vouches(key, copy) for key in moved)
+
+    for name in then:
+        if name != "b":
+            _steady_cycle(fleet, name)
+    fleet.exchange()
+    assert all(b.vouches(key, copy) for key in kept)
+    assert not any(b.vouches(key, copy) for key in moved)
+    assert all(b.vouches(key, fleet.clock[0]) for key in moved)  # a copy listed since
+    for name in then:  # the next heartbeats name no change: nothing more is refused
+        _steady_cycle(fleet, name)
+    fleet.exchange()
+    assert all(b.vouches(key, copy) for key in kept)
 
 
 # --- a reused copy, held as the round's listing -------------------------------------------------

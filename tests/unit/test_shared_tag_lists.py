@@ -378,18 +378,57 @@ def test_an_owners_first_listing_of_a_repository_counts_as_a_change() -> None:
     assert b.vouches(key, fleet.clock[0] - 1)
 
 
-def test_a_heartbeat_missed_of_one_member_ends_the_vouching_of_every_owner() -> None:
-    """The repositories a member owned may have moved to another owner since: a copy listed
-    before a missed heartbeat of any member is not vouched for."""
+def test_a_heartbeat_missed_ends_the_vouching_of_its_owner_and_of_no_other() -> None:
+    """A copy listed before a missed heartbeat of its owner is not vouched for (the heartbeat
+    may have named it changed); the other owners' words hold."""
     fleet = Fleet()
     listings = {k: ("1.0.0",) for k in KEYS}
     copy = fleet.warmed(listings)
-    key, b, c = owned_by("a"), fleet.lists["b"], fleet.lists["c"]
-    assert b.vouches(key, copy)
+    b, c = fleet.lists["b"], fleet.lists["c"]
+    assert b.vouches(owned_by("a"), copy) and b.vouches(owned_by("c"), copy)
     for _ in range(2):  # c's heartbeats: the first is never seen
         c.round_begun(listings)
         c.round_done()
     fleet.exchange()
-    assert not b.vouches(key, copy)
+    assert not b.vouches(owned_by("c"), copy)
+    assert b.vouches(owned_by("a"), copy)
     fleet.clock[0] += 1
-    assert b.vouches(key, fleet.clock[0])
+    assert b.vouches(owned_by("c"), fleet.clock[0])
+
+
+def test_a_repository_that_moved_is_vouched_for_from_its_new_owners_first_listing_only() -> None:
+    """c names a repository changed in a heartbeat b never sees, then leaves: the repository
+    goes to a, whose own copy already holds the new tags. a's first listing of it as its owner
+    is named a change all the same, so b's copy from before is not vouched for (nor is it by
+    c's word, ended by the missed heartbeat), and b lists it itself."""
+    fleet = Fleet()
+    listings = {k: ("1.0.0",) for k in KEYS}
+    copy = fleet.warmed(listings)
+    a, b, c = (fleet.lists[name] for name in "abc")
+    ids = {list_id(k.api_url, k.repository, k.credentials_key): k for k in KEYS}
+    two = frozenset({"a", "b"})
+    after = bounded_owners(ids, two, lambda key_id: ranked(key_id, two))
+    moved = next(k for key_id, k in ids.items() if c.owns(k) and after[key_id] == "a")
+    kept = next(k for key_id, k in ids.items() if a.owns(k) and after[key_id] == "a")
+    assert b.vouches(moved, copy) and b.vouches(kept, copy)
+    changed = {**listings, moved: ("1.0.0", "1.1.0")}
+    c.round_begun(listings)
+    for key in listings:
+        if c.owns(key):
+            c.listed(key, changed[key], listings[key], full=True)
+    c.round_done()  # the heartbeat b misses
+    c.round_begun(listings)
+    c.round_done()
+    fleet.members["a"].view = fleet.members["b"].view = two  # c is gone
+    fleet.clock[0] += 1
+    a.round_begun(changed)
+    for key in changed:
+        if a.owns(key):
+            a.listed(key, changed[key], changed[key], full=True)  # its copies match
+    a.round_done()
+    fleet.exchange()
+    b.round_begun(changed)
+    assert not b.vouches(moved, copy)
+    assert b.vouches(kept, copy)  # a owned it without a break
+    fleet.clock[0] += 1
+    assert b.vouches(moved, fleet.clock[0])  # a copy listed since

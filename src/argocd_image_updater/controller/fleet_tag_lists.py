@@ -17,18 +17,21 @@ whose keys use it and that run the webhook server update them without waiting fo
 cycle (the others in their next cycle, their copy no longer vouched for).
 
 Vouching: another replica reuses its own last listing of a repository in a full cycle only when
-the owner's last heartbeat is fresh (at most two intervals plus a lease duration old), given
-under the same member list as its own, its copy is not older than the owner's ownership, and no
-change or failure of the repository (nor a missed heartbeat of any member: the repositories it
-owned may have moved to another; nor, from the owner, more changes than a heartbeat names) was
-heard since its copy was listed. An owner's first listing
-of a repository it has no copy of counts as a change (its word cannot cover what happened before
-it), so a repository that moves to another owner is never vouched for across the gap between
-their listings. A heartbeat made before a change of the listings needed that this member saw
-first (a repository newly used, or no longer) still vouches for the repositories its owner
-listed then and owns now. Anything else — no heartbeat yet, a silent or new owner, a member
-list that differs for a moment, a malformed annotation — and it lists the repository itself,
-as without sharing. What this costs: a change seen by a replica that does not own the
+the owner's last heartbeat is fresh (at most two intervals plus a lease duration old), lists
+exactly the repositories this replica expects of it under the same member list, its copy is not
+older than the owner's first full cycle, and no change or failure of the repository (nor, from
+the owner, a missed heartbeat or more changes than a heartbeat names) was heard since its copy
+was listed. An owner's first listing of a repository it did not own at its last heartbeat (a
+member joined or left, the listings needed changed) counts as a change, whatever its own copy
+holds: its word cannot cover what happened before it, so a repository that moves to another
+owner is never vouched for across the gap between their listings, and what the owner before
+said (or a heartbeat of its that was missed) no longer matters. A heartbeat made before a change
+of the member list or of the listings needed that this member saw first still vouches for the
+repositories its owner listed then and owns now: when a member joins or leaves, the others keep
+reusing their copies of every repository that kept its owner and list only those that moved.
+Anything else — no heartbeat yet, a silent owner, a repository outside the listings needed when
+this member's last full cycle began, a malformed annotation — and it lists the repository
+itself, as without sharing. What this costs: a change seen by a replica that does not own the
 repository comes with the owner's listing (plus the time its heartbeat and the event take to
 arrive, the Lease retry period at most twice) instead of this replica's own listing.
 """
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping
-from typing import NamedTuple
+from typing import Final, NamedTuple
 from urllib.parse import urlsplit
 
 from argocd_image_updater.controller.listing_owners import bounded_owners, ranked
@@ -60,6 +63,13 @@ from argocd_image_updater.registry.vouched_lists import COPY_MAX_AGE
 log = get_logger("fleet")
 
 
+ASSIGNMENTS_KEPT: Final = 4
+"""The owners worked out before the last changes of the member list or of the listings needed
+that an owner's heartbeat may still match: a member joining or leaving while another does (a
+scale-out by several, a rolling update) is one change each, seen before the owners' next
+heartbeats."""
+
+
 def _id(key: TagListKey) -> str:
     return list_id(key.api_url, key.repository, key.credentials_key)
 
@@ -77,13 +87,13 @@ class _Word(NamedTuple):
     at: float
     """When the owner's cycle began (wall-clock seconds)."""
     since: float
-    """The oldest copy vouched for: the owner's ``since``, when every repository of any member
-    was last heard to have changed (a repository may move between owners), or when every one of
-    the owner's was, whichever is later."""
+    """The oldest copy vouched for: the owner's ``since`` (its first full cycle), or when any
+    of its repositories was last heard to have changed, whichever is later."""
     only: Mapping[str, str] | None
-    """None: the owner listed what it owns now. Else it listed what it owned before the
-    listings needed last changed (its heartbeat is older than that change): the owners then, by
-    repository id; a copy is vouched for only where the owner was the same then."""
+    """None: the owner listed what it owns now. Else it listed what it owned before the member
+    list or the listings needed last changed (its heartbeat is older than that change): the
+    owners then, by repository id; a copy is vouched for only where the owner was the same
+    then."""
 
 
 class FleetTagLists:
@@ -102,8 +112,8 @@ class FleetTagLists:
         self._announce, self._wall = announce, wall
         self._ids: dict[TagListKey, str] = {}
         self._view: tuple[frozenset[str], str] = (frozenset(), set_hash(()))
-        self._placed: dict[TagListKey, tuple[str, str | None]] = {}
-        """By key: its repository id and owner, under the member list of ``_view``."""
+        self._placed: dict[TagListKey, tuple[str, str | None, bool]] = {}
+        """By key: its repository id, owner and whether it is assigned (:meth:`_place`)."""
         self._assigned: tuple[frozenset[str], dict[str, str]] = (frozenset(), {})
         """The owner of each repository id needed, under a member list
         (:func:`~argocd_image_updater.controller.listing_owners.bounded_owners`)."""
@@ -118,14 +128,21 @@ class FleetTagLists:
         """The listings ``_expected`` was worked out from and the member list's hash then."""
         # the owner's side
         self._seq = 0
-        self._epoch = ""
-        self._since = 0.0
+        self._since: float | None = None
+        """When this member's first full cycle began: it has listed every repository it owned
+        in each full cycle since (see :attr:`_gained`)."""
         self._round: tuple[float, str, str] | None = None
         self._expected: dict[str, str] = {}
         """By member: the hash of the listings it should have made (see :meth:`round_begun`)."""
-        self._before: tuple[dict[str, str], dict[str, str]] | None = None
-        """The owners (by repository id) and ``_expected`` before the listings needed last
-        changed under the same member list (None: the member list changed since)."""
+        self._before: list[tuple[dict[str, str], dict[str, str], str]] = []
+        """The owners (by repository id), ``_expected`` and the member list's hash before each
+        of the last :data:`ASSIGNMENTS_KEPT` changes of the listings needed or of the member
+        list, the latest first."""
+        self._gained: set[str] = set()
+        """The repositories this member owns that it did not own when its last heartbeat
+        went out: the first listing of each is noted as a change (its copy may be older than
+        what the owner before it said), so that no copy is vouched for across the gap between
+        the two owners' listings."""
         self._changed: set[str] = set()
         self._overflow = False
         # what the others said
@@ -133,13 +150,9 @@ class FleetTagLists:
         self._beats: dict[str, Heartbeat] = {}
         self._heard: dict[str, float] = {}
         """By repository id: when this replica last heard it changed."""
-        self._heard_all: dict[str, float] = {}
-        """By member: when this replica last heard that every repository it owns may have."""
-        self._heard_any = 0.0
-        """The latest of ``_heard_all``."""
         self._heard_of: dict[str, float] = {}
-        """By member: when it last said more of its repositories changed than a heartbeat
-        names (any of those it owns may have)."""
+        """By member: when this replica last heard that any repository it owns may have
+        changed (a heartbeat missed or first heard, or more changes than a heartbeat names)."""
         membership.on_leases = self.observe
 
     def _key_id(self, key: TagListKey) -> str:
@@ -163,10 +176,13 @@ class FleetTagLists:
             self._source = view
         return self._view
 
-    def _place(self, key: TagListKey) -> tuple[str, str | None]:
-        """The repository id of ``key`` and its owner under the member list as it is now (kept
-        by key while the member list holds: a sharded replica asks it of every listing a cycle,
-        twice of those it lists)."""
+    def _place(self, key: TagListKey) -> tuple[str, str | None, bool]:
+        """The repository id of ``key``, its owner under the member list as it is now, and
+        whether that owner lists it for the fleet (it is among the listings needed when this
+        member's last full cycle began, under this member list; else its owner is given by
+        rendezvous hashing alone, and lists it only if it needs it too). Kept by key while the
+        member list holds: a sharded replica asks it of every listing a cycle, twice of those
+        it lists."""
         members = self._members()[0]  # first: a new member list drops the places kept
         placed = self._placed.get(key)
         if placed is None:
@@ -174,9 +190,9 @@ class FleetTagLists:
                 self._placed.clear()
             key_id = self._key_id(key)
             assigned = self._assigned[1] if self._assigned[0] == members else {}
+            by = assigned.get(key_id)
             placed = self._placed[key] = (
-                key_id,
-                assigned.get(key_id) or owner(key_id, members),
+                (key_id, by, True) if by is not None else (key_id, owner(key_id, members), False)
             )
         return placed
 
@@ -197,21 +213,29 @@ class FleetTagLists:
     def round_begun(self, needed: Collection[TagListKey]) -> None:
         """A full cycle's scans begin; ``needed``: every listing the static shard needs (this
         member lists those it owns; another member's heartbeat counts only when it listed
-        exactly those this member expects of it, or expected before the listings needed last
-        changed: :meth:`_word`). ``needed`` is read, never changed, and must not be changed
-        afterwards: the same object under the same member list is taken for the same listings
-        (the fleet scans hand out last cycle's while nothing changed), whose hashes are not
-        worked out again."""
+        exactly those this member expects of it, or expected before the member list or the
+        listings needed last changed: :meth:`_word`; those it owns now and did not own at its
+        last heartbeat are :attr:`_gained`). ``needed`` is read, never changed, and must not be
+        changed afterwards: the same object under the same member list is taken for the same
+        listings (the fleet scans hand out last cycle's while nothing changed), whose hashes
+        are not worked out again."""
         now, view = self._wall(), self._members()[1]
-        if view != self._epoch:
-            self._epoch, self._since = view, now
+        if self._since is None:
+            self._since = now  # its word covers nothing listed before its first full cycle
         last = self._needed
         if last is None or last[1] != view or (last[0] is not needed and last[0] != needed):
-            members = self._members()[0]
+            members, me = self._members()[0], self.membership.member
             ids = {self._key_id(key) for key in needed}
             owners = bounded_owners(ids, members, self._ranked)
-            same_members = self._assigned[0] == members  # never at first: it holds this member
-            self._before = (self._assigned[1], self._expected) if same_members else None
+            owned = {key_id for key_id, by in self._assigned[1].items() if by == me}
+            self._gained = {
+                key_id
+                for key_id, by in owners.items()
+                if by == me and (key_id in self._gained or key_id not in owned)
+            }
+            if last is not None:
+                before = (self._assigned[1], self._expected, last[1])
+                self._before = [before, *self._before[: ASSIGNMENTS_KEPT - 1]]
             self._assigned, self._placed = (members, owners), {}
             by_owner: dict[str, list[str]] = {}
             for key_id, by in owners.items():
@@ -231,16 +255,21 @@ class FleetTagLists:
     ) -> None:
         """Note a change (or failure) of a repository this member owns for the next heartbeat;
         announce a change found by a full cycle (a webhook event's was announced already). A
-        first listing (no copy ``before``) is noted as a change, neither counted nor announced:
-        nothing is known to have changed, only that this member's word cannot cover the time
-        before it."""
-        if not self.owns(key) or (names is not None and names == before):
+        first listing (no copy ``before``), and the first of a repository it did not own at its
+        last heartbeat (:attr:`_gained`, whatever its copy holds), is noted as a change, neither
+        counted nor announced unless it differs from the copy: nothing is known to have changed,
+        only that this member's word cannot cover the time before it."""
+        key_id, by, _ = self._place(key)
+        if by != self.membership.member:
+            return
+        gained = key_id in self._gained
+        if names is not None and names == before and not gained:
             return
         if len(self._changed) >= MAX_CHANGED:
             self._overflow = True
         else:
-            self._changed.add(self._place(key)[0])
-        if before is None and names is not None:
+            self._changed.add(key_id)
+        if names is not None and (before is None or names == before):
             return
         metrics.FLEET_TAG_LISTS.labels("changed").inc()
         if full and names is not None and self._announce is not None:
@@ -258,8 +287,9 @@ class FleetTagLists:
             return
         self._seq += 1
         changed = None if self._overflow else frozenset(self._changed)
+        assert self._since is not None  # set by round_begun
         beat = Heartbeat(self._seq, at, self._since, view, listed, changed)
-        self._changed, self._overflow = set(), False
+        self._changed, self._overflow, self._gained = set(), False, set()
         self.membership.annotate(HEARTBEAT_ANNOTATION, beat.render())
 
     # --- what the others say -------------------------------------------------------------------
@@ -290,11 +320,10 @@ class FleetTagLists:
             self._words.pop(member, None)
             if beat is None:
                 continue
-            if last is None or beat.seq != last.seq + 1:
-                self._heard_all[member] = now  # what it said before is unknown
-                self._heard_any = max(self._heard_any, now)
-                self._words = {}  # its repositories may be another's now
-            elif beat.changed is None:  # too many named: any of its own, none of the others'
+            if last is None or beat.seq != last.seq + 1 or beat.changed is None:
+                # What it said before is unknown, or it changed more than a heartbeat names: any
+                # of its own repositories may have changed. Not another owner's: a repository
+                # that moved from it since is named changed by its new owner's first listing.
                 self._heard_of[member] = now
             else:
                 for found_id in beat.changed:
@@ -320,8 +349,9 @@ class FleetTagLists:
         place, heard = self._place, self._heard
 
         def vouches(key: TagListKey, listed_at: float) -> bool:
-            key_id, by = place(key)
-            if by is None or by == me:
+            key_id, by, assigned = place(key)
+            # Not one no owner lists for the fleet (outside the listings needed), nor its own.
+            if not assigned or by is None or by == me:
                 return False
             try:
                 word = fresh[by]
@@ -351,16 +381,17 @@ class FleetTagLists:
         timed loop over :class:`~argocd_image_updater.registry.scanner.Scanner` with this
         class, 2 vCPU AMD EPYC, CPython 3.11).
 
-        A heartbeat older than this member's last change of the listings needed (a repository
-        newly used, or no longer) lists what ``by`` owned before it: it vouches for the copies
-        of the repositories ``by`` owned then and owns now (``only``), not for all or none."""
+        A heartbeat older than this member's last change of the member list or of the listings
+        needed (a member joined or left, a repository newly used or no longer) lists what ``by``
+        owned before it, under the member list then: it vouches for the copies of the
+        repositories ``by`` owned then and owns now (``only``), not for all or none."""
         beat = self._beats.get(by)
-        if beat is None or beat.view != self._view[1]:
+        if beat is None:
             return None
-        since = max(beat.since, self._heard_any, self._heard_of.get(by, 0.0))
-        if beat.listed == self._expected.get(by):
+        since = max(beat.since, self._heard_of.get(by, 0.0))
+        if beat.view == self._view[1] and beat.listed == self._expected.get(by):
             return _Word(beat.at, since, None)
-        before = self._before
-        if before is not None and beat.listed == before[1].get(by):
-            return _Word(beat.at, since, before[0])
+        for owners, expected, view in self._before:
+            if beat.view == view and beat.listed == expected.get(by):
+                return _Word(beat.at, since, owners)
         return None

@@ -5,11 +5,11 @@ annotation :data:`HEARTBEAT_ANNOTATION` of its member Lease, written with its ne
 "changed": ["…"]}``: the 7th full cycle since the replica started listed, at ``at`` (wall-clock
 seconds), every repository it owns that the fleet uses — the set whose hash is ``listed``
 (:func:`set_hash` of their :func:`list_id`), so that a replica that sees the fleet otherwise (a
-``registries.conf`` not updated yet, an ImageUpdater not seen yet) trusts nothing of it —; it
-has owned them without a break since ``since`` (the first cycle after its member list last
-changed), under the member list whose hash is ``view``; ``changed`` names the repositories whose
-tags changed, or whose listing failed, since the last heartbeat — ``null`` when there were more
-than :data:`MAX_CHANGED`. Read from another replica's Lease, every field is checked and the
+``registries.conf`` not updated yet, an ImageUpdater not seen yet) trusts nothing of it —,
+under the member list whose hash is ``view``; it has listed every repository it owned in each
+full cycle since ``since`` (its first); ``changed`` names the repositories whose tags changed,
+whose listing failed, or that it did not own at its last heartbeat, since that heartbeat —
+``null`` when there were more than :data:`MAX_CHANGED`. Read from another replica's Lease, every field is checked and the
 text is bounded: a malformed heartbeat is no heartbeat (nothing is vouched for).
 """
 

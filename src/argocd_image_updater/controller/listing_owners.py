@@ -11,8 +11,8 @@ lists more than the cap, and a repository needed or no longer needed moves only 
 first member was full. Every member works the owners out from the same member list and the same
 repositories needed, and so agrees on each; where two members' needs differ, the owner's hash of
 what it listed differs from what the other expects of it now, and only the repositories it
-owned under the other's needs before they last changed, and owns now, are vouched for
-(:mod:`~argocd_image_updater.controller.fleet_tag_lists`).
+owned under the other's needs (or member list) before they last changed, and owns now, are
+vouched for (:mod:`~argocd_image_updater.controller.fleet_tag_lists`).
 """
 
 from __future__ import annotations

@@ -452,6 +452,10 @@ class Replica:
         """Finished cycles that started after ``after``."""
         return [c for c in self.cycles if c.ok and c.start > after]
 
+    def listed_in(self, cycle: Cycle) -> list[str]:
+        """The repositories whose tags it listed during ``cycle``."""
+        return [repo for t, repo in self.tag_lists if cycle.start <= t <= cycle.end]
+
     def latest(self, after: float = 0.0) -> frozenset[str] | None:
         """The keys of the last finished cycle that started after ``after``."""
         done = self.done_after(after)
@@ -745,7 +749,7 @@ async def measure(bench: Bench, names: Sequence[str], new_repos: int, cycles: in
         )
         lists, repeated = [], 0
         for c in done:
-            listed = Counter(repo for t, repo in replica.tag_lists if c.start <= t <= c.end)
+            listed = Counter(replica.listed_in(c))
             lists.append(sum(listed.values()))
             repeated += sum(1 for n in listed.values() if n > 1)
         keys = len(done[-1].keys) if done[-1].keys is not None else len(fleet.keys)
@@ -914,7 +918,7 @@ def most_lists(bench: Bench, names: Sequence[str], after: float, cycles: int) ->
     for name in names:
         replica = bench.replicas[name]
         for c in replica.done_after(after)[:cycles]:
-            most = max(most, sum(1 for t, _ in replica.tag_lists if c.start <= t <= c.end))
+            most = max(most, len(replica.listed_in(c)))
     return most
 
 
@@ -1031,10 +1035,7 @@ async def newly_used(bench: Bench, names: Sequence[str]) -> Churn:
         firsts = 0
         for name in names:
             replica = bench.replicas[name]
-            counts = [
-                sum(1 for t, _ in replica.tag_lists if c.start <= t <= c.end)
-                for c in replica.done_after(changed)[:2]
-            ]
+            counts = [len(replica.listed_in(c)) for c in replica.done_after(changed)[:2]]
             most, firsts = max(most, *counts), firsts + counts[0]
         together = max(together, firsts)
     return Churn(most, together)

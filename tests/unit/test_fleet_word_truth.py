@@ -1,8 +1,8 @@
 """What an owner's word vouches for, against what the registry held: a fleet of four members
 lists and reuses copies of repositories whose tags change, through missed heartbeats, members
 leaving and joining, other listings needed and members seeing them at different times; every
-copy a member's owners vouch for holds the tags its owner saw at its last listing heard of
-(:class:`~argocd_image_updater.controller.fleet_tag_lists.FleetTagLists`)."""
+copy a member's owners vouch for holds the tags its owner saw at its last listing heard of, or
+newer ones (:class:`~argocd_image_updater.controller.fleet_tag_lists.FleetTagLists`)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,9 @@ class Registry:
 
 
 class World:
+    """Four members with a shared wall clock and registry; each lists what it owns, and what
+    it needs that no owner vouches for, and reuses the rest."""
+
     def __init__(self, rng: random.Random) -> None:
         self.rng, self.clock, self.registry = rng, [1000.0], Registry()
         self.members = {name: Members(name, NAMES) for name in NAMES}

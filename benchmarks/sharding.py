@@ -908,17 +908,22 @@ class Scale:
     old_lists: int = 0
     """The most tag lists in one cycle of an old replica, in its first three after the new
     replicas started (each member list change among them)."""
+    old_lists_added: int = 0
+    """The most tag lists of an old replica in those three cycles, added."""
     new_lists: int = 0
     """The most tag lists in one cycle of a new replica (it holds no copies yet)."""
 
 
-def most_lists(bench: Bench, names: Sequence[str], after: float, cycles: int) -> int:
-    """The most tag lists in one cycle of ``names``, in the first ``cycles`` after ``after``."""
+def most_lists(
+    bench: Bench, names: Sequence[str], after: float, cycles: int, *, added: bool = False
+) -> int:
+    """The most tag lists in one cycle of ``names``, in the first ``cycles`` after ``after``
+    (``added``: in those cycles of one of them, added)."""
     most = 0
     for name in names:
         replica = bench.replicas[name]
-        for c in replica.done_after(after)[:cycles]:
-            most = max(most, len(replica.listed_in(c)))
+        counts = [len(replica.listed_in(c)) for c in replica.done_after(after)[:cycles]]
+        most = max(most, sum(counts) if added else max(counts, default=0))
     return most
 
 
@@ -994,6 +999,7 @@ async def scale(bench: Bench, old: Sequence[str], new: Sequence[str]) -> Scale:
         len(updated & moved),
         lost,
         most_lists(bench, old, began, 3),
+        most_lists(bench, old, began, 3, added=True),
         most_lists(bench, new, began, 3),
     )
 
@@ -1129,7 +1135,7 @@ async def one_round(
             f"{moved.status_moved} of them, {moved.status_moved_updated} of which had an "
             f"Application written earlier in the round (of {moved.moved_updated} such keys "
             f"that moved); at most {moved.old_lists} tag lists in a cycle of an old replica "
-            f"after, {moved.new_lists} of a new one",
+            f"after ({moved.old_lists_added} in three), {moved.new_lists} of a new one",
             file=sys.stderr,
         )
         return Round(
@@ -1375,6 +1381,13 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
             "new ones started (the most)",
             "",
             [r.scale.old_lists for r in rounds],
+            None,
+            0,
+        ),
+        (
+            "… in those three cycles, added (the most of an old replica)",
+            "",
+            [r.scale.old_lists_added for r in rounds],
             None,
             0,
         ),

@@ -9,9 +9,9 @@ list as shard keys; rendezvous hashing alone for a listing outside them). In eac
 owner lists every repository it owns that any Application of its static shard uses — its own
 keys' and, through :func:`~argocd_image_updater.controller.scan.scan_repositories`, the other
 replicas' — and afterwards puts a heartbeat on its member Lease
-(:mod:`argocd_image_updater.model.list_heartbeat`: when that cycle began, since when it has
-owned them, under which member list, which of them changed or failed). A repository whose tags a
-full cycle found changed is also announced at once through the events ConfigMap
+(:mod:`argocd_image_updater.model.list_heartbeat`: when that cycle began, when its first began,
+under which member list, which of them changed, failed or are newly its own). A repository whose
+tags a full cycle found changed is also announced at once through the events ConfigMap
 (:mod:`~argocd_image_updater.controller.fleet_events`), as a webhook call would be: the replicas
 whose keys use it and that run the webhook server update them without waiting for their next
 cycle (the others in their next cycle, their copy no longer vouched for).

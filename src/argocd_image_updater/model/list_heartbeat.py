@@ -9,8 +9,9 @@ seconds), every repository it owns that the fleet uses — the set whose hash is
 under the member list whose hash is ``view``; it has listed every repository it owned in each
 full cycle since ``since`` (its first); ``changed`` names the repositories whose tags changed,
 whose listing failed, or that it did not own at its last heartbeat, since that heartbeat —
-``null`` when there were more than :data:`MAX_CHANGED`. Read from another replica's Lease, every field is checked and the
-text is bounded: a malformed heartbeat is no heartbeat (nothing is vouched for).
+``null`` when there were more than :data:`MAX_CHANGED`. Read from another replica's Lease, every
+field is checked and the text is bounded: a malformed heartbeat is no heartbeat (nothing is
+vouched for).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import random
 
 from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
 from argocd_image_updater.registry.cache import TagListKey
-from argocd_image_updater_testing.fleet_members import Members
+from argocd_image_updater_testing.fleet_members import Members, exchange
 
 KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(12)]
 NAMES = ("a", "b", "c", "d")
@@ -74,10 +74,7 @@ class World:
         self.tick()
 
     def exchange(self) -> None:
-        seen = {name: dict(m.annotations) for name, m in self.members.items()}
-        for m in self.members.values():
-            assert m.on_leases is not None
-            m.on_leases(seen)
+        exchange(self.members)
         self.tick()
 
     def check(self) -> int:

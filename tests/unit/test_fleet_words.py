@@ -22,7 +22,7 @@ from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES, FLEET
 from argocd_image_updater.registry.cache import TagListKey
 from argocd_image_updater.registry.scanner import Scanner, ScanRequest
 from argocd_image_updater.registry.vouched_lists import VouchedLists
-from argocd_image_updater_testing.fleet_members import Members, Witness
+from argocd_image_updater_testing.fleet_members import Members, Witness, exchange
 
 KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(16)]
 NAMES = ("a", "b", "c", "d")
@@ -111,10 +111,7 @@ class Fleet:
         self.needed: dict[str, set[TagListKey]] = {name: set(KEYS[:12]) for name in NAMES}
 
     def exchange(self) -> None:
-        seen = {name: dict(m.annotations) for name, m in self.members.items()}
-        for m in self.members.values():
-            assert m.on_leases is not None
-            m.on_leases(seen)
+        exchange(self.members)
 
     def cycle(self, name: str, rng: random.Random, *, done: bool = True) -> None:
         lists = self.lists[name]

@@ -24,7 +24,7 @@ from argocd_image_updater.model.list_heartbeat import (
 from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.registry.cache import TagListKey
 from argocd_image_updater.registry.vouched_lists import COPY_MAX_AGE, VouchedLists
-from argocd_image_updater_testing.fleet_members import Members, Witness
+from argocd_image_updater_testing.fleet_members import Members, Witness, exchange
 
 KEYS = [TagListKey("https://registry.example", f"team/app-{i}", "") for i in range(12)]
 
@@ -169,10 +169,7 @@ class Fleet:
         }
 
     def exchange(self) -> None:
-        seen = {name: dict(m.annotations) for name, m in self.members.items()}
-        for m in self.members.values():
-            assert m.on_leases is not None
-            m.on_leases(seen)
+        exchange(self.members)
 
     def cycle(
         self,

@@ -26,6 +26,14 @@ class Members:
         self.annotations[key] = value
 
 
+def exchange(members: Mapping[str, Members]) -> None:
+    """Pass every member's Lease annotations to every member, as a membership refresh does."""
+    seen = {name: dict(m.annotations) for name, m in members.items()}
+    for m in members.values():
+        assert m.on_leases is not None
+        m.on_leases(seen)
+
+
 class Witness:
     """Vouches for the keys in :attr:`vouched`; counts the questions and keeps what it is
     told."""

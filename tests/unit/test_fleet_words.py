@@ -16,7 +16,7 @@ import pytest
 
 from argocd_image_updater.controller.fleet_tag_lists import ASSIGNMENTS_KEPT, FleetTagLists
 from argocd_image_updater.controller.listing_owners import bounded_owners, ranked
-from argocd_image_updater.model.list_heartbeat import list_id, set_hash
+from argocd_image_updater.model.list_heartbeat import list_id, listing_hash, set_hash
 from argocd_image_updater.model.registry import RegistryEndpoint
 from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES, FLEET_TAG_LISTS
 from argocd_image_updater.registry.cache import TagListKey
@@ -60,7 +60,9 @@ class Reference:
             by_owner.setdefault(by, []).append(key_id)
         self.expected = {by: set_hash(ids) for by, ids in by_owner.items()}
 
-    def vouches(self, key: TagListKey, listed_at: float, now: float) -> bool:
+    def vouches(
+        self, key: TagListKey, listed_at: float, now: float, names: tuple[str, ...]
+    ) -> bool:
         lists, membership = self.lists, self.lists.membership
         if not membership.settled():
             return False
@@ -72,6 +74,8 @@ class Reference:
             return False
         beat = lists._beats.get(by)
         before = self.before
+        heard_of, heard = lists._heard_of.get(by, 0.0), lists._heard.get(key_id, 0.0)
+        match = lists._matches.get(key_id)
         return (
             beat is not None
             and (
@@ -86,9 +90,17 @@ class Reference:
                 )
             )
             and now - beat.at <= MAX_AGE
-            and listed_at >= beat.since
-            and listed_at >= lists._heard_of.get(by, 0.0)
-            and listed_at >= lists._heard.get(key_id, 0.0)
+            and (
+                (listed_at >= beat.since and listed_at >= heard_of and listed_at >= heard)
+                # older, but holding the tags of the new owner's first listing
+                or (
+                    match is not None
+                    and match.by == by
+                    and match.at >= max(beat.since, heard_of, heard)
+                    and listed_at >= match.heard_before
+                    and listing_hash(names) == match.digest
+                )
+            )
         )
 
 
@@ -168,8 +180,10 @@ def test_an_owners_word_vouches_for_exactly_what_each_check_per_copy_did(seed: i
             reference = fleet.reference[name]
             for key in KEYS:
                 for listed_at in times:
-                    expected = reference.vouches(key, listed_at, now)
-                    assert lists.vouches(key, listed_at) == expected, (name, key, listed_at)
+                    # the tags the owners list, but in the copies made 5 s ago
+                    names = ("0.9.0",) if listed_at == now - 5.0 else ("1.0.0",)
+                    expected = reference.vouches(key, listed_at, now, names)
+                    assert lists.vouches(key, listed_at, names) == expected, (name, key, listed_at)
                     vouched += expected
     assert vouched > 0  # the scenario vouches for copies, not only refuses them
 

@@ -49,6 +49,8 @@ def test_a_heartbeat_reads_back_as_written() -> None:
     assert parse_heartbeat(beat.render()) == beat
     many = Heartbeat(4, 1.0, 0.0, "a" * 16, "b" * 16, None)
     assert parse_heartbeat(many.render()).changed is None
+    gained = Heartbeat(5, 1.0, 0.0, "a" * 16, "b" * 16, frozenset({"c" * 12}), {"c" * 12: "d" * 16})
+    assert parse_heartbeat(gained.render()) == gained
 
 
 @pytest.mark.parametrize(
@@ -64,6 +66,16 @@ def test_a_heartbeat_reads_back_as_written() -> None:
         ('{"seq": 1, "at": 1, "since": 1, "view": "v", "changed": []}', "listed"),
         ('{"seq": 1, "at": 1, "since": 1, "view": "v", "listed": "l", "changed": [1]}', "changed"),
         ('{"seq": 1, "at": 1, "since": 1, "view": "v", "listed": "l", "changed": "x"}', "changed"),
+        (
+            '{"seq": 1, "at": 1, "since": 1, "view": "v", "listed": "l", "changed": [],'
+            ' "gained": {"cccccccccccc": "dddddddddddddddd"}}',
+            "gained: names a repository not in changed",
+        ),
+        (
+            '{"seq": 1, "at": 1, "since": 1, "view": "v", "listed": "l",'
+            ' "changed": ["cccccccccccc"], "gained": {"cccccccccccc": "d"}}',
+            "gained: not an object",
+        ),
     ],
 )
 def test_a_malformed_heartbeat_is_refused_naming_the_field(text: str, field: str) -> None:
@@ -78,7 +90,7 @@ def test_a_heartbeat_is_bounded() -> None:
     with pytest.raises(ValueError, match="changed"):
         parse_heartbeat(too_many)
     with pytest.raises(ValueError, match="longer than"):
-        parse_heartbeat(" " * 9000)
+        parse_heartbeat(" " * 17_000)
 
 
 # --- reusing a copy -----------------------------------------------------------------------------
@@ -373,6 +385,62 @@ def test_an_owners_first_listing_of_a_repository_counts_as_a_change() -> None:
     fleet.exchange()
     assert not b.vouches(key, early)
     assert b.vouches(key, fleet.clock[0] - 1)
+
+
+def _c_leaves(fleet: Fleet, listings: Mapping[TagListKey, tuple[str, ...]]) -> TagListKey:
+    """c leaves; a lists what it owns then, its first listings of c's repositories among them;
+    b hears it and begins a cycle. The repository that moved from c to a."""
+    a, c = fleet.lists["a"], fleet.lists["c"]
+    two = frozenset({"a", "b"})
+    ids = {list_id(k.api_url, k.repository, k.credentials_key): k for k in KEYS}
+    after = bounded_owners(ids, two, lambda key_id: ranked(key_id, two))
+    moved = next(k for key_id, k in ids.items() if c.owns(k) and after[key_id] == "a")
+    fleet.members["a"].view = fleet.members["b"].view = two
+    fleet.clock[0] += 1
+    a.round_begun(listings)
+    for key in listings:
+        if a.owns(key):
+            a.listed(key, listings[key], listings[key], full=True)
+    a.round_done()
+    fleet.exchange()
+    fleet.lists["b"].round_begun(listings)
+    return moved
+
+
+def test_a_copy_holding_the_tags_of_a_new_owners_first_listing_is_kept() -> None:
+    """A repository that moves to another owner (a member left) is named changed by its new
+    owner's first listing, with the hash of the tags it listed: a copy holding the very same
+    tags is still vouched for, however old; another copy, or a change heard since, is not."""
+    fleet = Fleet()
+    listings = {k: ("1.0.0",) for k in KEYS}
+    copy = fleet.warmed(listings)
+    moved = _c_leaves(fleet, listings)
+    b = fleet.lists["b"]
+    assert b.vouches(moved, copy, ("1.0.0",))
+    assert not b.vouches(moved, copy, ("0.9.0",))
+    assert not b.vouches(moved, copy)  # its tags not given
+    fleet.cycle({**listings, moved: ("1.1.0",)}, changed={moved})
+    fleet.exchange()
+    assert not b.vouches(moved, copy, ("1.0.0",))
+
+
+def test_a_copy_older_than_a_change_heard_is_not_kept_for_a_new_owners_listing() -> None:
+    """c's change of a repository is heard after b's copy; c leaves, and a's first listing of
+    the repository (raced with c's?) gives the tags of b's copy: b lists it all the same."""
+    fleet = Fleet()
+    listings = {k: ("1.0.0",) for k in KEYS}
+    copy = fleet.warmed(listings)
+    c = fleet.lists["c"]
+    c.round_begun(listings)
+    for key in listings:
+        if c.owns(key):
+            c.listed(key, listings[key], ("0.9.0",), full=True)
+    c.round_done()
+    fleet.exchange()
+    moved = _c_leaves(fleet, listings)
+    b = fleet.lists["b"]
+    assert not b.vouches(moved, copy, ("1.0.0",))
+    assert b.vouches(moved, fleet.clock[0] - 1, ("1.0.0",))
 
 
 def test_a_heartbeat_missed_ends_the_vouching_of_its_owner_and_of_no_other() -> None:

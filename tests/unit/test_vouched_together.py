@@ -46,7 +46,7 @@ class CountingWitness(Witness):
         super().__init__()
         self.checkers = 0
 
-    def checker(self) -> Callable[[TagListKey, float], bool]:
+    def checker(self) -> Callable[[TagListKey, float, tuple[str, ...] | None], bool]:
         self.checkers += 1
         return super().checker()
 

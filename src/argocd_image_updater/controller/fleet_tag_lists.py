@@ -51,6 +51,7 @@ from argocd_image_updater.model.list_heartbeat import (
     MAX_CHANGED,
     Heartbeat,
     list_id,
+    listing_hash,
     parse_heartbeat,
     set_hash,
 )
@@ -74,8 +75,26 @@ def _id(key: TagListKey) -> str:
     return list_id(key.api_url, key.repository, key.credentials_key)
 
 
-def _never(key: TagListKey, listed_at: float) -> bool:
+def _never(key: TagListKey, listed_at: float, names: tuple[str, ...] | None = None) -> bool:
     return False
+
+
+class _Match(NamedTuple):
+    """An owner's first listing of a repository it gained, as its heartbeat gave it: a copy
+    holding the very same tags holds what the owner saw, however old the copy."""
+
+    digest: str
+    """The :func:`~argocd_image_updater.model.list_heartbeat.listing_hash` of the tags."""
+    at: float
+    """When this member heard it (wall-clock seconds)."""
+    heard_before: float
+    """When this member last heard of a change of the repository before it: an older copy
+    is not taken (the owner's listing may have raced that change)."""
+    by: str
+    """The owner that listed it: it counts only while that member owns the repository."""
+
+
+Checker = Callable[[TagListKey, float, tuple[str, ...] | None], bool]
 
 
 class _Word(NamedTuple):
@@ -145,6 +164,9 @@ class FleetTagLists:
         the two owners' listings."""
         self._changed: set[str] = set()
         self._overflow = False
+        self._gained_lists: dict[str, str] = {}
+        """Of :attr:`_gained`, those listed well since the last heartbeat: the hash of the
+        tags last listed (the heartbeat's ``gained``)."""
         # what the others said
         self._texts: dict[str, str] = {}
         self._beats: dict[str, Heartbeat] = {}
@@ -153,6 +175,8 @@ class FleetTagLists:
         self._heard_of: dict[str, float] = {}
         """By member: when this replica last heard that any repository it owns may have
         changed (a heartbeat missed or first heard, or more changes than a heartbeat names)."""
+        self._matches: dict[str, _Match] = {}
+        """By repository id: the last first listing of a new owner heard of (see :class:`_Match`)."""
         membership.on_leases = self.observe
 
     def _key_id(self, key: TagListKey) -> str:
@@ -269,6 +293,10 @@ class FleetTagLists:
             self._overflow = True
         else:
             self._changed.add(key_id)
+            if gained and names is not None:
+                self._gained_lists[key_id] = listing_hash(names)
+            else:  # failed, or changed under a webhook event's listing since it was gained
+                self._gained_lists.pop(key_id, None)
         if names is not None and (before is None or names == before):
             return
         metrics.FLEET_TAG_LISTS.labels("changed").inc()
@@ -287,9 +315,13 @@ class FleetTagLists:
             return
         self._seq += 1
         changed = None if self._overflow else frozenset(self._changed)
+        gained = {k: h for k, h in self._gained_lists.items() if k in self._gained}
         assert self._since is not None  # set by round_begun
-        beat = Heartbeat(self._seq, at, self._since, view, listed, changed)
+        beat = Heartbeat(
+            self._seq, at, self._since, view, listed, changed, gained if changed else {}
+        )
         self._changed, self._overflow, self._gained = set(), False, set()
+        self._gained_lists = {}
         self.membership.annotate(HEARTBEAT_ANNOTATION, beat.render())
 
     # --- what the others say -------------------------------------------------------------------
@@ -299,6 +331,8 @@ class FleetTagLists:
         now = self._wall()
         if len(self._heard) > 100_000:  # older than any copy reused
             self._heard = {k: t for k, t in self._heard.items() if now - t < COPY_MAX_AGE}
+        if len(self._matches) > 100_000:
+            self._matches = {k: m for k, m in self._matches.items() if now - m.at < COPY_MAX_AGE}
         for member, found in annotations.items():
             if member == self.membership.member:
                 continue
@@ -320,6 +354,9 @@ class FleetTagLists:
             self._words.pop(member, None)
             if beat is None:
                 continue
+            for found_id, digest in beat.gained.items():  # before its change is heard of
+                before = self._heard.get(found_id, 0.0)
+                self._matches[found_id] = _Match(digest, now, before, member)
             if last is None or beat.seq != last.seq + 1 or beat.changed is None:
                 # What it said before is unknown, or it changed more than a heartbeat names: any
                 # of its own repositories may have changed. Not another owner's: a repository
@@ -330,25 +367,31 @@ class FleetTagLists:
                     self._heard[found_id] = now
             self._beats[member] = beat
 
-    def vouches(self, key: TagListKey, listed_at: float) -> bool:
+    def vouches(
+        self, key: TagListKey, listed_at: float, names: tuple[str, ...] | None = None
+    ) -> bool:
         """Whether the owner of ``key``, another member, vouches for a copy listed at
-        ``listed_at``: :meth:`checker`'s answer now."""
-        return self.checker()(key, listed_at)
+        ``listed_at`` (holding ``names``): :meth:`checker`'s answer now."""
+        return self.checker()(key, listed_at, names)
 
-    def checker(self) -> Callable[[TagListKey, float], bool]:
+    def checker(self) -> Checker:
         """Whether owners vouch for copies (``(key, listed_at)``), at this instant: this
         member is settled and the owner's heartbeat fresh, the copy listed no earlier than the
         owner's word covers (:meth:`_word`, kept per owner) and than the last change heard of
-        its repository. What turns by the clock alone is read once, and each owner's word made
-        into the oldest copy it covers once, for the keys asked with nothing heard in between
-        (a full cycle's scans answered at once: a few hundred)."""
+        its repository — or, older, holding the very tags of the owner's first listing of a
+        repository it gained (:class:`_Match`) with nothing heard since. What turns by the
+        clock alone is read once, and each owner's word made into the oldest copy it covers
+        once, for the keys asked with nothing heard in between (a full cycle's scans answered
+        at once: a few hundred)."""
         if not self.membership.settled():
             return _never
         now, max_age, me = self._wall(), self.max_age(), self.membership.member
         fresh: dict[str, _Word | None] = {}
-        place, heard = self._place, self._heard
+        place, heard, matches = self._place, self._heard, self._matches
 
-        def vouches(key: TagListKey, listed_at: float) -> bool:
+        def vouches(
+            key: TagListKey, listed_at: float, names: tuple[str, ...] | None = None
+        ) -> bool:
             key_id, by, assigned = place(key)
             # Not one no owner lists for the fleet (outside the listings needed), nor its own.
             if not assigned or by is None or by == me:
@@ -361,11 +404,20 @@ class FleetTagLists:
                 except KeyError:  # once per owner while its word holds
                     word = self._words[by] = self._word(by)
                 word = fresh[by] = word if word is not None and now - word.at <= max_age else None
+            if word is None or (word.only is not None and word.only.get(key_id) != by):
+                return False
+            changed_at = heard.get(key_id, 0.0)
+            if listed_at >= word.since and listed_at >= changed_at:
+                return True
+            match = matches.get(key_id)
             return (
-                word is not None
-                and listed_at >= word.since
-                and listed_at >= heard.get(key_id, 0.0)
-                and (word.only is None or word.only.get(key_id) == by)
+                match is not None
+                and names is not None
+                and match.by == by
+                and match.at >= word.since
+                and match.at >= changed_at
+                and listed_at >= match.heard_before
+                and listing_hash(names) == match.digest
             )
 
         return vouches

@@ -38,12 +38,15 @@ class TagListWitness(Protocol):
     """Another replica's word on the tags of the repositories it owns, and this replica's word
     on its own (the controller's side of a sharded fleet)."""
 
-    def vouches(self, key: TagListKey, listed_at: float) -> bool:
-        """Whether a listing of ``key`` made at ``listed_at`` (wall-clock seconds) still holds:
-        its owner, another replica, listed it since and saw no change."""
+    def vouches(
+        self, key: TagListKey, listed_at: float, names: tuple[str, ...] | None = None
+    ) -> bool:
+        """Whether a listing of ``key`` made at ``listed_at`` (wall-clock seconds), which gave
+        ``names``, still holds: its owner, another replica, listed it since and saw no change
+        (or, a new owner, saw the very same tags)."""
         ...
 
-    def checker(self) -> Callable[[TagListKey, float], bool]:
+    def checker(self) -> Callable[[TagListKey, float, tuple[str, ...] | None], bool]:
         """:meth:`vouches` for many keys asked at one instant, with nothing changed in between
         (a full cycle's scans answered at once): what turns by the clock alone read once."""
         ...
@@ -74,7 +77,7 @@ class _Copy:
 @dataclass(slots=True)
 class _Together:
     now: float
-    vouches: Callable[[TagListKey, float], bool]
+    vouches: Callable[[TagListKey, float, tuple[str, ...] | None], bool]
     reused: int = 0
 
 
@@ -113,12 +116,12 @@ class VouchedLists:
             self._refused.add(key)
             return None
         together = self._together
-        vouches: Callable[[TagListKey, float], bool]
+        vouches: Callable[[TagListKey, float, tuple[str, ...] | None], bool]
         if together is None:
             now, vouches = self._wall(), self.witness.vouches
         else:
             now, vouches = together.now, together.vouches
-        if now - copy.listed_at >= COPY_MAX_AGE or not vouches(key, copy.listed_at):
+        if now - copy.listed_at >= COPY_MAX_AGE or not vouches(key, copy.listed_at, copy.names):
             self._refused.add(key)
             return None
         copy.round = self._round

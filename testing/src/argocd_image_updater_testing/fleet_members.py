@@ -45,11 +45,13 @@ class Witness:
             tuple[TagListKey, tuple[str, ...] | None, tuple[str, ...] | None, bool]
         ] = []
 
-    def vouches(self, key: TagListKey, listed_at: float) -> bool:
+    def vouches(
+        self, key: TagListKey, listed_at: float, names: tuple[str, ...] | None = None
+    ) -> bool:
         self.asked += 1
         return key in self.vouched
 
-    def checker(self) -> Callable[[TagListKey, float], bool]:
+    def checker(self) -> Callable[[TagListKey, float, tuple[str, ...] | None], bool]:
         return self.vouches
 
     def listed(

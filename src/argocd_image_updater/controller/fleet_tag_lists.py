@@ -25,7 +25,11 @@ was listed. An owner's first listing of a repository it did not own at its last 
 member joined or left, the listings needed changed) counts as a change, whatever its own copy
 holds: its word cannot cover what happened before it, so a repository that moves to another
 owner is never vouched for across the gap between their listings, and what the owner before
-said (or a heartbeat of its that was missed) no longer matters. A heartbeat made before a change
+said (or a heartbeat of its that was missed) no longer matters — but the heartbeat gives the
+hash of the tags that first listing found, and a copy holding the very same tags, not older than
+a change heard of before, holds what the owner saw: it is used again, not listed (the others
+list a repository that moved once, while its new owner's first listing has not reached them,
+not once more after it). A heartbeat made before a change
 of the member list or of the listings needed that this member saw first still vouches for the
 repositories its owner listed then and owns now: when a member joins or leaves, the others keep
 reusing their copies of every repository that kept its owner and list only those that moved.

@@ -31,6 +31,8 @@ from waiting import eventually
 
 from argocd_image_updater.cli.run_cmd import build_controller, close_resource, start_election
 from argocd_image_updater.config.settings import resolve
+from argocd_image_updater.controller.fleet_scans import FleetScans
+from argocd_image_updater.controller.fleet_tag_lists import FleetTagLists
 from argocd_image_updater.controller.leading import run_as_leader
 from argocd_image_updater.controller.membership import Membership
 from argocd_image_updater.controller.runner import Controller
@@ -226,6 +228,27 @@ class Replicas:
                 raise outcome
         assert self.double_holds() == []
         return merged([o for o in outcomes if isinstance(o, CycleResult)])
+
+    async def heard(self) -> None:
+        """Wait until the heartbeat of every member's last cycle (its word on the repositories
+        it lists for the fleet) is read by the others; nothing to wait for with one replica."""
+
+        def lists(replica: Replica) -> FleetTagLists | None:
+            scans = replica.controller.fleet_scans
+            return scans.lists if isinstance(scans, FleetScans) else None
+
+        given = {name: found._seq for name, r in self.replicas.items() if (found := lists(r))}
+
+        def done() -> bool:
+            for name in given:
+                found = lists(self.replicas[name])
+                seen = found._beats if found is not None else {}
+                for other, seq in given.items():
+                    if other != name and (other not in seen or seen[other].seq < seq):
+                        return False
+            return True
+
+        await eventually(done, "every replica read the others' last heartbeats", within=WITHIN)
 
     # --- what each replica held ------------------------------------------------------------------
 

@@ -137,8 +137,9 @@ async def test_tag_pushed_between_cycles_is_written_by_the_next_cycle(
 ) -> None:
     """Each cycle lists the tags at most once per replica (shared by every scan of the
     replica's cycle, here a semver and a newest-build image of the same repository, whose
-    ImageUpdaters two of three replicas process), and no earlier cycle's list is used before
-    the repository's owner vouched for it (test_fleet_tag_lists.py)."""
+    ImageUpdaters two of three replicas process). Sharded, a replica that does not list the
+    repository for the fleet uses its copy while the owner vouches for it, so it writes the
+    new tag in the cycle after the owner's listing that found it (test_fleet_tag_lists.py)."""
     await push_tags(registry, repo, ["1.0.0", "1.0.1"])
     proxy = await FaultyProxy(registry.url).start()
     try:
@@ -182,18 +183,28 @@ async def test_tag_pushed_between_cycles_is_written_by_the_next_cycle(
             # for the fleet when that is another one (sharded: the third, one time in three).
             listed = proxy.counts["tags"]
             assert len(listing) <= listed <= len(listing) + (replicas > 2)
+            await fleet.heard()  # the owner's word on the copies of the first cycle
             await push_tags(registry, repo, ["1.0.0", "1.0.1", "1.0.2"])
             second = await fleet.cycle()
+            updated, errors, cycles = second.images_updated, second.errors, 1
+            if replicas > 1 and updated < 2:  # the owner's next word names the change
+                await fleet.heard()
+                third = await fleet.cycle()
+                updated, errors = updated + third.images_updated, errors + third.errors
+                cycles += 1
         finally:
             await fleet.close()
     finally:
         await proxy.stop()
-    assert second.images_updated == 2 and second.errors == 0
+    assert updated == 2 and errors == 0
     for name in ("by-version", "by-build"):
         images = app_obj(kube, name)["spec"]["source"]["kustomize"]["images"]
         assert images == [f"{image}:1.0.2"], name
-    # as many the second time: no copy is reused before the owner's first heartbeat was heard
-    assert proxy.counts["tags"] == 2 * listed
+    extra = proxy.counts["tags"] - listed
+    if replicas == 1:
+        assert extra == listed  # as many the second time
+    else:  # by the owner in each cycle, at most once a replica
+        assert cycles <= extra <= cycles * replicas
 
 
 async def test_malformed_cr_and_unreachable_registry_do_not_stop_the_others(

@@ -6,13 +6,12 @@ the listings held counted once (``VouchedLists.asked_together``,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from test_shared_tag_lists import KEYS, Fleet, Registry
 
 from argocd_image_updater.observe.metrics import CACHE_HITS, CACHE_MISSES, FLEET_TAG_LISTS
-from argocd_image_updater.registry.cache import TagListCache, TagListKey
-from argocd_image_updater.registry.vouched_lists import VouchedLists
+from argocd_image_updater.registry.cache import TagListCache
+from argocd_image_updater.registry.vouched_lists import VouchChecker, VouchedLists
 from argocd_image_updater_testing.fleet_members import Witness
 
 
@@ -46,7 +45,7 @@ class CountingWitness(Witness):
         super().__init__()
         self.checkers = 0
 
-    def checker(self) -> Callable[[TagListKey, float, tuple[str, ...] | None], bool]:
+    def checker(self) -> VouchChecker:
         self.checkers += 1
         return super().checker()
 

@@ -63,7 +63,7 @@ from argocd_image_updater.model.registry_event import RegistryEvent
 from argocd_image_updater.observe import metrics
 from argocd_image_updater.observe.log import get_logger
 from argocd_image_updater.registry.cache import TagListKey
-from argocd_image_updater.registry.vouched_lists import COPY_MAX_AGE
+from argocd_image_updater.registry.vouched_lists import COPY_MAX_AGE, VouchChecker
 
 log = get_logger("fleet")
 
@@ -96,9 +96,6 @@ class _Match(NamedTuple):
     is not taken (the owner's listing may have raced that change)."""
     by: str
     """The owner that listed it: it counts only while that member owns the repository."""
-
-
-Checker = Callable[[TagListKey, float, tuple[str, ...] | None], bool]
 
 
 class _Word(NamedTuple):
@@ -378,7 +375,7 @@ class FleetTagLists:
         ``listed_at`` (holding ``names``): :meth:`checker`'s answer now."""
         return self.checker()(key, listed_at, names)
 
-    def checker(self) -> Checker:
+    def checker(self) -> VouchChecker:
         """Whether owners vouch for copies (``(key, listed_at)``), at this instant: this
         member is settled and the owner's heartbeat fresh, the copy listed no earlier than the
         owner's word covers (:meth:`_word`, kept per owner) and than the last change heard of

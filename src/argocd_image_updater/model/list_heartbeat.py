@@ -3,9 +3,10 @@ annotation :data:`HEARTBEAT_ANNOTATION` of its member Lease, written with its ne
 
 ``{"seq": 7, "at": 1764840000.5, "since": 1764839000.0, "view": "a1b2…", "listed": "c3d4…",
 "changed": ["…"], "gained": {"…": "e5f6…"}}``: the 7th full cycle since the replica started
-listed, at ``at`` (wall-clock seconds), every repository it owns that the fleet uses — the set whose hash is ``listed``
-(:func:`set_hash` of their :func:`list_id`), so that a replica that sees the fleet otherwise (a
-``registries.conf`` not updated yet, an ImageUpdater not seen yet) trusts nothing of it —,
+listed, at ``at`` (wall-clock seconds), every repository it owns that the fleet uses — the set
+whose hash is ``listed`` (:func:`set_hash` of their :func:`list_id`), so that a replica that
+sees the fleet otherwise (a ``registries.conf`` not updated yet, an ImageUpdater not seen yet)
+trusts nothing of it —,
 under the member list whose hash is ``view``; it has listed every repository it owned in each
 full cycle since ``since`` (its first); ``changed`` names the repositories whose tags changed,
 whose listing failed, or that it did not own at its last heartbeat, since that heartbeat —

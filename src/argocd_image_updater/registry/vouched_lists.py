@@ -34,6 +34,11 @@ copy: bounds what no owner can see (a tag pushed and deleted again between two o
 listings, seen by this replica's listing in between)."""
 
 
+VouchChecker = Callable[[TagListKey, float, tuple[str, ...] | None], bool]
+"""Whether a copy of ``key`` listed at ``listed_at`` (wall-clock seconds), holding ``names``
+(None: not given), still holds: :meth:`TagListWitness.vouches` asked at one instant."""
+
+
 class TagListWitness(Protocol):
     """Another replica's word on the tags of the repositories it owns, and this replica's word
     on its own (the controller's side of a sharded fleet)."""
@@ -46,7 +51,7 @@ class TagListWitness(Protocol):
         (or, a new owner, saw the very same tags)."""
         ...
 
-    def checker(self) -> Callable[[TagListKey, float, tuple[str, ...] | None], bool]:
+    def checker(self) -> VouchChecker:
         """:meth:`vouches` for many keys asked at one instant, with nothing changed in between
         (a full cycle's scans answered at once): what turns by the clock alone read once."""
         ...
@@ -77,7 +82,7 @@ class _Copy:
 @dataclass(slots=True)
 class _Together:
     now: float
-    vouches: Callable[[TagListKey, float, tuple[str, ...] | None], bool]
+    vouches: VouchChecker
     reused: int = 0
 
 
@@ -116,7 +121,7 @@ class VouchedLists:
             self._refused.add(key)
             return None
         together = self._together
-        vouches: Callable[[TagListKey, float, tuple[str, ...] | None], bool]
+        vouches: VouchChecker
         if together is None:
             now, vouches = self._wall(), self.witness.vouches
         else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 
 from argocd_image_updater.registry.cache import TagListKey
+from argocd_image_updater.registry.vouched_lists import VouchChecker
 
 
 class Members:
@@ -51,7 +52,7 @@ class Witness:
         self.asked += 1
         return key in self.vouched
 
-    def checker(self) -> Callable[[TagListKey, float, tuple[str, ...] | None], bool]:
+    def checker(self) -> VouchChecker:
         return self.vouches
 
     def listed(

@@ -145,7 +145,8 @@ class Fleet:
     def quiet(self) -> bool:
         """Every replica is a settled member that sees all of them, follows the events
         ConfigMap and has finished a cycle of exactly its share (so with the full member list:
-        no cycle runs again until something changes)."""
+        no cycle runs again until something changes), to its end: what a cycle does after
+        it lets its keys go (the first one settles the heap) is done and counted."""
         names = set(self.replicas)
         return all(
             r.shards.settled()
@@ -154,6 +155,7 @@ class Fleet:
             and r.cycles_held
             and r.cycles_held[-1] == SHARES[r.name]
             and not r.shards.claimed
+            and r.controller.cycles == len(r.cycles_held)
             for r in self.replicas.values()
         )
 

@@ -1212,6 +1212,16 @@ def render(rounds: list[Round], fleet: Fleet, args: argparse.Namespace) -> str:
             2,
         ),
         (
+            "… each replica's median over the rounds (the same keys in every round)",
+            "",
+            [
+                statistics.median(r.sharded[i].cpu / r.single.cpu for r in rounds)
+                for i in range(len(rounds[0].sharded))
+            ],
+            None,
+            2,
+        ),
+        (
             "process CPU s an interval (cycle and between), one replica",
             "",
             [r.single.interval_cpu for r in rounds],

@@ -29,10 +29,10 @@ said (or a heartbeat of its that was missed) no longer matters — but the heart
 hash of the tags that first listing found, and a copy holding the very same tags, not older than
 a change heard of before, holds what the owner saw: it is used again, not listed (the others
 list a repository that moved once, while its new owner's first listing has not reached them,
-not once more after it). A heartbeat made before a change
-of the member list or of the listings needed that this member saw first still vouches for the
-repositories its owner listed then and owns now: when a member joins or leaves, the others keep
-reusing their copies of every repository that kept its owner and list only those that moved.
+not once more after it). A heartbeat made before a change of the member list or of the listings
+needed that this member saw first still vouches for the repositories its owner listed then and
+owns now: when a member joins or leaves, the others keep reusing their copies of every
+repository that kept its owner and list only those that moved.
 Anything else — no heartbeat yet, a silent owner, a repository outside the listings needed when
 this member's last full cycle began, a malformed annotation — and it lists the repository
 itself, as without sharing. What this costs: a change seen by a replica that does not own the
@@ -316,10 +316,11 @@ class FleetTagLists:
             return
         self._seq += 1
         changed = None if self._overflow else frozenset(self._changed)
+        # Those still its own; none when the changes are too many to name (``changed`` None).
         gained = {k: h for k, h in self._gained_lists.items() if k in self._gained}
         assert self._since is not None  # set by round_begun
         beat = Heartbeat(
-            self._seq, at, self._since, view, listed, changed, gained if changed else {}
+            self._seq, at, self._since, view, listed, changed, gained if changed is not None else {}
         )
         self._changed, self._overflow, self._gained = set(), False, set()
         self._gained_lists = {}

@@ -720,6 +720,17 @@ async def test_steady_loads_take_the_watched_copy_and_make_no_request(
             assert (await replica.load()).last_write(
                 f"{NS}/{FLEET[KEYS[0]][1]}", "web"
             ) == WriteRecord("2.0.0", NOW)  # its own write, whether or not the watch saw it
+            written = store.get("configmaps", NS, object_name(KEYS[0]))["metadata"]
+            deadline = time.monotonic() + WITHIN
+            while (cache._objects.get(written["name"]) or {}).get("metadata", {}).get(
+                "resourceVersion"
+            ) != written["resourceVersion"]:  # polled until the watch shows the write
+                assert time.monotonic() < deadline, "the watch shows the replica's own write"
+                await asyncio.sleep(0.02)
+            monkeypatch.setattr(cache, "newer", lambda *a: asked.append(a) or newer(*a))
+            assert (await replica.load()).last_write(f"{NS}/{FLEET[KEYS[0]][1]}", "web")
+            assert not asked  # the echo of its own write changed nothing it would be told
+            monkeypatch.undo()
         other = sharded(other_client)
         with other.scoped(of(KEYS[3])):
             theirs = await other.load()

@@ -55,3 +55,40 @@ def test_only_the_configmaps_held_are_kept() -> None:
     assert cache.newer("b", "6") is UNKNOWN
     cache._observe("MODIFIED", cm("b", "7"))
     assert "b" not in cache._objects and cache.newer("a", "4") == cm("a", "5")
+
+
+def test_the_echo_of_its_own_write_leaves_the_revision() -> None:
+    cache = listed(cm("a", "5"), cm("b", "6"))
+    cache.wrote("a", "7")
+    cache.wrote("b", "8")
+    revision = cache.revision
+    cache._observe("MODIFIED", cm("a", "7"))  # the echo of the write
+    assert cache.revision == revision
+    assert cache.newer("a", "7") is None and cache.newer("a", "6") == cm("a", "7")
+    cache._observe("MODIFIED", cm("a", "9"))  # another writer's change after it
+    assert cache.revision > revision and cache.newer("a", "7") == cm("a", "9")
+    revision = cache.revision
+    cache._observe("MODIFIED", cm("b", "9"))  # another writer's change passed the write
+    assert cache.revision > revision
+    revision = cache.revision
+    cache._observe("MODIFIED", cm("b", "8"))  # late, older: ignored, as before
+    assert cache.revision == revision and cache.newer("b", "8") == cm("b", "9")
+
+
+def test_an_echo_raises_the_revision_when_the_answer_changes() -> None:
+    cache = listed(cm("a", "5"))
+    cache._observe("DELETED", cm("a", "6"))
+    cache.wrote("a", "7")  # created again by this replica: it said "read it" before
+    revision = cache.revision
+    cache._observe("ADDED", cm("a", "7"))
+    assert cache.revision > revision and cache.newer("a", "7") is None
+    cache.wrote("a", "8")
+    cache._observe("MODIFIED", cm("a", "6"))  # an older event, late: the write is still due
+    revision = cache.revision
+    cache._observe("MODIFIED", cm("a", "8"))
+    assert cache.revision == revision
+    cache.wrote("x", "3")  # not held: nothing kept
+    assert "x" not in cache._written
+    cache.wrote("a", "9")
+    cache.keep({"b"})
+    assert cache._written == {}

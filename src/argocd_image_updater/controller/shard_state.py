@@ -404,6 +404,8 @@ class ShardedStateStore:
                     return conflict, stored.token
                 self._reads += 1  # before the write: whatever it does, the object may change
                 if await store.write(target):
+                    if self.cache is not None:
+                        self.cache.wrote(store.name, target.token)
                     return conflict, target.token
                 log.debug("%s changed since it was read; applying its changes again", store.where)
                 conflict, take = True, False

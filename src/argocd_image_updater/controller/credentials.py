@@ -1,8 +1,10 @@
-"""Registry credentials by scan job, kept across cycles (providers honour ``credsexpire``)."""
+"""Registry credentials by scan job, kept across cycles (providers honour ``credsexpire``);
+the Secrets they read are read once a round (:mod:`.round_secrets`)."""
 
 from __future__ import annotations
 
 from argocd_image_updater.config.secrets import SecretReader
+from argocd_image_updater.controller.round_secrets import RoundSecrets
 from argocd_image_updater.model.registry import CredentialProvider, RegistryEndpoint
 from argocd_image_updater.registry.credentials import (
     EndpointCredentials,
@@ -15,7 +17,7 @@ class CredentialsCache:
     """Registry-level credential providers live across cycles (they honour ``credsexpire``)."""
 
     def __init__(self, secrets: SecretReader | None, cloud_auto: bool = True) -> None:
-        self._secrets = secrets
+        self._secrets = RoundSecrets(secrets) if secrets is not None else None
         self._cloud_auto = cloud_auto
         self._by_endpoint: dict[tuple[str, str], EndpointCredentials | None] = {}
 
@@ -23,13 +25,16 @@ class CredentialsCache:
     def secrets(self) -> SecretReader | None:
         return self._secrets
 
+    def new_round(self) -> None:
+        """A cycle or a webhook event's update begins: each Secret is read again when used."""
+        if self._secrets is not None:
+            self._secrets.new_round()
+
     def for_job(
         self, endpoint: RegistryEndpoint, pull_secret: str | None, namespace: str
     ) -> CredentialProvider | None:
         if pull_secret:
-            secrets = self._secrets
-            if secrets is not None and hasattr(secrets, "restricted_to"):
-                secrets = secrets.restricted_to(namespace)
+            secrets = self._secrets.restricted_to(namespace) if self._secrets is not None else None
             return ImageCredentials(pull_secret, endpoint, secrets=secrets)
         key = (endpoint.prefix, endpoint.credentials)
         if key not in self._by_endpoint:

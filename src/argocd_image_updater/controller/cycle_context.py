@@ -95,6 +95,7 @@ class Cycle:
 
     @classmethod
     def begin(cls, context: CycleContext) -> Cycle:
+        context.credentials.new_round()
         registries = context.registries
         snapshot = registries.current() if isinstance(registries, ReloadingRegistryConfig) else None
         cycle = cls(

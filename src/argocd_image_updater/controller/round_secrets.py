@@ -1,0 +1,87 @@
+"""Secrets read once a round: the scans of one cycle (or of one webhook event's update) that use
+the same pull secret share one read of it.
+
+A per-image pull secret (``pullsecret:`` / ``secret:`` on an image) gives a credential provider
+per scan and cycle, which reads the Secret on first use so that a rotated Secret is used from
+the next cycle on (:class:`~argocd_image_updater.registry.credentials.providers.
+ImageCredentials`). With one provider per scan, a private registry's 500 repositories behind
+one pull secret cost 500 reads of that Secret from the Kubernetes API every cycle, and as many
+concurrent requests at the cycle's start. :class:`RoundSecrets` shares them: each Secret is read
+at most once a round (concurrent first reads join one request), its fields or the failure kept
+until the next round begins (:meth:`RoundSecrets.new_round`, at the start of every cycle and
+webhook update). A rotated Secret is still read by the next round.
+
+Tenancy holds: what a view restricted to some namespaces (:meth:`RoundSecrets.restricted_to`)
+reads is kept under that restriction, so another view never gets a Secret its own restriction
+refuses; the refusal itself comes from the reader underneath, before any request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from argocd_image_updater.config.secrets import SecretReader
+from argocd_image_updater.registry.singleflight import SingleFlight
+
+_Key = tuple[frozenset[str] | None, str, str]
+"""The restriction a Secret was read under (None: none), its namespace and name."""
+
+MAX_KEPT: Final = 10_000
+"""Secrets kept in one round at most: a round naming more reads the others every time."""
+
+
+class _Round:
+    """What the views of one reader share: the Secrets of this round, the reads in flight."""
+
+    def __init__(self) -> None:
+        self.number = 0
+        self.kept: dict[_Key, Mapping[str, bytes] | Exception] = {}
+        self.flight: SingleFlight[tuple[int, _Key], Mapping[str, bytes]] = SingleFlight()
+
+
+class RoundSecrets:
+    """A :class:`~argocd_image_updater.config.secrets.SecretReader` over ``reader`` whose reads
+    are shared within a round (see the module)."""
+
+    def __init__(
+        self,
+        reader: SecretReader,
+        *,
+        scope: frozenset[str] | None = None,
+        shared: _Round | None = None,
+    ) -> None:
+        self._reader = reader
+        self._scope = scope
+        self._round = shared if shared is not None else _Round()
+
+    def new_round(self) -> None:
+        """What was read so far is read again when next asked for."""
+        self._round.number += 1
+        self._round.kept = {}
+
+    def restricted_to(self, *namespaces: str) -> RoundSecrets:
+        """A view reading only Secrets in ``namespaces`` (when the reader underneath can be
+        restricted; else it reads as the reader does), sharing this one's rounds."""
+        restrict = getattr(self._reader, "restricted_to", None)
+        if restrict is None:
+            return self
+        return RoundSecrets(restrict(*namespaces), scope=frozenset(namespaces), shared=self._round)
+
+    async def read(self, namespace: str, name: str) -> Mapping[str, bytes]:
+        shared = self._round
+        key: _Key = (self._scope, namespace, name)
+        found = shared.kept.get(key)
+        if found is None:
+            number = shared.number
+            try:
+                found, _ = await shared.flight.do(
+                    (number, key), lambda: self._reader.read(namespace, name)
+                )
+            except Exception as err:
+                found = err
+            if shared.number == number and len(shared.kept) < MAX_KEPT:
+                shared.kept[key] = found
+        if isinstance(found, Exception):
+            raise found.with_traceback(None)
+        return found

@@ -46,13 +46,17 @@ async def test_a_secret_is_read_once_a_round_by_concurrent_and_later_readers() -
     reader = Secrets()
     reader.data[("apps", "pull")] = {"creds": b"a:b"}
     secrets = RoundSecrets(reader)
-    found = await asyncio.gather(*(secrets.read("apps", "pull") for _ in range(50)))
+
+    def view() -> RoundSecrets:  # each provider has its own
+        return secrets.restricted_to("apps")
+
+    found = await asyncio.gather(*(view().read("apps", "pull") for _ in range(50)))
     assert found == [{"creds": b"a:b"}] * 50
-    assert await secrets.read("apps", "pull") == {"creds": b"a:b"}
+    assert await view().read("apps", "pull") == {"creds": b"a:b"}
     assert reader.reads == [("apps", "pull")]
     reader.data[("apps", "pull")] = {"creds": b"a:rotated"}
     secrets.new_round()
-    assert await secrets.read("apps", "pull") == {"creds": b"a:rotated"}
+    assert await view().read("apps", "pull") == {"creds": b"a:rotated"}
     assert reader.reads == [("apps", "pull")] * 2
 
 
@@ -61,11 +65,27 @@ async def test_a_failure_is_kept_for_the_round_only() -> None:
     secrets = RoundSecrets(reader)
     for _ in range(3):
         with pytest.raises(SecretNotFound):
-            await secrets.read("apps", "missing")
+            await secrets.restricted_to("apps").read("apps", "missing")
     assert reader.reads == [("apps", "missing")]
     reader.data[("apps", "missing")] = {"creds": b"a:b"}
     secrets.new_round()
-    assert await secrets.read("apps", "missing") == {"creds": b"a:b"}
+    assert await secrets.restricted_to("apps").read("apps", "missing") == {"creds": b"a:b"}
+
+
+async def test_a_view_asked_again_reads_fresh_and_the_round_keeps_that() -> None:
+    """A provider reads again only after the registry refused what it read: then the Secret
+    is read from the API, once for the providers asking at that moment, and kept."""
+    reader = Secrets()
+    reader.data[("apps", "pull")] = {"creds": b"a:old"}
+    secrets = RoundSecrets(reader)
+    refused = [secrets.restricted_to("apps") for _ in range(5)]
+    for provider in refused:
+        assert await provider.read("apps", "pull") == {"creds": b"a:old"}
+    reader.data[("apps", "pull")] = {"creds": b"a:new"}  # rotated; the registry refuses a:old
+    again = await asyncio.gather(*(provider.read("apps", "pull") for provider in refused))
+    assert again == [{"creds": b"a:new"}] * 5
+    assert await secrets.restricted_to("apps").read("apps", "pull") == {"creds": b"a:new"}
+    assert reader.reads == [("apps", "pull")] * 2
 
 
 async def test_a_view_never_gets_a_secret_its_restriction_refuses() -> None:

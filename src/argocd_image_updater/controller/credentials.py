@@ -1,5 +1,5 @@
-"""Registry credentials by scan job, kept across cycles (providers honour ``credsexpire``);
-the Secrets they read are read once a round (:mod:`.round_secrets`)."""
+"""Registry credentials by scan job, kept across cycles (providers honour ``credsexpire``); the
+per-image pull secrets read once a round (:mod:`.round_secrets`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ class CredentialsCache:
     """Registry-level credential providers live across cycles (they honour ``credsexpire``)."""
 
     def __init__(self, secrets: SecretReader | None, cloud_auto: bool = True) -> None:
-        self._secrets = RoundSecrets(secrets) if secrets is not None else None
+        self._secrets = secrets
+        self._pull_secrets = RoundSecrets(secrets) if secrets is not None else None
+        """The per-image pull secrets' reader: each Secret read once a round."""
         self._cloud_auto = cloud_auto
         self._by_endpoint: dict[tuple[str, str], EndpointCredentials | None] = {}
 
@@ -27,14 +29,15 @@ class CredentialsCache:
 
     def new_round(self) -> None:
         """A cycle or a webhook event's update begins: each Secret is read again when used."""
-        if self._secrets is not None:
-            self._secrets.new_round()
+        if self._pull_secrets is not None:
+            self._pull_secrets.new_round()
 
     def for_job(
         self, endpoint: RegistryEndpoint, pull_secret: str | None, namespace: str
     ) -> CredentialProvider | None:
         if pull_secret:
-            secrets = self._secrets.restricted_to(namespace) if self._secrets is not None else None
+            pulls = self._pull_secrets
+            secrets = pulls.restricted_to(namespace) if pulls is not None else None
             return ImageCredentials(pull_secret, endpoint, secrets=secrets)
         key = (endpoint.prefix, endpoint.credentials)
         if key not in self._by_endpoint:

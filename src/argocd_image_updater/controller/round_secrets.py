@@ -14,6 +14,12 @@ webhook update). A rotated Secret is still read by the next round.
 Tenancy holds: what a view restricted to some namespaces (:meth:`RoundSecrets.restricted_to`)
 reads is kept under that restriction, so another view never gets a Secret its own restriction
 refuses; the refusal itself comes from the reader underneath, before any request.
+
+Credentials the registry refused are read fresh: a provider reads its Secret once, and again
+only after the registry refused what it read (:meth:`~argocd_image_updater.registry.credentials.
+providers.ImageCredentials.invalidate`). Each provider has a view of its own
+(:meth:`RoundSecrets.restricted_to`), and a view asked again for a Secret it served reads it
+from the API (shared by the views asking at the same moment) and keeps that for the round.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ class _Round:
     def __init__(self) -> None:
         self.number = 0
         self.kept: dict[_Key, Mapping[str, bytes] | Exception] = {}
-        self.flight: SingleFlight[tuple[int, _Key], Mapping[str, bytes]] = SingleFlight()
+        self.flight: SingleFlight[tuple[int, bool, _Key], Mapping[str, bytes]] = SingleFlight()
 
 
 class RoundSecrets:
@@ -54,6 +60,8 @@ class RoundSecrets:
         self._reader = reader
         self._scope = scope
         self._round = shared if shared is not None else _Round()
+        self._served: set[_Key] = set()
+        """What this view handed out: asked again, it reads it fresh (see the module)."""
 
     def new_round(self) -> None:
         """What was read so far is read again when next asked for."""
@@ -61,27 +69,29 @@ class RoundSecrets:
         self._round.kept = {}
 
     def restricted_to(self, *namespaces: str) -> RoundSecrets:
-        """A view reading only Secrets in ``namespaces`` (when the reader underneath can be
-        restricted; else it reads as the reader does), sharing this one's rounds."""
+        """A view of its own (a provider's) reading only Secrets in ``namespaces`` (when the
+        reader underneath can be restricted; else as it reads), sharing this one's rounds."""
         restrict = getattr(self._reader, "restricted_to", None)
         if restrict is None:
-            return self
+            return RoundSecrets(self._reader, scope=self._scope, shared=self._round)
         return RoundSecrets(restrict(*namespaces), scope=frozenset(namespaces), shared=self._round)
 
     async def read(self, namespace: str, name: str) -> Mapping[str, bytes]:
         shared = self._round
         key: _Key = (self._scope, namespace, name)
-        found = shared.kept.get(key)
+        fresh = key in self._served
+        found = None if fresh else shared.kept.get(key)
         if found is None:
             number = shared.number
             try:
                 found, _ = await shared.flight.do(
-                    (number, key), lambda: self._reader.read(namespace, name)
+                    (number, fresh, key), lambda: self._reader.read(namespace, name)
                 )
             except Exception as err:
                 found = err
-            if shared.number == number and len(shared.kept) < MAX_KEPT:
+            if shared.number == number and (key in shared.kept or len(shared.kept) < MAX_KEPT):
                 shared.kept[key] = found
+        self._served.add(key)
         if isinstance(found, Exception):
             raise found.with_traceback(None)
         return found

@@ -26,7 +26,6 @@ class Secrets:
         self.data: dict[tuple[str, str], dict[str, bytes]] = parent.data if parent else {}
         self.reads: list[tuple[str, str]] = parent.reads if parent else []
         self.allowed = allowed
-        self.gate: asyncio.Event | None = None
 
     def restricted_to(self, *namespaces: str) -> Secrets:
         return Secrets(frozenset(namespaces), self)

@@ -159,8 +159,9 @@ class StateCache:
         if written is not None and (_order(_version(obj), written) or 0) >= 0:
             del self._written[name]  # shown now, or passed by a newer change
             # The echo of this replica's write: asked about that version, newer still says None.
-            echo = kind != "DELETED" and written == _version(obj)
-            echo = echo and self.newer(name, written) is None
+            echo = (
+                kind != "DELETED" and written == _version(obj) and self.newer(name, written) is None
+            )
         if kind == "DELETED":
             self._objects[name] = None
         elif known is None or (_order(_version(obj), _version(known)) or 0) >= 0:
